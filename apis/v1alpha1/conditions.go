@@ -1,0 +1,79 @@
+package v1alpha1
+
+// Condition types and reasons of IgnitionConfig. The reasons are part of the API: tooling and
+// alerts may match on them, so they are never renamed.
+const (
+	// ReadyCondition summarises DataSecretAvailable and CertificatesAvailable. Cluster API mirrors
+	// it into the Machine's BootstrapConfigReady condition.
+	ReadyCondition = "Ready"
+	// ReadyReason: every summarised condition is True.
+	ReadyReason = "Ready"
+	// NotReadyReason: at least one summarised condition is False.
+	NotReadyReason = "NotReady"
+	// ReadyUnknownReason: at least one summarised condition is Unknown.
+	ReadyUnknownReason = "ReadyUnknown"
+
+	// PausedCondition is Cluster API's Paused condition (cluster.spec.paused or the
+	// cluster.x-k8s.io/paused annotation on the config); reasons Paused / NotPaused.
+	PausedCondition = "Paused"
+
+	// DataSecretAvailableCondition is True once the bootstrap data Secret exists.
+	DataSecretAvailableCondition = "DataSecretAvailable"
+
+	// DataSecretAvailableReason (True): the Secret exists and status.dataSecretName names it.
+	DataSecretAvailableReason = "Available"
+	// WaitingForClusterInfrastructureReason (False): Cluster status.initialization.infrastructureProvisioned is not true yet.
+	WaitingForClusterInfrastructureReason = "WaitingForClusterInfrastructure"
+	// WaitingForControlPlaneInitializedReason (False): a joining node waits for the Cluster's
+	// ControlPlaneInitialized condition.
+	WaitingForControlPlaneInitializedReason = "WaitingForControlPlaneInitialized"
+	// WaitingForInitLockReason (False): another control-plane Machine holds the cluster's kubeadm init lock.
+	WaitingForInitLockReason = "WaitingForInitLock"
+	// WaitingForControlPlaneEndpointReason (False): Cluster spec.controlPlaneEndpoint is not set.
+	WaitingForControlPlaneEndpointReason = "WaitingForControlPlaneEndpoint"
+	// WaitingForClusterCAReason (False): the <cluster>-ca Secret does not exist (yet) or holds no certificate.
+	WaitingForClusterCAReason = "WaitingForClusterCA"
+	// WaitingForKubernetesVersionReason (False): neither the Machine (MachinePool template) nor
+	// the Cluster topology names a Kubernetes version.
+	WaitingForKubernetesVersionReason = "WaitingForKubernetesVersion"
+	// ReferenceNotFoundReason (False): a Secret or ConfigMap the spec references (butane.contentFrom,
+	// files[].contentFrom) or one of its keys does not exist; the message names it.
+	ReferenceNotFoundReason = "ReferenceNotFound"
+	// InvalidButaneReason (False): the butane snippet does not translate (message carries Butane's
+	// report with line and column), uses another variant, or has warnings while strict.
+	InvalidButaneReason = "InvalidButane"
+	// OwnedPathConflictReason (False): the snippet or spec.files writes a path or unit cabpi owns.
+	OwnedPathConflictReason = "OwnedPathConflict"
+	// UnsupportedKubernetesVersionReason (False): kubeadm config cannot be written for the version
+	// (below v1.22 or not a semantic version).
+	UnsupportedKubernetesVersionReason = "UnsupportedKubernetesVersion"
+	// UnsupportedIgnitionVersionReason (False): spec.ignitionVersion is not emitted for the variant,
+	// or is lower than the butane snippet needs.
+	UnsupportedIgnitionVersionReason = "UnsupportedIgnitionVersion"
+	// InvalidConfigReason (False): any other rendering error (e.g. the merged Ignition fails validation).
+	InvalidConfigReason = "InvalidConfig"
+	// BootstrapTokenFailedReason (False): the join token could not be created in the workload
+	// cluster (not reachable yet); retried with backoff.
+	BootstrapTokenFailedReason = "BootstrapTokenFailed"
+	// DataSecretInternalErrorReason (False): writing the Secret failed; retried with backoff.
+	DataSecretInternalErrorReason = "InternalError"
+
+	// CertificatesAvailableCondition is True when the certificates a control-plane node needs
+	// were found (or generated for the first control-plane node when there is no control-plane provider).
+	CertificatesAvailableCondition = "CertificatesAvailable"
+	// CertificatesAvailableReason (True): certificates found or generated.
+	CertificatesAvailableReason = "Available"
+	// CertificatesNotFoundReason (False): a joining control-plane node waits for certificates
+	// that the first control-plane node (or the control-plane provider) creates.
+	CertificatesNotFoundReason = "NotFound"
+	// CertificatesInternalErrorReason (False): looking up or generating certificates failed.
+	CertificatesInternalErrorReason = "InternalError"
+)
+
+// Annotations and labels cabpi sets.
+const (
+	// BootstrapTokenIDAnnotation on the data Secret records the ID (the public half) of the
+	// kubeadm bootstrap token embedded in the data, so the controller can refresh it. The token's
+	// secret half is never stored outside the data Secret and the workload cluster.
+	BootstrapTokenIDAnnotation = "bootstrap.cluster.x-k8s.io/ignition-token-id"
+)

@@ -1,0 +1,44 @@
+package ignition
+
+import "fmt"
+
+// ErrorKind classifies a rendering error so callers can map it to a stable condition reason or
+// an admission field error. Kinds are stable.
+type ErrorKind string
+
+const (
+	// ErrInvalidButane: the snippet does not parse or translate, or has warnings under strict.
+	ErrInvalidButane ErrorKind = "InvalidButane"
+	// ErrVariantMismatch: the snippet's variant is not the config's variant.
+	ErrVariantMismatch ErrorKind = "VariantMismatch"
+	// ErrOwnedPathConflict: the snippet or a file writes a path or unit the provider owns.
+	ErrOwnedPathConflict ErrorKind = "OwnedPathConflict"
+	// ErrUnsupportedKubernetesVersion: kubeadm config cannot be written for the version.
+	ErrUnsupportedKubernetesVersion ErrorKind = "UnsupportedKubernetesVersion"
+	// ErrUnsupportedIgnitionVersion: the pinned version does not exist for the variant or is too low.
+	ErrUnsupportedIgnitionVersion ErrorKind = "UnsupportedIgnitionVersion"
+	// ErrInvalidInput: anything else wrong with the input (bad role, bad file, merged config invalid).
+	ErrInvalidInput ErrorKind = "InvalidInput"
+)
+
+// Error is a rendering error caused by the input. Field is the spec field at fault
+// ("butane", "files[2]", "ignitionVersion", ...); Line and Column locate the error inside the
+// Butane document when Butane gives a location (1-based, 0 when unknown).
+type Error struct {
+	Kind    ErrorKind
+	Field   string
+	Line    int
+	Column  int
+	Message string
+}
+
+func (e *Error) Error() string {
+	loc := ""
+	if e.Line > 0 {
+		loc = fmt.Sprintf(" (line %d, column %d)", e.Line, e.Column)
+	}
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s%s", e.Field, e.Message, loc)
+	}
+	return e.Message + loc
+}

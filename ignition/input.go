@@ -1,0 +1,103 @@
+// Package ignition renders the bootstrap data of one node: kubeadm (the bootstrap part) plus the
+// user's Butane (the provisioning part), merged into one Ignition 3.x config.
+//
+// The renderer is pure: typed inputs in, Ignition JSON bytes out. It has no client, no clock and
+// no randomness, so identical inputs give identical bytes; callers resolve every reference
+// (Secrets, ConfigMaps, tokens, certificates) before calling Render.
+package ignition
+
+import (
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+)
+
+// Role is what kubeadm does on the node.
+type Role string
+
+const (
+	// RoleInit runs kubeadm init: the first control-plane node of a cluster.
+	RoleInit Role = "init"
+	// RoleControlPlaneJoin runs kubeadm join --control-plane.
+	RoleControlPlaneJoin Role = "control-plane"
+	// RoleWorkerJoin runs kubeadm join (worker Machines and MachinePools).
+	RoleWorkerJoin Role = "worker"
+)
+
+// Variant is the OS family; it equals the Butane variant name.
+type Variant string
+
+const (
+	VariantFlatcar Variant = "flatcar"
+	VariantFCOS    Variant = "fcos"
+)
+
+// Paths and units the provider owns. A user snippet or spec file that writes one of them is rejected.
+const (
+	KubeadmConfigPath = "/etc/kubeadm.yml"
+	KubeadmScriptPath = "/etc/kubeadm.sh"
+	KubeadmUnitName   = "kubeadm.service"
+	SentinelPath      = "/run/cluster-api/bootstrap-success.complete"
+)
+
+// UninitializedTaint is added to worker nodes at creation (Cluster API contract); Cluster API
+// removes it once it has synced the Machine's labels to the Node.
+const (
+	UninitializedTaintKey    = "node.cluster.x-k8s.io/uninitialized"
+	UninitializedTaintEffect = "NoSchedule"
+)
+
+// Input is everything Render needs. All content is resolved: no references.
+type Input struct {
+	// Variant selects the Butane variant the snippet must use and the Ignition versions allowed.
+	Variant Variant
+	// IgnitionVersion pins the output spec version ("3.4.0"); empty picks the lowest that carries the config.
+	IgnitionVersion string
+	// Role selects kubeadm init, join --control-plane or join.
+	Role Role
+	// KubernetesVersion ("v1.34.0") selects the kubeadm API version (v1beta3 < 1.31 <= v1beta4).
+	KubernetesVersion string
+
+	// ClusterConfiguration and InitConfiguration are used for RoleInit, already defaulted from the Cluster.
+	ClusterConfiguration *bootstrapv1.ClusterConfiguration
+	InitConfiguration    *bootstrapv1.InitConfiguration
+	// JoinConfiguration is used for the join roles, with discovery (token, CA hashes, endpoint) filled in.
+	JoinConfiguration *bootstrapv1.JoinConfiguration
+
+	// Certificates are written for control-plane roles (keys 0600, certificates 0644).
+	Certificates []File
+	// Files are the user's files (spec.files), content resolved.
+	Files []File
+	// PreKubeadmCommands and PostKubeadmCommands run around kubeadm in /etc/kubeadm.sh.
+	PreKubeadmCommands  []string
+	PostKubeadmCommands []string
+
+	// Butane is the user's Butane document (YAML), empty for none.
+	Butane string
+	// ButaneStrict makes Butane warnings errors.
+	ButaneStrict bool
+}
+
+// File is a resolved file.
+type File struct {
+	Path    string
+	Content []byte
+	// Mode is the octal mode, e.g. 0o644; zero means 0o644.
+	Mode int
+	// Owner is "user:group", "user" or empty (root).
+	Owner string
+}
+
+// Output is the rendered config and what it weighs.
+type Output struct {
+	// Data is the Ignition JSON.
+	Data []byte
+	// SpecVersion is the Ignition spec version emitted ("3.3.0").
+	SpecVersion string
+	// Size reports the size of Data raw and gzip-compressed, for platform user-data limits.
+	Size SizeReport
+}
+
+// SizeReport is the weight of the rendered config.
+type SizeReport struct {
+	Bytes     int
+	GzipBytes int
+}
