@@ -96,3 +96,6 @@ verify-gen: generate manifests ## Fail when generated files are out of date.
 .PHONY: clean
 clean:
 	rm -rf bin out _demo
+
+# Feature-specific targets (release manifests, clusterctl, demo) live in mk/*.mk.
+-include $(wildcard mk/*.mk)

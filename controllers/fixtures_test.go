@@ -1,0 +1,148 @@
+package controllers_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/testenv"
+)
+
+const (
+	eventually = 30 * time.Second
+	tick       = 100 * time.Millisecond
+)
+
+// clusterFixture is a Cluster in its own namespace, wired the way a real management cluster is:
+// infrastructure provisioned, kubeconfig Secret pointing at the (envtest) workload cluster, CA.
+type clusterFixture struct {
+	ns      string
+	cluster *clusterv1.Cluster
+}
+
+type clusterSetup struct {
+	noInfra, noControlPlaneInit, noCA, noEndpoint bool
+	paused                                        bool
+}
+
+func newCluster(t *testing.T, s clusterSetup) *clusterFixture {
+	t.Helper()
+	ctx := t.Context()
+	ns := env.CreateNamespace(t, "cabpi").Name
+	cluster := env.NewCluster(ns, "c1")
+	if s.noEndpoint {
+		cluster.Spec.ControlPlaneEndpoint = clusterv1.APIEndpoint{}
+	}
+	cluster.Spec.Paused = &s.paused
+	require.NoError(t, env.Client.Create(ctx, testenv.NewGenericInfraCluster(ns, "c1")))
+	require.NoError(t, env.Client.Create(ctx, cluster))
+	_, err := env.CreateWorkloadKubeconfigSecret(ctx, cluster)
+	require.NoError(t, err)
+	if !s.noCA {
+		_, err := env.CreateClusterCA(ctx, cluster)
+		require.NoError(t, err)
+	}
+	if !s.noInfra {
+		require.NoError(t, env.MarkInfrastructureProvisioned(ctx, cluster))
+	}
+	if !s.noControlPlaneInit {
+		require.NoError(t, env.MarkControlPlaneInitialized(ctx, cluster))
+	}
+	return &clusterFixture{ns: ns, cluster: cluster}
+}
+
+// addMachine creates an IgnitionConfig with spec, its infrastructure machine and a Machine
+// referencing both; CAPI's Machine controller then owns the config.
+func (f *clusterFixture) addMachine(t *testing.T, name string, controlPlane bool, spec bootstrapv1.IgnitionConfigSpec, mutate ...func(*clusterv1.Machine)) *clusterv1.Machine {
+	t.Helper()
+	ctx := t.Context()
+	cfg := &bootstrapv1.IgnitionConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: f.cluster.Name}},
+		Spec:       spec,
+	}
+	require.NoError(t, env.Client.Create(ctx, cfg))
+	require.NoError(t, env.Client.Create(ctx, testenv.NewGenericInfraMachine(f.ns, name)))
+	m := testenv.NewMachine(f.cluster, name, controlPlane)
+	for _, fn := range mutate {
+		fn(m)
+	}
+	require.NoError(t, env.Client.Create(ctx, m))
+	return m
+}
+
+func getConfig(t *testing.T, ns, name string) *bootstrapv1.IgnitionConfig {
+	t.Helper()
+	cfg := &bootstrapv1.IgnitionConfig{}
+	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, cfg))
+	return cfg
+}
+
+// waitForCondition waits until the config's condition has status and reason, and returns it.
+func waitForCondition(t *testing.T, ns, name, condType string, status metav1.ConditionStatus, reason string) *metav1.Condition {
+	t.Helper()
+	var got *metav1.Condition
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cfg := &bootstrapv1.IgnitionConfig{}
+		if !assert.NoError(c, env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cfg)) {
+			return
+		}
+		got = conditions.Get(cfg, condType)
+		if assert.NotNil(c, got, "condition %s not set yet", condType) {
+			assert.Equal(c, string(status)+"/"+reason, string(got.Status)+"/"+got.Reason, got.Message)
+		}
+	}, eventually, tick)
+	return got
+}
+
+func dataSecret(t *testing.T, ns, name string) (*corev1.Secret, bool) {
+	t.Helper()
+	s := &corev1.Secret{}
+	err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, s)
+	if apierrors.IsNotFound(err) {
+		return nil, false
+	}
+	require.NoError(t, err)
+	return s, true
+}
+
+// ourTokens lists the join tokens cabpi created in the (shared) workload cluster.
+func ourTokens(t *testing.T) map[string]corev1.Secret {
+	t.Helper()
+	list := &corev1.SecretList{}
+	require.NoError(t, env.Client.List(t.Context(), list, client.InNamespace(metav1.NamespaceSystem)))
+	out := map[string]corev1.Secret{}
+	for _, s := range list.Items {
+		if s.Type == bootstrapapi.SecretTypeBootstrapToken && string(s.Data[bootstrapapi.BootstrapTokenDescriptionKey]) == tokenDescriptionForTest {
+			out[string(s.Data[bootstrapapi.BootstrapTokenIDKey])] = s
+		}
+	}
+	return out
+}
+
+const tokenDescriptionForTest = "join token created by cabpi (cluster-api-bootstrap-provider-ignition)"
+
+func tokenSecret(t *testing.T, id string) *corev1.Secret {
+	t.Helper()
+	s := &corev1.Secret{}
+	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id}, s))
+	return s
+}
+
+func tokenExpiration(t *testing.T, id string) time.Time {
+	t.Helper()
+	exp, err := time.Parse(time.RFC3339, string(tokenSecret(t, id).Data[bootstrapapi.BootstrapTokenExpirationKey]))
+	require.NoError(t, err)
+	return exp
+}

@@ -1,0 +1,135 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	bootstrapkubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/secret"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+)
+
+// placeholderToken stands in for the join token in a dry render: the token is created in the
+// workload cluster only once the config is known to render, so bad input leaves no token behind.
+const placeholderToken = "abcdef.0123456789abcdef"
+
+// reconcileJoin renders a worker or control-plane join.
+func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, role ignition.Role) (ctrl.Result, error) {
+	in, o, err := r.joinInput(ctx, s, role)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if o != nil {
+		return o.apply(r, s.config), nil
+	}
+	return r.renderJoin(ctx, s, in)
+}
+
+// joinInput resolves everything of a join but the token.
+func (r *Reconciler) joinInput(ctx context.Context, s *scope, role ignition.Role) (ignition.Input, *outcome, error) {
+	in, o, err := r.baseInput(ctx, s, role)
+	if err != nil || o != nil {
+		return in, o, err
+	}
+
+	join := s.config.Spec.JoinConfiguration.DeepCopy()
+	if role == ignition.RoleControlPlaneJoin {
+		certs := secret.NewControlPlaneJoinCerts(&s.config.Spec.ClusterConfiguration)
+		if o, err := r.lookupCertificates(ctx, s, certs, false); err != nil || o != nil {
+			return in, o, err
+		}
+		in.Certificates = certificateFiles(certs)
+		if join.ControlPlane == nil {
+			join.ControlPlane = &bootstrapkubeadmv1.JoinControlPlane{}
+		}
+	} else {
+		join.ControlPlane = nil
+	}
+
+	if o, err := r.fillDiscovery(ctx, s, join); err != nil || o != nil {
+		return in, o, err
+	}
+	in.JoinConfiguration = join
+	return in, nil, nil
+}
+
+// fillDiscovery completes kubeadm's discovery: the user's file discovery is respected; otherwise
+// bootstrap-token discovery against the Cluster's endpoint, pinned to the cluster CA.
+func (r *Reconciler) fillDiscovery(ctx context.Context, s *scope, join *bootstrapkubeadmv1.JoinConfiguration) (*outcome, error) {
+	if join.Discovery.File.IsDefined() {
+		return nil, nil
+	}
+	bt := &join.Discovery.BootstrapToken
+	if bt.APIServerEndpoint == "" {
+		if !s.cluster.Spec.ControlPlaneEndpoint.IsValid() {
+			return waitFor(bootstrapv1.WaitingForControlPlaneEndpointReason,
+				"Waiting for Cluster spec.controlPlaneEndpoint to be set"), nil
+		}
+		bt.APIServerEndpoint = s.cluster.Spec.ControlPlaneEndpoint.String()
+	}
+	if len(bt.CACertHashes) == 0 {
+		hashes, err := r.clusterCAHashes(ctx, s.cluster)
+		if err != nil {
+			return nil, err
+		}
+		if len(hashes) == 0 {
+			return waitFor(bootstrapv1.WaitingForClusterCAReason,
+				fmt.Sprintf("Waiting for Secret %s to hold the cluster CA certificate", secret.Name(s.cluster.Name, secret.ClusterCA))), nil
+		}
+		bt.CACertHashes = hashes
+	}
+	return nil, nil
+}
+
+// usesOurToken is true when cabpi must provide the join token (the user set none).
+func usesOurToken(join *bootstrapkubeadmv1.JoinConfiguration) bool {
+	return !join.Discovery.File.IsDefined() && join.Discovery.BootstrapToken.Token == ""
+}
+
+// renderJoin dry-renders with a placeholder token, creates the real token, renders and stores.
+// MachinePool token rotation comes through here too, rewriting the Secret in place.
+func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input) (ctrl.Result, error) {
+	join := in.JoinConfiguration
+	if !usesOurToken(join) {
+		out, err := ignition.Render(in)
+		if err != nil {
+			return renderFailed(err).apply(r, s.config), nil
+		}
+		return ctrl.Result{}, r.storeDataSecret(ctx, s, out.Data, "")
+	}
+
+	join.Discovery.BootstrapToken.Token = placeholderToken
+	if _, err := ignition.Render(in); err != nil {
+		return renderFailed(err).apply(r, s.config), nil
+	}
+
+	remote, err := r.ClusterCache.GetClient(ctx, util.ObjectKey(s.cluster))
+	if err != nil {
+		return (&outcome{reason: bootstrapv1.BootstrapTokenFailedReason, requeue: waitRequeue,
+			message: fmt.Sprintf("Workload cluster not reachable to create the join token: %v", err)}).apply(r, s.config), nil
+	}
+	token, err := createJoinToken(ctx, remote, r.TokenTTL, nowFunc())
+	if err != nil {
+		setDataSecretFalse(s.config, bootstrapv1.BootstrapTokenFailedReason, err.Error())
+		return ctrl.Result{}, err
+	}
+	join.Discovery.BootstrapToken.Token = token.Value
+	out, err := ignition.Render(in)
+	if err != nil {
+		// Cannot happen after a successful dry render (the renderer is pure); reported all the same.
+		return renderFailed(err).apply(r, s.config), nil
+	}
+	if err := r.storeDataSecret(ctx, s, out.Data, token.ID); err != nil {
+		setDataSecretFalse(s.config, bootstrapv1.DataSecretInternalErrorReason, err.Error())
+		return ctrl.Result{}, err
+	}
+	ctrl.LoggerFrom(ctx).Info("Rendered bootstrap data", "role", in.Role, "tokenID", token.ID,
+		"ignitionVersion", out.SpecVersion, "bytes", out.Size.Bytes, "gzipBytes", out.Size.GzipBytes)
+	// Come back to refresh (Machine) or rotate (MachinePool) the token.
+	return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil
+}

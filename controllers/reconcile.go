@@ -1,0 +1,122 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"sigs.k8s.io/cluster-api/util/conditions"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+)
+
+// waitRequeue is how soon a config waiting on something not watched is looked at again.
+const waitRequeue = 30 * time.Second
+
+// reconcile decides, in contract order, what this config needs now.
+func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
+	config := s.config
+
+	// A data Secret restored without owner (backup, move) is adopted before anything else.
+	existing, err := r.getDataSecret(ctx, config)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	switch {
+	case !ptr.Deref(s.cluster.Status.Initialization.InfrastructureProvisioned, false):
+		setDataSecretFalse(config, bootstrapv1.WaitingForClusterInfrastructureReason,
+			"Waiting for Cluster status.initialization.infrastructureProvisioned to be true")
+		return ctrl.Result{}, nil
+
+	case ptr.Deref(config.Status.Initialization.DataSecretCreated, false) && config.Status.DataSecretName != "":
+		setDataSecretTrue(config)
+		return r.reconcileJoinToken(ctx, s, existing)
+
+	case existing != nil:
+		// The Secret exists but the status does not say so (a crash between the two writes, or a
+		// status lost in a move): trust the Secret, never render twice.
+		if err := r.adoptDataSecret(ctx, s, existing); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, nil
+	}
+
+	switch role := s.role(); role {
+	case ignition.RoleInit:
+		return r.reconcileInit(ctx, s)
+	default:
+		if !s.controlPlaneInitialized() {
+			setDataSecretFalse(config, bootstrapv1.WaitingForControlPlaneInitializedReason,
+				"Waiting for the Cluster's control plane to be initialized (condition ControlPlaneInitialized)")
+			return ctrl.Result{RequeueAfter: waitRequeue}, nil
+		}
+		// The control plane is up: the init lock, if any, is no longer needed.
+		r.initLock.Unlock(ctx, s.cluster)
+		return r.reconcileJoin(ctx, s, role)
+	}
+}
+
+// outcome is what a render step wants reported: nil means the data Secret was written.
+type outcome struct {
+	reason  string
+	message string
+	requeue time.Duration
+	// warn emits a warning event (user-actionable errors), not for plain waiting.
+	warn bool
+}
+
+func (o *outcome) apply(r *Reconciler, config *bootstrapv1.IgnitionConfig) ctrl.Result {
+	setDataSecretFalse(config, o.reason, o.message)
+	if o.warn {
+		r.warn(config, o.reason, o.message)
+	}
+	return ctrl.Result{RequeueAfter: o.requeue}
+}
+
+func waitFor(reason, message string) *outcome {
+	return &outcome{reason: reason, message: message, requeue: waitRequeue}
+}
+
+// renderErrorRetry: a config that fails to render is looked at again after this long (for
+// fixes in referenced Secrets and ConfigMaps, which are not watched); a spec change is seen at once.
+const renderErrorRetry = 5 * time.Minute
+
+// renderFailed maps a renderer error to the condition reason a user acts on.
+func renderFailed(err error) *outcome {
+	reason := bootstrapv1.InvalidConfigReason
+	if rerr, ok := err.(*ignition.Error); ok {
+		switch rerr.Kind {
+		case ignition.ErrInvalidButane, ignition.ErrVariantMismatch:
+			reason = bootstrapv1.InvalidButaneReason
+		case ignition.ErrOwnedPathConflict:
+			reason = bootstrapv1.OwnedPathConflictReason
+		case ignition.ErrUnsupportedKubernetesVersion:
+			reason = bootstrapv1.UnsupportedKubernetesVersionReason
+		case ignition.ErrUnsupportedIgnitionVersion:
+			reason = bootstrapv1.UnsupportedIgnitionVersionReason
+		}
+	}
+	return &outcome{reason: reason, message: fmt.Sprintf("Rendering failed: %v", err), requeue: renderErrorRetry, warn: true}
+}
+
+func setDataSecretFalse(config *bootstrapv1.IgnitionConfig, reason, message string) {
+	conditions.Set(config, metav1.Condition{
+		Type: bootstrapv1.DataSecretAvailableCondition, Status: metav1.ConditionFalse, Reason: reason, Message: message,
+	})
+}
+
+func setDataSecretTrue(config *bootstrapv1.IgnitionConfig) {
+	conditions.Set(config, metav1.Condition{
+		Type: bootstrapv1.DataSecretAvailableCondition, Status: metav1.ConditionTrue, Reason: bootstrapv1.DataSecretAvailableReason,
+	})
+}
+
+func builderPredicates(p predicate.Predicate) builder.Predicates { return builder.WithPredicates(p) }

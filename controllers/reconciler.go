@@ -1,0 +1,179 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/locking"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/feature"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/cluster-api/util/paused"
+	"sigs.k8s.io/cluster-api/util/predicates"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+)
+
+// DefaultTokenTTL is how long a join token lives when --bootstrap-token-ttl is not set.
+const DefaultTokenTTL = 15 * time.Minute
+
+// Reconciler renders IgnitionConfigs into bootstrap data Secrets.
+type Reconciler struct {
+	// Client reads and writes the management cluster. Secrets and ConfigMaps are not cached
+	// (the manager disables the cache for them), so reads of them go to the API server.
+	Client client.Client
+	// ClusterCache gives clients for workload clusters (join tokens).
+	ClusterCache clustercache.ClusterCache
+	// Recorder emits events; messages never carry secret material.
+	Recorder events.EventRecorder
+	// WatchFilterValue is the --watch-filter label value.
+	WatchFilterValue string
+	// TokenTTL is the lifetime of join tokens; refreshed until the node joined.
+	TokenTTL time.Duration
+
+	initLock *locking.ControlPlaneInitMutex
+}
+
+// ownedConditions are the conditions this controller writes (patch helper ownership).
+var ownedConditions = []string{
+	bootstrapv1.ReadyCondition,
+	bootstrapv1.PausedCondition,
+	bootstrapv1.DataSecretAvailableCondition,
+	bootstrapv1.CertificatesAvailableCondition,
+}
+
+// SetupWithManager registers the controller and its watches.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+	if r.Client == nil || r.ClusterCache == nil {
+		return fmt.Errorf("IgnitionConfig reconciler needs a Client and a ClusterCache")
+	}
+	if r.TokenTTL <= 0 {
+		r.TokenTTL = DefaultTokenTTL
+	}
+	r.initLock = locking.NewControlPlaneInitMutex(r.Client)
+	log := ctrl.LoggerFrom(ctx).WithValues("controller", "ignitionconfig")
+
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(&bootstrapv1.IgnitionConfig{}).
+		Named("ignitionconfig").
+		WithOptions(options).
+		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToConfig))
+	if feature.Gates.Enabled(feature.MachinePool) {
+		b = b.Watches(&clusterv1.MachinePool{}, handler.EnqueueRequestsFromMapFunc(r.machinePoolToConfig))
+	}
+	b = b.Watches(&clusterv1.Cluster{},
+		handler.EnqueueRequestsFromMapFunc(r.clusterToConfigs),
+		builderPredicates(predicates.Any(mgr.GetScheme(), log,
+			predicates.ClusterPausedTransitionsOrInfrastructureProvisioned(mgr.GetScheme(), log),
+			predicates.ClusterControlPlaneInitialized(mgr.GetScheme(), log),
+		)),
+	).WatchesRawSource(r.ClusterCache.GetClusterSource("ignitionconfig", r.clusterToConfigs))
+
+	if err := b.Complete(r); err != nil {
+		return fmt.Errorf("setting up the IgnitionConfig controller: %w", err)
+	}
+	return nil
+}
+
+// +kubebuilder:rbac:groups=bootstrap.cluster.x-k8s.io,resources=ignitionconfigs;ignitionconfigs/status;ignitionconfigs/finalizers,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=bootstrap.cluster.x-k8s.io,resources=ignitionconfigtemplates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status;machines;machines/status;machinepools;machinepools/status,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// Reconcile runs the BootstrapConfig flow for one IgnitionConfig.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, rerr error) {
+	log := ctrl.LoggerFrom(ctx)
+
+	config := &bootstrapv1.IgnitionConfig{}
+	if err := r.Client.Get(ctx, req.NamespacedName, config); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !config.DeletionTimestamp.IsZero() {
+		// The data Secret goes with the config through its owner reference.
+		return ctrl.Result{}, nil
+	}
+
+	s := &scope{config: config}
+	if err := gatherOwner(ctx, r.Client, s); err != nil {
+		if err == errNoOwner {
+			log.V(4).Info("Waiting for a Machine or MachinePool to own this config")
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	log = log.WithValues(s.owner().GetObjectKind().GroupVersionKind().Kind, klog.KObj(s.owner()),
+		"Cluster", klog.KRef(config.Namespace, s.clusterName()))
+	ctx = ctrl.LoggerInto(ctx, log)
+
+	cluster, err := util.GetClusterByName(ctx, r.Client, config.Namespace, s.clusterName())
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			log.Info("Waiting for the Cluster to be created")
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("getting Cluster %s: %w", s.clusterName(), err)
+	}
+	s.cluster = cluster
+
+	patchHelper, err := patch.NewHelper(config, r.Client)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("creating patch helper for %s: %w", klog.KObj(config), err)
+	}
+	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, config); err != nil || isPaused || requeue {
+		return ctrl.Result{}, err
+	}
+
+	defer func() {
+		if err := r.patch(ctx, patchHelper, config, rerr == nil); err != nil {
+			rerr = kerrors.NewAggregate([]error{rerr, err})
+		}
+	}()
+
+	return r.reconcile(ctx, s)
+}
+
+// patch writes the Ready summary and persists status and conditions.
+func (r *Reconciler) patch(ctx context.Context, h *patch.Helper, config *bootstrapv1.IgnitionConfig, succeeded bool) error {
+	if err := conditions.SetSummaryCondition(config, config, bootstrapv1.ReadyCondition,
+		conditions.ForConditionTypes{bootstrapv1.DataSecretAvailableCondition, bootstrapv1.CertificatesAvailableCondition},
+		conditions.IgnoreTypesIfMissing{bootstrapv1.CertificatesAvailableCondition},
+		conditions.CustomMergeStrategy{MergeStrategy: conditions.DefaultMergeStrategy(
+			conditions.ComputeReasonFunc(conditions.GetDefaultComputeMergeReasonFunc(
+				bootstrapv1.NotReadyReason, bootstrapv1.ReadyUnknownReason, bootstrapv1.ReadyReason,
+			)),
+		)},
+	); err != nil {
+		return fmt.Errorf("computing Ready of %s: %w", klog.KObj(config), err)
+	}
+	opts := []patch.Option{patch.WithOwnedConditions{Conditions: ownedConditions}}
+	if succeeded {
+		opts = append(opts, patch.WithStatusObservedGeneration{})
+	}
+	return h.Patch(ctx, config, opts...)
+}
+
+// warn records a warning event on the config. Messages must never carry secret material.
+func (r *Reconciler) warn(config *bootstrapv1.IgnitionConfig, reason, message string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(config, nil, corev1.EventTypeWarning, reason, "Render", "%s", message)
+	}
+}

@@ -1,0 +1,156 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/feature"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+)
+
+// scope is everything one reconcile decides on, gathered before any decision is made.
+type scope struct {
+	config  *bootstrapv1.IgnitionConfig
+	cluster *clusterv1.Cluster
+	// Exactly one of machine and machinePool is set.
+	machine     *clusterv1.Machine
+	machinePool *clusterv1.MachinePool
+}
+
+// owner returns the config's owner as a client.Object (for logging and events).
+func (s *scope) owner() client.Object {
+	if s.machinePool != nil {
+		return s.machinePool
+	}
+	return s.machine
+}
+
+func (s *scope) isMachinePool() bool { return s.machinePool != nil }
+
+// isControlPlane is true for a Machine carrying Cluster API's control-plane label.
+func (s *scope) isControlPlane() bool {
+	if s.machine == nil {
+		return false
+	}
+	_, ok := s.machine.Labels[clusterv1.MachineControlPlaneLabel]
+	return ok
+}
+
+// ownerDataSecretName is the data Secret name Cluster API already copied to the owner, if any.
+func (s *scope) ownerDataSecretName() string {
+	if s.machinePool != nil {
+		if n := s.machinePool.Spec.Template.Spec.Bootstrap.DataSecretName; n != nil {
+			return *n
+		}
+		return ""
+	}
+	if n := s.machine.Spec.Bootstrap.DataSecretName; n != nil {
+		return *n
+	}
+	return ""
+}
+
+// hasJoined is true once the owner's node(s) joined: a Machine with a nodeRef, or a MachinePool
+// with as many nodeRefs as replicas. After that a Machine's join token is left to expire.
+func (s *scope) hasJoined() bool {
+	if s.machinePool != nil {
+		replicas := int32(1)
+		if s.machinePool.Spec.Replicas != nil {
+			replicas = *s.machinePool.Spec.Replicas
+		}
+		return len(s.machinePool.Status.NodeRefs) == int(replicas)
+	}
+	return s.machine.Status.NodeRef.IsDefined()
+}
+
+// kubernetesVersion is the owner's version, falling back to the Cluster topology's version.
+func (s *scope) kubernetesVersion() string {
+	v := ""
+	if s.machinePool != nil {
+		v = s.machinePool.Spec.Template.Spec.Version
+	} else {
+		v = s.machine.Spec.Version
+	}
+	if v == "" && s.cluster.Spec.Topology.IsDefined() {
+		v = s.cluster.Spec.Topology.Version
+	}
+	return v
+}
+
+// role decides what kubeadm does on the node. controlPlaneInitialized comes from the Cluster.
+func (s *scope) role() ignition.Role {
+	switch {
+	case !s.isControlPlane():
+		return ignition.RoleWorkerJoin
+	case s.controlPlaneInitialized():
+		return ignition.RoleControlPlaneJoin
+	default:
+		return ignition.RoleInit
+	}
+}
+
+func (s *scope) controlPlaneInitialized() bool {
+	for _, c := range s.cluster.Status.Conditions {
+		if c.Type == clusterv1.ClusterControlPlaneInitializedCondition {
+			return c.Status == "True"
+		}
+	}
+	return false
+}
+
+// errNoOwner means the config has no Machine or MachinePool owner yet: Cluster API sets the
+// owner reference when a Machine references the config, which triggers a new reconcile.
+var errNoOwner = fmt.Errorf("no Machine or MachinePool owner yet")
+
+// gatherOwner finds the Machine or MachinePool that owns the config.
+func gatherOwner(ctx context.Context, c client.Reader, s *scope) error {
+	for _, ref := range s.config.OwnerReferences {
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil || gv.Group != clusterv1.GroupVersion.Group {
+			continue
+		}
+		key := client.ObjectKey{Namespace: s.config.Namespace, Name: ref.Name}
+		switch ref.Kind {
+		case "Machine":
+			m := &clusterv1.Machine{}
+			if err := c.Get(ctx, key, m); err != nil {
+				return ownerGetError(err, "Machine", key)
+			}
+			s.machine = m
+			return nil
+		case "MachinePool":
+			if !feature.Gates.Enabled(feature.MachinePool) {
+				continue
+			}
+			mp := &clusterv1.MachinePool{}
+			if err := c.Get(ctx, key, mp); err != nil {
+				return ownerGetError(err, "MachinePool", key)
+			}
+			s.machinePool = mp
+			return nil
+		}
+	}
+	return errNoOwner
+}
+
+func ownerGetError(err error, kind string, key client.ObjectKey) error {
+	if apierrors.IsNotFound(err) {
+		return errNoOwner
+	}
+	return fmt.Errorf("getting owner %s %s: %w", kind, key, err)
+}
+
+// clusterName is the owner's spec.clusterName.
+func (s *scope) clusterName() string {
+	if s.machinePool != nil {
+		return s.machinePool.Spec.ClusterName
+	}
+	return s.machine.Spec.ClusterName
+}

@@ -1,0 +1,125 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+)
+
+// Keys of the data Secret (Cluster API contract: value; format tells infrastructure providers
+// the data is Ignition, not cloud-config).
+const (
+	dataSecretValueKey  = "value"
+	dataSecretFormatKey = "format"
+)
+
+// dataSecretName is deterministic (the config's name) so the Secret can be found again after a
+// move or restore without status.
+func dataSecretName(config *bootstrapv1.IgnitionConfig) string { return config.Name }
+
+func configOwnerRef(config *bootstrapv1.IgnitionConfig) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         bootstrapv1.GroupVersion.String(),
+		Kind:               "IgnitionConfig",
+		Name:               config.Name,
+		UID:                config.UID,
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
+	}
+}
+
+// getDataSecret returns the config's data Secret, or nil when there is none. A Secret without a
+// controller (restored from a backup or moved) gets this config as controller; a Secret
+// controlled by something else is an error, never overwritten.
+func (r *Reconciler) getDataSecret(ctx context.Context, config *bootstrapv1.IgnitionConfig) (*corev1.Secret, error) {
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: config.Namespace, Name: dataSecretName(config)}
+	if err := r.Client.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("getting data Secret %s: %w", key, err)
+	}
+	ref := configOwnerRef(config)
+	if ctl := metav1.GetControllerOf(secret); ctl != nil {
+		if ctl.UID == config.UID {
+			return secret, nil
+		}
+		return nil, fmt.Errorf("data Secret %s is controlled by %s %s, not by this IgnitionConfig: delete or rename it", key, ctl.Kind, ctl.Name)
+	}
+	original := secret.DeepCopy()
+	secret.OwnerReferences = util.EnsureOwnerRef(secret.OwnerReferences, ref)
+	if err := r.Client.Patch(ctx, secret, client.MergeFrom(original)); err != nil {
+		return nil, fmt.Errorf("adopting data Secret %s: %w", key, err)
+	}
+	return secret, nil
+}
+
+// adoptDataSecret records an existing data Secret in the status without re-rendering it.
+func (r *Reconciler) adoptDataSecret(ctx context.Context, s *scope, secret *corev1.Secret) error {
+	ctrl.LoggerFrom(ctx).Info("Data Secret already exists, recording it", "Secret", klog.KObj(secret))
+	s.config.Status.DataSecretName = secret.Name
+	s.config.Status.Initialization.DataSecretCreated = ptr.To(true)
+	setDataSecretTrue(s.config)
+	if s.isControlPlane() {
+		setCertificatesAvailable(s.config)
+	}
+	return nil
+}
+
+// storeDataSecret writes the rendered data: created the first time, updated in place when a
+// MachinePool's token is rotated. tokenID (may be empty) is recorded for token refresh.
+func (r *Reconciler) storeDataSecret(ctx context.Context, s *scope, data []byte, tokenID string) error {
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            dataSecretName(s.config),
+			Namespace:       s.config.Namespace,
+			Labels:          map[string]string{clusterv1.ClusterNameLabel: s.cluster.Name},
+			OwnerReferences: []metav1.OwnerReference{configOwnerRef(s.config)},
+		},
+		Type: clusterv1.ClusterSecretType,
+		Data: map[string][]byte{
+			dataSecretValueKey:  data,
+			dataSecretFormatKey: []byte(bootstrapv1.DataSecretFormat),
+		},
+	}
+	if tokenID != "" {
+		secret.Annotations = map[string]string{bootstrapv1.BootstrapTokenIDAnnotation: tokenID}
+	}
+	err := r.Client.Create(ctx, secret)
+	if apierrors.IsAlreadyExists(err) {
+		existing, getErr := r.getDataSecret(ctx, s.config)
+		if getErr != nil {
+			return getErr
+		}
+		if existing == nil {
+			return fmt.Errorf("data Secret %s vanished while being written, retrying", klog.KObj(secret))
+		}
+		existing.Data = secret.Data
+		existing.Labels = util.MergeMap(existing.Labels, secret.Labels)
+		if tokenID != "" {
+			existing.Annotations = util.MergeMap(secret.Annotations, existing.Annotations)
+			existing.Annotations[bootstrapv1.BootstrapTokenIDAnnotation] = tokenID
+		}
+		err = r.Client.Update(ctx, existing)
+	}
+	if err != nil {
+		return fmt.Errorf("writing data Secret %s: %w", klog.KObj(secret), err)
+	}
+	s.config.Status.DataSecretName = secret.Name
+	s.config.Status.Initialization.DataSecretCreated = ptr.To(true)
+	setDataSecretTrue(s.config)
+	return nil
+}

@@ -1,0 +1,141 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"sigs.k8s.io/cluster-api/util"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+)
+
+// joinToken is a kubeadm bootstrap token ("<id>.<secret>"). Only ID may be logged or stored
+// outside the data Secret and the workload cluster.
+type joinToken struct {
+	ID    string
+	Value string
+}
+
+// nowFunc is the clock of token expirations.
+var nowFunc = time.Now
+
+// tokenDescription marks the tokens cabpi creates in workload clusters.
+const tokenDescription = "join token created by cabpi (cluster-api-bootstrap-provider-ignition)"
+
+// createJoinToken creates a new bootstrap token Secret in the workload cluster's kube-system.
+func createJoinToken(ctx context.Context, remote client.Client, ttl time.Duration, now time.Time) (joinToken, error) {
+	value, err := bootstraputil.GenerateBootstrapToken()
+	if err != nil {
+		return joinToken{}, fmt.Errorf("generating bootstrap token: %w", err)
+	}
+	parts := bootstraputil.BootstrapTokenRegexp.FindStringSubmatch(value)
+	if len(parts) != 3 {
+		return joinToken{}, fmt.Errorf("generated bootstrap token does not match %s", bootstrapapi.BootstrapTokenPattern)
+	}
+	id, secretPart := parts[1], parts[2]
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: bootstraputil.BootstrapTokenSecretName(id), Namespace: metav1.NamespaceSystem},
+		Type:       bootstrapapi.SecretTypeBootstrapToken,
+		Data: map[string][]byte{
+			bootstrapapi.BootstrapTokenIDKey:               []byte(id),
+			bootstrapapi.BootstrapTokenSecretKey:           []byte(secretPart),
+			bootstrapapi.BootstrapTokenExpirationKey:       []byte(now.UTC().Add(ttl).Format(time.RFC3339)),
+			bootstrapapi.BootstrapTokenUsageSigningKey:     []byte("true"),
+			bootstrapapi.BootstrapTokenUsageAuthentication: []byte("true"),
+			bootstrapapi.BootstrapTokenExtraGroupsKey:      []byte("system:bootstrappers:kubeadm:default-node-token"),
+			bootstrapapi.BootstrapTokenDescriptionKey:      []byte(tokenDescription),
+		},
+	}
+	if err := remote.Create(ctx, secret); err != nil {
+		return joinToken{}, fmt.Errorf("creating bootstrap token %s in the workload cluster: %w", id, err)
+	}
+	return joinToken{ID: id, Value: value}, nil
+}
+
+// tokenExpiration reads the expiration of the token Secret; zero when unset or unreadable.
+func tokenExpiration(secret *corev1.Secret) time.Time {
+	t, err := time.Parse(time.RFC3339, string(secret.Data[bootstrapapi.BootstrapTokenExpirationKey]))
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// Timing follows CABPK: look every TTL/3, so a token gets at least two chances to be extended
+// before it expires, and extend once less than 5/6 of the TTL is left.
+func (r *Reconciler) tokenCheckInterval() time.Duration { return r.TokenTTL / 3 }
+func (r *Reconciler) refreshWhenLeft() time.Duration    { return r.TokenTTL * 5 / 6 }
+
+// reconcileJoinToken keeps the join token of an already rendered config usable: refreshed until
+// a Machine's node joined (then left to expire), rotated for MachinePools, which keep creating
+// instances from the same data.
+func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *corev1.Secret) (ctrl.Result, error) {
+	if data == nil {
+		// The Secret named in status is gone (deleted by hand): let the next reconcile render again.
+		s.config.Status.Initialization.DataSecretCreated = nil
+		s.config.Status.DataSecretName = ""
+		setDataSecretFalse(s.config, bootstrapv1.DataSecretInternalErrorReason, "The data Secret was deleted; rendering it again")
+		return ctrl.Result{Requeue: true}, nil
+	}
+	if s.isControlPlane() {
+		setCertificatesAvailable(s.config)
+	}
+	tokenID := data.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+	if tokenID == "" {
+		// kubeadm init, or a join with a user-provided discovery: no token of ours to look after.
+		return ctrl.Result{}, nil
+	}
+	if !s.isMachinePool() && s.hasJoined() {
+		return ctrl.Result{}, nil
+	}
+
+	log := ctrl.LoggerFrom(ctx).WithValues("tokenID", tokenID)
+	remote, err := r.ClusterCache.GetClient(ctx, util.ObjectKey(s.cluster))
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("getting workload cluster client to refresh token %s: %w", tokenID, err)
+	}
+	tokenSecret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: bootstraputil.BootstrapTokenSecretName(tokenID)}
+	err = remote.Get(ctx, key, tokenSecret)
+	switch {
+	case apierrors.IsNotFound(err) && s.isMachinePool():
+		log.Info("Join token of the MachinePool is gone, rotating it")
+		return r.rotatePoolToken(ctx, s)
+	case apierrors.IsNotFound(err):
+		// The Machine's data was handed out with this token; a new token would not reach the node.
+		log.Info("Join token is gone before the node joined; the Machine may need to be replaced")
+		return ctrl.Result{}, nil
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("getting join token %s: %w", tokenID, err)
+	}
+
+	now := nowFunc().UTC()
+	expiration := tokenExpiration(tokenSecret)
+	if s.isMachinePool() {
+		// A pool's data must stay usable for new instances: rotate past half the TTL.
+		if expiration.Before(now.Add(r.TokenTTL / 2)) {
+			log.Info("Rotating the MachinePool's join token")
+			return r.rotatePoolToken(ctx, s)
+		}
+		return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil
+	}
+	if expiration.After(now.Add(r.refreshWhenLeft())) {
+		return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil
+	}
+	newExpiration := now.Add(r.TokenTTL).Format(time.RFC3339)
+	tokenSecret.Data[bootstrapapi.BootstrapTokenExpirationKey] = []byte(newExpiration)
+	if err := remote.Update(ctx, tokenSecret); err != nil {
+		return ctrl.Result{}, fmt.Errorf("refreshing join token %s: %w", tokenID, err)
+	}
+	log.V(2).Info("Refreshed join token until the node joins", "expiration", newExpiration)
+	return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil
+}

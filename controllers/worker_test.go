@@ -1,0 +1,235 @@
+package controllers_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	ignconfig "github.com/coreos/ignition/v2/config"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/ignitionapply"
+)
+
+// A worker Machine referencing an IgnitionConfig, next to CAPI's own Machine controller: the
+// whole contract from config to the files on the node.
+func TestWorkerJoinContract(t *testing.T) {
+	ctx := t.Context()
+	f := newCluster(t, clusterSetup{})
+	spec := bootstrapv1.IgnitionConfigSpec{
+		Variant:             bootstrapv1.VariantFlatcar,
+		PreKubeadmCommands:  []string{"echo pre"},
+		PostKubeadmCommands: []string{"echo post"},
+		Butane: bootstrapv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.1.0\nstorage:\n  files:\n  - path: /etc/hello\n    mode: 0640\n    contents:\n      inline: hi\n"},
+	}
+	machine := f.addMachine(t, "w0", false, spec)
+
+	// CAPI's Machine controller surfaces our status on the Machine.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		m := &clusterv1.Machine{}
+		if !assert.NoError(c, env.Client.Get(ctx, client.ObjectKeyFromObject(machine), m)) {
+			return
+		}
+		assert.Equal(c, "w0", ptr.Deref(m.Spec.Bootstrap.DataSecretName, ""))
+		assert.True(c, ptr.Deref(m.Status.Initialization.BootstrapDataSecretCreated, false))
+	}, eventually, tick)
+
+	cfg := getConfig(t, f.ns, "w0")
+	assert.Equal(t, "w0", cfg.Status.DataSecretName)
+	assert.True(t, ptr.Deref(cfg.Status.Initialization.DataSecretCreated, false))
+	assert.Equal(t, cfg.Generation, cfg.Status.ObservedGeneration)
+	waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+	waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	owner := metav1.GetControllerOf(cfg)
+	require.NotNil(t, owner, "CAPI sets the Machine as the config's controller")
+	assert.Equal(t, "Machine", owner.Kind)
+
+	// The data Secret, as the contract and DEVELOPERS.md describe it.
+	secret, ok := dataSecret(t, f.ns, "w0")
+	require.True(t, ok)
+	assert.Equal(t, clusterv1.ClusterSecretType, secret.Type)
+	assert.Equal(t, f.cluster.Name, secret.Labels[clusterv1.ClusterNameLabel])
+	ctl := metav1.GetControllerOf(secret)
+	require.NotNil(t, ctl)
+	assert.Equal(t, "IgnitionConfig", ctl.Kind)
+	assert.Equal(t, cfg.UID, ctl.UID)
+	assert.ElementsMatch(t, []string{"value", "format"}, keys(secret.Data))
+	assert.Equal(t, "ignition", string(secret.Data["format"]))
+
+	// The join token lives in the workload cluster; only its ID is on the Secret.
+	tokenID := secret.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+	require.Len(t, tokenID, 6)
+	token := tokenSecret(t, tokenID)
+	assert.Equal(t, bootstrapapi.SecretTypeBootstrapToken, token.Type)
+	assert.Equal(t, "true", string(token.Data[bootstrapapi.BootstrapTokenUsageAuthentication]))
+	fullToken := tokenID + "." + string(token.Data[bootstrapapi.BootstrapTokenSecretKey])
+
+	// Real Ignition: the config parses, at the version the snippet asks for (flatcar 1.1.0 -> 3.4.0).
+	value := secret.Data["value"]
+	_, rpt, err := ignconfig.Parse(value)
+	require.NoError(t, err, rpt.String())
+	assert.Contains(t, string(value), `"version":"3.4.0"`)
+
+	// ... and applied by the real ignition-apply it writes the node's files.
+	root := ignitionapply.Apply(t, value)
+	kubeadmYAML := readFile(t, root, "/etc/kubeadm.yml", 0o600)
+	assert.Contains(t, kubeadmYAML, "kind: JoinConfiguration")
+	assert.Contains(t, kubeadmYAML, fullToken)
+	assert.Contains(t, kubeadmYAML, "node.cluster.x-k8s.io/uninitialized")
+	assert.Contains(t, kubeadmYAML, env.APIEndpoint().String())
+	assert.Contains(t, kubeadmYAML, "sha256:")
+	script := readFile(t, root, "/etc/kubeadm.sh", 0o700)
+	assertInOrder(t, script, "echo pre", "kubeadm join --config /etc/kubeadm.yml", "/run/cluster-api/bootstrap-success.complete", "rm -f /etc/kubeadm.yml", "echo post")
+	readFile(t, root, "/etc/hello", 0o640)
+	assert.True(t, ignitionapply.UnitEnabled(t, root, "kubeadm.service"), "kubeadm.service is enabled")
+
+	// The Secret is not churned by later reconciles.
+	rv := secret.ResourceVersion
+	touch(t, cfg)
+	assert.Never(t, func() bool {
+		s, _ := dataSecret(t, f.ns, "w0")
+		return s.ResourceVersion != rv
+	}, 2*time.Second, 200*time.Millisecond, "the data Secret must not be rewritten")
+}
+
+// The join token is refreshed while the Machine has no node, then left to expire.
+func TestJoinTokenRefreshedUntilNodeJoins(t *testing.T) {
+	f := newCluster(t, clusterSetup{})
+	machine := f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
+	waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	secret, _ := dataSecret(t, f.ns, "w0")
+	id := secret.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+	first := tokenExpiration(t, id)
+
+	require.Eventually(t, func() bool { return tokenExpiration(t, id).After(first) }, 3*tokenTTL, tick,
+		"the token's expiration is extended while the node has not joined")
+
+	_, err := env.MarkMachineNodeJoined(t.Context(), machine)
+	require.NoError(t, err)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		m := &clusterv1.Machine{}
+		assert.NoError(c, env.Client.Get(t.Context(), client.ObjectKeyFromObject(machine), m))
+		assert.True(c, m.Status.NodeRef.IsDefined())
+	}, eventually, tick)
+	settled := tokenExpiration(t, id)
+	// Two full check intervals (TTL/3 each) without a refresh: the token is left to expire.
+	assert.Never(t, func() bool { return tokenExpiration(t, id).After(settled.Add(time.Second)) }, tokenTTL*2/3+2*time.Second, 500*time.Millisecond)
+	// The data Secret is unchanged: a Machine's data is rendered once.
+	after, _ := dataSecret(t, f.ns, "w0")
+	assert.Equal(t, secret.Data["value"], after.Data["value"])
+}
+
+// Bad input never produces a Secret nor a token: it produces a condition a user can act on.
+func TestBadInputGivesConditionAndNoSecret(t *testing.T) {
+	cases := []struct {
+		name    string
+		setup   clusterSetup
+		spec    bootstrapv1.IgnitionConfigSpec
+		version string
+		reason  string
+		message string
+	}{
+		{name: "invalid butane", reason: bootstrapv1.InvalidButaneReason, message: "line",
+			spec: bootstrapv1.IgnitionConfigSpec{Butane: bootstrapv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.0.0\nstorage:\n  files: {\n"}}},
+		{name: "wrong variant", reason: bootstrapv1.InvalidButaneReason, message: "variant",
+			spec: bootstrapv1.IgnitionConfigSpec{Variant: bootstrapv1.VariantFCOS, Butane: bootstrapv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.0.0\n"}}},
+		{name: "snippet writes an owned path", reason: bootstrapv1.OwnedPathConflictReason, message: "/etc/kubeadm.yml",
+			spec: bootstrapv1.IgnitionConfigSpec{Butane: bootstrapv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n  - path: /etc/kubeadm.yml\n    contents:\n      inline: x\n"}}},
+		{name: "file at the sentinel", reason: bootstrapv1.OwnedPathConflictReason, message: "bootstrap-success.complete",
+			spec: bootstrapv1.IgnitionConfigSpec{Files: []bootstrapv1.File{{Path: "/run/cluster-api/bootstrap-success.complete", Content: "x"}}}},
+		{name: "unsupported Kubernetes version", reason: bootstrapv1.UnsupportedKubernetesVersionReason, version: "v1.21.3", message: "1.21"},
+		{name: "pinned Ignition version the variant lacks", reason: bootstrapv1.UnsupportedIgnitionVersionReason, message: "3.5.0",
+			spec: bootstrapv1.IgnitionConfigSpec{IgnitionVersion: "3.5.0"}},
+		{name: "missing CA secret", setup: clusterSetup{noCA: true}, reason: bootstrapv1.WaitingForClusterCAReason, message: "c1-ca"},
+		{name: "missing endpoint", setup: clusterSetup{noEndpoint: true}, reason: bootstrapv1.WaitingForControlPlaneEndpointReason, message: "controlPlaneEndpoint"},
+		{name: "referenced Secret missing", reason: bootstrapv1.ReferenceNotFoundReason, message: `Secret "nope"`,
+			spec: bootstrapv1.IgnitionConfigSpec{Files: []bootstrapv1.File{{Path: "/etc/x", ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.KeyReference{Name: "nope", Key: "k"}}}}}},
+		{name: "infrastructure not provisioned", setup: clusterSetup{noInfra: true}, reason: bootstrapv1.WaitingForClusterInfrastructureReason},
+		{name: "control plane not initialized", setup: clusterSetup{noControlPlaneInit: true}, reason: bootstrapv1.WaitingForControlPlaneInitializedReason},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tokensBefore := ourTokens(t)
+			f := newCluster(t, tc.setup)
+			f.addMachine(t, "w0", false, tc.spec, func(m *clusterv1.Machine) {
+				if tc.version != "" {
+					m.Spec.Version = tc.version
+				}
+			})
+			cond := waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, tc.reason)
+			assert.Contains(t, cond.Message, tc.message)
+			waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionFalse, bootstrapv1.NotReadyReason)
+			_, exists := dataSecret(t, f.ns, "w0")
+			assert.False(t, exists, "no data Secret for bad input")
+			assert.Nil(t, getConfig(t, f.ns, "w0").Status.Initialization.DataSecretCreated)
+			assert.Len(t, ourTokens(t), len(tokensBefore), "no join token is created for a config that cannot render")
+		})
+	}
+}
+
+// A paused Cluster stops reconciliation with a Paused condition; unpausing resumes it.
+func TestPausedClusterIsNotReconciled(t *testing.T) {
+	f := newCluster(t, clusterSetup{paused: true})
+	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
+	waitForCondition(t, f.ns, "w0", bootstrapv1.PausedCondition, metav1.ConditionTrue, clusterv1.PausedReason)
+	_, exists := dataSecret(t, f.ns, "w0")
+	assert.False(t, exists)
+
+	require.NoError(t, env.Client.Patch(t.Context(), f.cluster, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"paused":false}}`))))
+	waitForCondition(t, f.ns, "w0", bootstrapv1.PausedCondition, metav1.ConditionFalse, clusterv1.NotPausedReason)
+	waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+}
+
+func keys(m map[string][]byte) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// readFile reads path under root, asserting its mode.
+func readFile(t *testing.T, root, path string, mode os.FileMode) string {
+	t.Helper()
+	full := filepath.Join(root, path)
+	st, err := os.Stat(full)
+	require.NoError(t, err, "%s is written", path)
+	assert.Equal(t, mode, st.Mode().Perm(), "mode of %s", path)
+	data, err := os.ReadFile(full)
+	require.NoError(t, err)
+	return string(data)
+}
+
+func assertInOrder(t *testing.T, s string, parts ...string) {
+	t.Helper()
+	at := 0
+	for _, p := range parts {
+		i := strings.Index(s[at:], p)
+		if !assert.GreaterOrEqual(t, i, 0, "%q after position %d in:\n%s", p, at, s) {
+			return
+		}
+		at += i + len(p)
+	}
+}
+
+// touch changes an annotation of the config, triggering a reconcile.
+func touch(t *testing.T, cfg *bootstrapv1.IgnitionConfig) {
+	t.Helper()
+	patch := client.MergeFrom(cfg.DeepCopy())
+	if cfg.Annotations == nil {
+		cfg.Annotations = map[string]string{}
+	}
+	cfg.Annotations["test.cabpi.io/touched"] = time.Now().String()
+	require.NoError(t, env.Client.Patch(t.Context(), cfg, patch))
+}
+

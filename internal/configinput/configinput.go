@@ -1,0 +1,115 @@
+// Package configinput turns an IgnitionConfigSpec into the renderer's ignition.Input. The
+// controller resolves references against the API server; the offline render command resolves
+// them to placeholders. Both go through FromSpec, so they cannot disagree on what a spec means.
+package configinput
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+)
+
+// Resolver reads the content of referenced Secret and ConfigMap keys. field is the spec path
+// of the reference, for messages.
+type Resolver interface {
+	SecretKey(ctx context.Context, field string, ref bootstrapv1.KeyReference) ([]byte, error)
+	ConfigMapKey(ctx context.Context, field string, ref bootstrapv1.KeyReference) (string, error)
+}
+
+// MissingReferenceError says a referenced object or key does not exist (yet).
+type MissingReferenceError struct {
+	Field      string
+	Kind       string
+	Name       string
+	Key        string
+	KeyMissing bool
+}
+
+func (e *MissingReferenceError) Error() string {
+	if e.KeyMissing {
+		return fmt.Sprintf("%s: %s %q has no key %q", e.Field, e.Kind, e.Name, e.Key)
+	}
+	return fmt.Sprintf("%s: %s %q not found", e.Field, e.Kind, e.Name)
+}
+
+// DefaultFileMode is the mode of spec.files without permissions.
+const DefaultFileMode = 0o644
+
+// FromSpec builds the role-independent part of the input: variant, pinned version, Butane,
+// files and commands. Role-specific parts (kubeadm configurations, certificates) are the caller's.
+func FromSpec(ctx context.Context, spec *bootstrapv1.IgnitionConfigSpec, role ignition.Role, kubernetesVersion string, res Resolver) (ignition.Input, error) {
+	in := ignition.Input{
+		Variant:             Variant(spec),
+		IgnitionVersion:     spec.IgnitionVersion,
+		Role:                role,
+		KubernetesVersion:   kubernetesVersion,
+		PreKubeadmCommands:  spec.PreKubeadmCommands,
+		PostKubeadmCommands: spec.PostKubeadmCommands,
+		ButaneStrict:        spec.Butane.Strict,
+	}
+	butane, err := butaneDocument(ctx, spec.Butane, res)
+	if err != nil {
+		return in, err
+	}
+	in.Butane = butane
+	for i, f := range spec.Files {
+		file, err := fileFromSpec(ctx, i, f, res)
+		if err != nil {
+			return in, err
+		}
+		in.Files = append(in.Files, file)
+	}
+	return in, nil
+}
+
+// Variant is the spec's variant, flatcar when unset (the CRD default, for objects not defaulted).
+func Variant(spec *bootstrapv1.IgnitionConfigSpec) ignition.Variant {
+	if spec.Variant == "" {
+		return ignition.VariantFlatcar
+	}
+	return ignition.Variant(spec.Variant)
+}
+
+func butaneDocument(ctx context.Context, b bootstrapv1.ButaneSpec, res Resolver) (string, error) {
+	switch {
+	case b.ContentFrom == nil:
+		return b.Inline, nil
+	case b.ContentFrom.Secret != nil:
+		data, err := res.SecretKey(ctx, "spec.butane.contentFrom.secret", *b.ContentFrom.Secret)
+		return string(data), err
+	case b.ContentFrom.ConfigMap != nil:
+		return res.ConfigMapKey(ctx, "spec.butane.contentFrom.configMap", *b.ContentFrom.ConfigMap)
+	}
+	return "", nil
+}
+
+func fileFromSpec(ctx context.Context, i int, f bootstrapv1.File, res Resolver) (ignition.File, error) {
+	file := ignition.File{Path: f.Path, Owner: f.Owner, Content: []byte(f.Content), Mode: DefaultFileMode}
+	if f.Permissions != "" {
+		mode, err := ParseMode(f.Permissions)
+		if err != nil {
+			return file, &ignition.Error{Kind: ignition.ErrInvalidInput, Field: fmt.Sprintf("files[%d].permissions", i), Message: err.Error()}
+		}
+		file.Mode = mode
+	}
+	if f.ContentFrom != nil {
+		data, err := res.SecretKey(ctx, fmt.Sprintf("spec.files[%d].contentFrom.secret", i), f.ContentFrom.Secret)
+		if err != nil {
+			return file, err
+		}
+		file.Content = data
+	}
+	return file, nil
+}
+
+// ParseMode parses an octal mode such as "0644" or "755".
+func ParseMode(permissions string) (int, error) {
+	mode, err := strconv.ParseUint(permissions, 8, 32)
+	if err != nil || mode > 0o7777 {
+		return 0, fmt.Errorf("permissions %q is not an octal file mode (e.g. \"0644\")", permissions)
+	}
+	return int(mode), nil
+}

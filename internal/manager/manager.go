@@ -1,0 +1,180 @@
+// Package manager wires flags, the controller-runtime manager, Cluster API's ClusterCache, the
+// IgnitionConfig controller and the webhooks. It runs as a plain process against any kubeconfig.
+package manager
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/feature"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/controllers"
+)
+
+// Scheme holds every type the manager reads or writes.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(clusterv1.AddToScheme(s))
+	utilruntime.Must(bootstrapv1.AddToScheme(s))
+	return s
+}
+
+// Options are the manager's flags.
+type Options struct {
+	Namespace          string
+	WatchFilter        string
+	LeaderElect        bool
+	LeaderElectionID   string
+	MetricsBindAddress string
+	HealthProbeAddress string
+	WebhookPort        int
+	WebhookCertDir     string
+	Concurrency        int
+	ClusterConcurrency int
+	SyncPeriod         time.Duration
+	BootstrapTokenTTL  time.Duration
+}
+
+func (o *Options) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Namespace, "namespace", "", "Namespace to watch; empty watches all namespaces.")
+	fs.StringVar(&o.WatchFilter, "watch-filter", "", fmt.Sprintf("Only reconcile objects whose label %s has this value.", clusterv1.WatchLabel))
+	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "Use leader election (run several replicas).")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", "cabpi-controller-leader-election", "Name of the leader election lease.")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.StringVar(&o.HealthProbeAddress, "health-probe-bind-address", ":9440", "Address of /healthz and /readyz; 0 disables them.")
+	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port of the admission webhook server; 0 disables webhooks (no certificates needed).")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory with tls.crt and tls.key for the webhook server.")
+	fs.IntVar(&o.Concurrency, "concurrency", 10, "IgnitionConfigs reconciled at once.")
+	fs.IntVar(&o.ClusterConcurrency, "clustercache-concurrency", 100, "Workload cluster connections set up at once.")
+	fs.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "How often every watched object is reconciled again.")
+	fs.DurationVar(&o.BootstrapTokenTTL, "bootstrap-token-ttl", controllers.DefaultTokenTTL, "Lifetime of join tokens; refreshed until the node joined, rotated for MachinePools.")
+}
+
+// Main parses the command line and runs the manager (or a subcommand).
+func Main(args []string) error {
+	opts := Options{}
+	fs := pflag.NewFlagSet("cabpi", pflag.ContinueOnError)
+	opts.addFlags(fs)
+	zapOpts := zap.Options{}
+	goFlags := flag.NewFlagSet("cabpi", flag.ContinueOnError)
+	zapOpts.BindFlags(goFlags)
+	// --kubeconfig is registered by controller-runtime on the global flag set.
+	if f := flag.CommandLine.Lookup("kubeconfig"); f != nil {
+		goFlags.Var(f.Value, f.Name, f.Usage)
+	}
+	fs.AddGoFlagSet(goFlags)
+	feature.MutableGates.AddFlag(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	return Run(ctrl.SetupSignalHandler(), cfg, opts)
+}
+
+// Run starts the manager with opts until ctx is done.
+func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
+	log := ctrl.Log.WithName("setup")
+	mgrOpts := ctrl.Options{
+		Scheme:                 Scheme(),
+		LeaderElection:         opts.LeaderElect,
+		LeaderElectionID:       opts.LeaderElectionID,
+		HealthProbeBindAddress: opts.HealthProbeAddress,
+		Metrics:                metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Cache:                  cache.Options{SyncPeriod: &opts.SyncPeriod},
+		Client: client.Options{Cache: &client.CacheOptions{
+			// Secrets and ConfigMaps are read uncached: caching every Secret of the management
+			// cluster would hold all of them in memory.
+			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}},
+		}},
+	}
+	if opts.Namespace != "" {
+		mgrOpts.Cache.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
+	}
+	if opts.WebhookPort != 0 {
+		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{Port: opts.WebhookPort, CertDir: opts.WebhookCertDir})
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := Setup(ctx, mgr, opts); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding ready check: %w", err)
+	}
+	log.Info("Starting manager", "namespace", opts.Namespace, "webhooks", opts.WebhookPort != 0)
+	return mgr.Start(ctx)
+}
+
+// Setup registers the ClusterCache, the IgnitionConfig controller and (when the manager has a
+// webhook server) the webhooks on mgr.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	cc, err := NewClusterCache(ctx, mgr, opts)
+	if err != nil {
+		return err
+	}
+	return SetupControllers(ctx, mgr, cc, opts)
+}
+
+// NewClusterCache sets up Cluster API's ClusterCache: clients for workload clusters, built from
+// their <cluster>-kubeconfig Secrets. Secrets of workload clusters are not cached either.
+func NewClusterCache(ctx context.Context, mgr ctrl.Manager, opts Options) (clustercache.ClusterCache, error) {
+	cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+		SecretClient:     mgr.GetAPIReader(),
+		WatchFilterValue: opts.WatchFilter,
+		Client: clustercache.ClientOptions{
+			UserAgent: "cabpi",
+			Cache:     clustercache.ClientCacheOptions{DisableFor: []client.Object{&corev1.Secret{}}},
+		},
+	}, controller.Options{MaxConcurrentReconciles: max(opts.ClusterConcurrency, 1)})
+	if err != nil {
+		return nil, fmt.Errorf("setting up the ClusterCache: %w", err)
+	}
+	return cc, nil
+}
+
+// SetupControllers registers the IgnitionConfig controller (using cc for workload clusters) and
+// the webhooks. Tests and the demo call it with a ClusterCache they share with Cluster API's
+// own controllers.
+func SetupControllers(ctx context.Context, mgr ctrl.Manager, cc clustercache.ClusterCache, opts Options) error {
+	r := &controllers.Reconciler{
+		Client:           mgr.GetClient(),
+		ClusterCache:     cc,
+		Recorder:         mgr.GetEventRecorder("ignitionconfig-controller"),
+		WatchFilterValue: opts.WatchFilter,
+		TokenTTL:         opts.BootstrapTokenTTL,
+	}
+	if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: max(opts.Concurrency, 1)}); err != nil {
+		return err
+	}
+	return setupWebhooks(mgr, opts)
+}
