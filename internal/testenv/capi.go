@@ -1,0 +1,102 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	clustercontroller "sigs.k8s.io/cluster-api/core/reconcilers/cluster"
+	machinecontroller "sigs.k8s.io/cluster-api/core/reconcilers/machine"
+	machinedeploymentcontroller "sigs.k8s.io/cluster-api/core/reconcilers/machinedeployment"
+	machinepoolcontroller "sigs.k8s.io/cluster-api/core/reconcilers/machinepool"
+	machinesetcontroller "sigs.k8s.io/cluster-api/core/reconcilers/machineset"
+	"sigs.k8s.io/cluster-api/core/setup"
+	"sigs.k8s.io/cluster-api/util/index"
+)
+
+// setupCAPI wires CAPI's indexes, ClusterCache and reconcilers the way CAPI's own suites do
+// (core/reconcilers/*/suite_test.go). RuntimeClient is left nil: it is only required with the
+// InPlaceUpdates feature gate (off by default).
+func (e *Environment) setupCAPI(ctx context.Context, name string) error {
+	mgr := e.Manager
+	opts := e.opts
+	ctrlOpts := controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}
+
+	// Machine by node name / providerID (and MachinePool equivalents): the Machine controller
+	// and Cluster controller list through them.
+	if err := index.AddDefaultIndexes(ctx, mgr); err != nil {
+		return fmt.Errorf("testenv: adding CAPI indexes: %w", err)
+	}
+
+	if opts.clusterCacheNeeded() {
+		secretCachingClient, err := setup.CreateSecretCachingClient(mgr)
+		if err != nil {
+			return fmt.Errorf("testenv: creating secret caching client: %w", err)
+		}
+		cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+			SecretClient: secretCachingClient,
+			Cache:        setup.ClusterCacheCacheOptions(),
+			Client:       setup.ClusterCacheClientOptions(name, 1000, 2000),
+		}, controller.Options{MaxConcurrentReconciles: 10})
+		if err != nil {
+			return fmt.Errorf("testenv: setting up ClusterCache: %w", err)
+		}
+		// Test-only knob of the concrete type (not in the ClusterCache interface).
+		if s, ok := cc.(interface{ SetConnectionCreationRetryInterval(time.Duration) }); ok {
+			s.SetConnectionCreationRetryInterval(opts.ClusterCacheConnectionRetryInterval)
+		}
+		e.ClusterCache = cc
+	}
+
+	if opts.ClusterController {
+		if err := (&clustercontroller.Reconciler{
+			Client:                      mgr.GetClient(),
+			APIReader:                   mgr.GetAPIReader(),
+			ClusterCache:                e.ClusterCache,
+			RemoteConnectionGracePeriod: 50 * time.Second,
+		}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
+			return fmt.Errorf("testenv: setting up CAPI Cluster controller: %w", err)
+		}
+	}
+	if opts.MachineController {
+		if err := (&machinecontroller.Reconciler{
+			Client:       mgr.GetClient(),
+			APIReader:    mgr.GetAPIReader(),
+			ClusterCache: e.ClusterCache,
+			// Must be >= 2m (enforced by SetupWithManager).
+			RemoteConditionsGracePeriod: 5 * time.Minute,
+		}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
+			return fmt.Errorf("testenv: setting up CAPI Machine controller: %w", err)
+		}
+	}
+	if opts.MachineSetController {
+		if err := (&machinesetcontroller.Reconciler{
+			Client:       mgr.GetClient(),
+			APIReader:    mgr.GetAPIReader(),
+			ClusterCache: e.ClusterCache,
+		}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
+			return fmt.Errorf("testenv: setting up CAPI MachineSet controller: %w", err)
+		}
+	}
+	if opts.MachineDeploymentController {
+		if err := (&machinedeploymentcontroller.Reconciler{
+			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+		}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
+			return fmt.Errorf("testenv: setting up CAPI MachineDeployment controller: %w", err)
+		}
+	}
+	if opts.MachinePoolController {
+		if err := (&machinepoolcontroller.Reconciler{
+			Client:       mgr.GetClient(),
+			APIReader:    mgr.GetAPIReader(),
+			ClusterCache: e.ClusterCache,
+		}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
+			return fmt.Errorf("testenv: setting up CAPI MachinePool controller: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,406 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/core/setup"
+	"sigs.k8s.io/cluster-api/feature"
+
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+)
+
+// Options configures an Environment. The zero value gives an API server with all CRDs and an
+// unstarted Manager, without any CAPI controller.
+type Options struct {
+	// ClusterCache runs CAPI's ClusterCache (controllers/clustercache). Implied by
+	// MachineController, ClusterController, MachineSetController and MachinePoolController.
+	ClusterCache bool
+	// MachineController runs CAPI's Machine reconciler (core/reconcilers/machine).
+	MachineController bool
+	// ClusterController runs CAPI's Cluster reconciler (core/reconcilers/cluster). Note that it
+	// computes Cluster status itself: see MarkInfrastructureProvisioned/MarkControlPlaneInitialized.
+	ClusterController bool
+	// MachineSetController runs CAPI's MachineSet reconciler (core/reconcilers/machineset).
+	MachineSetController bool
+	// MachineDeploymentController runs CAPI's MachineDeployment reconciler
+	// (core/reconcilers/machinedeployment). It needs MachineSetController to get Machines.
+	MachineDeploymentController bool
+	// MachinePoolController runs CAPI's MachinePool reconciler (core/reconcilers/machinepool).
+	MachinePoolController bool
+
+	// KubeadmCRDs also installs CABPK's KubeadmConfig/KubeadmConfigTemplate CRDs.
+	KubeadmCRDs bool
+	// CRDPaths are where cabpi's CRDs are read from; default <repo>/config/crd/bases. The CAPI
+	// contract label is added to each CRD that lacks it.
+	CRDPaths []string
+	// AdditionalCRDs are installed as given.
+	AdditionalCRDs []*apiextensionsv1.CustomResourceDefinition
+	// AdditionalCRDPaths are directories/files of CRDs installed as given.
+	AdditionalCRDPaths []string
+	// AddToScheme registers further types in the Scheme.
+	AddToScheme []func(*runtime.Scheme) error
+
+	// Webhooks, when set, is passed to envtest (which installs the webhook configurations and
+	// creates serving certificates) and the Manager's webhook server is configured from it
+	// (LocalServingHost/Port/CertDir). Without it, do not register webhooks with the Manager.
+	Webhooks *envtest.WebhookInstallOptions
+
+	// ClusterCacheConnectionRetryInterval is how soon the ClusterCache retries a failed connection
+	// (e.g. Cluster marked provisioned before its kubeconfig Secret exists). Default 1s (CAPI: 30s).
+	ClusterCacheConnectionRetryInterval time.Duration
+	// MaxConcurrentReconciles for each CAPI controller; default 5.
+	MaxConcurrentReconciles int
+	// KeepReconcilerRateLimiting keeps CAPI's ReconcilerRateLimiting feature gate (on by default
+	// in CAPI: at most one reconcile per object per second, which makes a Machine take seconds
+	// to go through its first reconciles). By default the harness turns it off, process-wide.
+	KeepReconcilerRateLimiting bool
+
+	// ManagerOptions may adjust the Manager options before the Manager is created.
+	ManagerOptions func(*ctrl.Options)
+
+	// Logger for controllers and client-go; default: discard, or stderr with
+	// CABPI_TEST_LOG=<verbosity>. Logging is set up once per process.
+	Logger *logr.Logger
+}
+
+func (o Options) clusterCacheNeeded() bool {
+	return o.ClusterCache || o.MachineController || o.ClusterController || o.MachineSetController || o.MachinePoolController
+}
+
+// Environment is a running envtest with a Manager.
+type Environment struct {
+	// Config is the admin rest.Config of the envtest API server.
+	Config *rest.Config
+	// Client is a direct (uncached) client with Scheme: reads see every write at once.
+	Client client.Client
+	// Scheme has client-go, apiextensions/v1, CAPI core v1beta2, CAPI kubeadm bootstrap v1beta2
+	// and cabpi v1alpha1 types (plus Options.AddToScheme).
+	Scheme *runtime.Scheme
+	// Manager is created but not started: register reconcilers, then call StartManager.
+	// Its client caches reads (Secrets and ConfigMaps are always read live, as in CAPI).
+	Manager ctrl.Manager
+	// ClusterCache is CAPI's ClusterCache, nil unless enabled in Options.
+	ClusterCache clustercache.ClusterCache
+	// TestEnv is the underlying envtest environment.
+	TestEnv *envtest.Environment
+	// RepoRoot is the cabpi repository root; CAPIDir the sigs.k8s.io/cluster-api module directory.
+	RepoRoot, CAPIDir string
+
+	opts   Options
+	ctx    context.Context // setup context (reconcilers' SetupWithManager), cancelled by Stop
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	mgrCancel context.CancelFunc
+	mgrDone   chan error
+	stopOnce  sync.Once
+	stopErr   error
+}
+
+var (
+	logOnce sync.Once
+	envSeq  atomic.Int32
+)
+
+func setupLogging(opts Options) {
+	logOnce.Do(func() {
+		l := logr.Discard()
+		switch {
+		case opts.Logger != nil:
+			l = *opts.Logger
+		case os.Getenv("CABPI_TEST_LOG") != "":
+			v, _ := strconv.Atoi(os.Getenv("CABPI_TEST_LOG"))
+			l = textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(v), textlogger.Output(os.Stderr)))
+		}
+		ctrl.SetLogger(l)
+		klog.SetLogger(l)
+	})
+}
+
+// NewScheme returns the harness scheme (see Environment.Scheme).
+func NewScheme(extra ...func(*runtime.Scheme) error) (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	adders := []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme,
+		apiextensionsv1.AddToScheme,
+		clusterv1.AddToScheme,
+		bootstrapv1.AddToScheme,
+		cabpiv1.AddToScheme,
+	}
+	for _, add := range append(adders, extra...) {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// New is Start for TestMain: it panics on error.
+func New(opts Options) *Environment {
+	e, err := Start(context.Background(), opts)
+	if err != nil {
+		panic(err)
+	}
+	return e
+}
+
+// Start starts etcd and kube-apiserver, installs the CRDs, creates the Manager and sets up the
+// CAPI controllers selected in opts. The Manager is not started: call StartManager. ctx bounds
+// the life of what is set up (CAPI's reconcilers get it); Stop cancels it too.
+func Start(ctx context.Context, opts Options) (_ *Environment, retErr error) {
+	setupLogging(opts)
+	if opts.MaxConcurrentReconciles <= 0 {
+		opts.MaxConcurrentReconciles = 5
+	}
+	if opts.ClusterCacheConnectionRetryInterval <= 0 {
+		opts.ClusterCacheConnectionRetryInterval = time.Second
+	}
+
+	if !opts.KeepReconcilerRateLimiting {
+		// Process-global; read when CAPI's controllers are built and on every reconcile.
+		if err := feature.MutableGates.Set(string(feature.ReconcilerRateLimiting) + "=false"); err != nil {
+			return nil, fmt.Errorf("testenv: disabling feature gate %s: %w", feature.ReconcilerRateLimiting, err)
+		}
+	}
+
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	capiDir, err := CAPIModuleDir(root)
+	if err != nil {
+		return nil, err
+	}
+	assets, err := AssetsDir(root)
+	if err != nil {
+		return nil, err
+	}
+	scheme, err := NewScheme(opts.AddToScheme...)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: building scheme: %w", err)
+	}
+
+	crdPaths := opts.CRDPaths
+	if len(crdPaths) == 0 {
+		crdPaths = []string{filepath.Join(root, "config", "crd", "bases")}
+	}
+	ownCRDs, err := readCRDsWithContractLabel(crdPaths)
+	if err != nil {
+		return nil, err
+	}
+	crds := append(genericCRDs(), ownCRDs...)
+	crds = append(crds, opts.AdditionalCRDs...)
+
+	logV := 0
+	if v := os.Getenv("CABPI_TEST_LOG"); v != "" {
+		logV, _ = strconv.Atoi(v)
+	}
+	te := &envtest.Environment{
+		Scheme:                   scheme,
+		CRDs:                     crds,
+		CRDDirectoryPaths:        append(capiCRDPaths(capiDir, opts.KubeadmCRDs), opts.AdditionalCRDPaths...),
+		ErrorIfCRDPathMissing:    true,
+		BinaryAssetsDirectory:    assets,
+		AttachControlPlaneOutput: logV >= 6,
+	}
+	if opts.Webhooks != nil {
+		te.WebhookInstallOptions = *opts.Webhooks
+	}
+	cfg, err := te.Start()
+	if err != nil {
+		return nil, kerrors.NewAggregate([]error{fmt.Errorf("testenv: starting envtest (assets %s): %w", assets, err), te.Stop()})
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	e := &Environment{
+		Config:   cfg,
+		Scheme:   scheme,
+		TestEnv:  te,
+		RepoRoot: root,
+		CAPIDir:  capiDir,
+		opts:     opts,
+		ctx:      ctx,
+		cancel:   cancel,
+	}
+	defer func() {
+		if retErr != nil {
+			retErr = kerrors.NewAggregate([]error{retErr, e.Stop()})
+		}
+	}()
+
+	if e.Client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		return nil, fmt.Errorf("testenv: creating client: %w", err)
+	}
+	if err := backdateCRDsEstablished(ctx, e.Client, te.CRDs); err != nil {
+		return nil, err
+	}
+	if err := warmUpCRDStorage(ctx, e.Client, te.CRDs); err != nil {
+		return nil, err
+	}
+
+	// Same cache/client set-up as CAPI's own manager and envtest suites: Secrets are cached only
+	// when they carry the cluster-name label (for the ClusterCache's kubeconfig lookups), and the
+	// Manager's client reads Secrets and ConfigMaps live.
+	name := fmt.Sprintf("cabpi-testenv-%d", envSeq.Add(1)) // informer names must be unique per process
+	mgrOpts := ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		LeaderElection:         false,
+		Cache:                  setup.ManagerCacheOptions(scheme, name, "", 10*time.Minute),
+		Client:                 setup.ManagerClientOptions(),
+		Controller: config.Controller{
+			// Controller names are unique per process; allow a second Environment in one binary.
+			SkipNameValidation: ptr.To(true),
+			UsePriorityQueue:   ptr.To(feature.Gates.Enabled(feature.PriorityQueue)),
+		},
+		GracefulShutdownTimeout: ptr.To(30 * time.Second),
+	}
+	if opts.Webhooks != nil {
+		w := te.WebhookInstallOptions // filled in by te.Start (port, cert dir)
+		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{
+			Host:    w.LocalServingHost,
+			Port:    w.LocalServingPort,
+			CertDir: w.LocalServingCertDir,
+		})
+	}
+	if opts.ManagerOptions != nil {
+		opts.ManagerOptions(&mgrOpts)
+	}
+	if e.Manager, err = ctrl.NewManager(cfg, mgrOpts); err != nil {
+		return nil, fmt.Errorf("testenv: creating manager: %w", err)
+	}
+	if err := e.setupCAPI(ctx, name); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Context is the Environment's context, cancelled by Stop; pass it to SetupWithManager.
+func (e *Environment) Context() context.Context { return e.ctx }
+
+// StartManager starts the Manager in a goroutine and returns once its caches are synced (and the
+// webhook server serves, with Options.Webhooks). The Manager stops when ctx is done or on Stop.
+func (e *Environment) StartManager(ctx context.Context) error {
+	e.mu.Lock()
+	if e.mgrCancel != nil {
+		e.mu.Unlock()
+		return errors.New("testenv: manager already started")
+	}
+	mgrCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	e.mgrCancel, e.mgrDone = cancel, done
+	e.mu.Unlock()
+
+	var srv webhook.Server
+	if e.opts.Webhooks != nil {
+		srv = e.Manager.GetWebhookServer() // adds it to the Manager's runnables
+	}
+	go func() { done <- e.Manager.Start(mgrCtx) }()
+
+	select {
+	case <-e.Manager.Elected():
+	case err := <-done:
+		done <- err // for Stop
+		return fmt.Errorf("testenv: manager exited at start: %w", err)
+	}
+	if !e.Manager.GetCache().WaitForCacheSync(mgrCtx) {
+		return errors.New("testenv: manager cache did not sync")
+	}
+	if srv != nil {
+		err := wait.PollUntilContextTimeout(mgrCtx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			return srv.StartedChecker()(nil) == nil, nil
+		})
+		if err != nil {
+			return fmt.Errorf("testenv: webhook server did not start: %w", err)
+		}
+	}
+	return nil
+}
+
+// Stop shuts down, in this order, the ClusterCache's per-cluster caches (their watches would
+// keep kube-apiserver from stopping within envtest's 20s), the Manager (waiting for it to
+// return), the Environment's context and envtest. Safe to call more than once.
+func (e *Environment) Stop() error {
+	e.stopOnce.Do(func() {
+		var errs []error
+		if s, ok := e.ClusterCache.(interface{ Shutdown() }); ok {
+			s.Shutdown()
+		}
+		e.mu.Lock()
+		cancel, done := e.mgrCancel, e.mgrDone
+		e.mu.Unlock()
+		if cancel != nil {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					errs = append(errs, fmt.Errorf("testenv: manager: %w", err))
+				}
+			case <-time.After(time.Minute):
+				errs = append(errs, errors.New("testenv: manager did not stop within 1m"))
+			}
+		}
+		if e.cancel != nil {
+			e.cancel()
+		}
+		if err := e.TestEnv.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("testenv: stopping envtest: %w", err))
+		}
+		e.stopErr = kerrors.NewAggregate(errs)
+	})
+	return e.stopErr
+}
+
+// Run is a whole TestMain: Start (panics on error), setup (register your reconcilers; may be
+// nil), StartManager, m.Run, Stop. Returns the exit code for os.Exit.
+func Run(m *testing.M, opts Options, setup func(*Environment) error) int {
+	e := New(opts)
+	if setup != nil {
+		if err := setup(e); err != nil {
+			_ = e.Stop()
+			panic(fmt.Sprintf("testenv: setup: %v", err))
+		}
+	}
+	if err := e.StartManager(e.ctx); err != nil {
+		_ = e.Stop()
+		panic(err)
+	}
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
