@@ -34,7 +34,8 @@ func (r *Reconciler) clusterCAHashes(ctx context.Context, cluster *clusterv1.Clu
 	return hashes, nil
 }
 
-// certificateFiles turns looked-up certificates into files: keys 0600, certificates 0644.
+// certificateFiles turns looked-up certificates into files: keys 0600, certificates 0644, owned
+// by root (Ignition's default; naming "root" would make Ignition look the user up by name).
 func certificateFiles(certs secret.Certificates) []ignition.File {
 	var files []ignition.File
 	for _, c := range certs {
@@ -42,10 +43,10 @@ func certificateFiles(certs secret.Certificates) []ignition.File {
 			continue
 		}
 		if len(c.KeyPair.Cert) > 0 {
-			files = append(files, ignition.File{Path: c.CertFile, Content: c.KeyPair.Cert, Mode: 0o644, Owner: "root:root"})
+			files = append(files, ignition.File{Path: c.CertFile, Content: c.KeyPair.Cert, Mode: 0o644})
 		}
 		if len(c.KeyPair.Key) > 0 {
-			files = append(files, ignition.File{Path: c.KeyFile, Content: c.KeyPair.Key, Mode: 0o600, Owner: "root:root"})
+			files = append(files, ignition.File{Path: c.KeyFile, Content: c.KeyPair.Key, Mode: 0o600})
 		}
 	}
 	return files

@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	ignconfig "github.com/coreos/ignition/v2/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/vincent-petithory/dataurl"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -145,4 +147,20 @@ func tokenExpiration(t *testing.T, id string) time.Time {
 	exp, err := time.Parse(time.RFC3339, string(tokenSecret(t, id).Data[bootstrapapi.BootstrapTokenExpirationKey]))
 	require.NoError(t, err)
 	return exp
+}
+
+// fileIn returns the decoded content of path in a rendered Ignition config (which parses).
+func fileIn(t *testing.T, data []byte, path string) string {
+	t.Helper()
+	cfg, rpt, err := ignconfig.Parse(data)
+	require.NoError(t, err, rpt.String())
+	for _, f := range cfg.Storage.Files {
+		if f.Path == path && f.Contents.Source != nil {
+			u, err := dataurl.DecodeString(*f.Contents.Source)
+			require.NoError(t, err)
+			return string(u.Data)
+		}
+	}
+	t.Fatalf("%s is not in the config", path)
+	return ""
 }

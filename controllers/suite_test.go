@@ -20,6 +20,7 @@ var env *testenv.Environment
 // API server doubles as every test cluster's workload cluster.
 func TestMain(m *testing.M) {
 	opts := testenv.Options{
+		ClusterController:     true,
 		MachineController:     true,
 		MachinePoolController: true,
 	}

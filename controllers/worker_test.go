@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,7 +32,7 @@ func TestWorkerJoinContract(t *testing.T) {
 		Variant:             bootstrapv1.VariantFlatcar,
 		PreKubeadmCommands:  []string{"echo pre"},
 		PostKubeadmCommands: []string{"echo post"},
-		Butane: bootstrapv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.1.0\nstorage:\n  files:\n  - path: /etc/hello\n    mode: 0640\n    contents:\n      inline: hi\n"},
+		Butane:              bootstrapv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.1.0\nstorage:\n  files:\n  - path: /etc/hello\n    mode: 0640\n    contents:\n      inline: hi\n"},
 	}
 	machine := f.addMachine(t, "w0", false, spec)
 
@@ -98,6 +100,12 @@ func TestWorkerJoinContract(t *testing.T) {
 	touch(t, cfg)
 	assert.Never(t, func() bool {
 		s, _ := dataSecret(t, f.ns, "w0")
+		if s.ResourceVersion != rv {
+			// Say who rewrote it, so a failure here points at the writer.
+			for _, mf := range s.ManagedFields {
+				t.Logf("data Secret field manager %q operation %s at %v", mf.Manager, mf.Operation, mf.Time)
+			}
+		}
 		return s.ResourceVersion != rv
 	}, 2*time.Second, 200*time.Millisecond, "the data Secret must not be rewritten")
 }
@@ -179,15 +187,29 @@ func TestBadInputGivesConditionAndNoSecret(t *testing.T) {
 
 // A paused Cluster stops reconciliation with a Paused condition; unpausing resumes it.
 func TestPausedClusterIsNotReconciled(t *testing.T) {
-	f := newCluster(t, clusterSetup{paused: true})
+	ctx := t.Context()
+	f := newCluster(t, clusterSetup{noControlPlaneInit: true})
 	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
+	// Owned by its Machine and waiting: now pause the Cluster (CAPI pauses too).
+	waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.WaitingForControlPlaneInitializedReason)
+	setPaused(t, f.cluster, true)
 	waitForCondition(t, f.ns, "w0", bootstrapv1.PausedCondition, metav1.ConditionTrue, clusterv1.PausedReason)
-	_, exists := dataSecret(t, f.ns, "w0")
-	assert.False(t, exists)
 
-	require.NoError(t, env.Client.Patch(t.Context(), f.cluster, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"paused":false}}`))))
+	// What would let it render happens while paused: nothing is rendered.
+	require.NoError(t, env.MarkControlPlaneInitialized(ctx, f.cluster))
+	touch(t, getConfig(t, f.ns, "w0"))
+	assert.Never(t, func() bool { _, ok := dataSecret(t, f.ns, "w0"); return ok }, 2*time.Second, 200*time.Millisecond,
+		"a paused config is not rendered")
+
+	setPaused(t, f.cluster, false)
 	waitForCondition(t, f.ns, "w0", bootstrapv1.PausedCondition, metav1.ConditionFalse, clusterv1.NotPausedReason)
 	waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+}
+
+func setPaused(t *testing.T, cluster *clusterv1.Cluster, paused bool) {
+	t.Helper()
+	patch := []byte(fmt.Sprintf(`{"spec":{"paused":%t}}`, paused))
+	require.NoError(t, env.Client.Patch(t.Context(), cluster, client.RawPatch(types.MergePatchType, patch)))
 }
 
 func keys(m map[string][]byte) []string {
@@ -232,4 +254,3 @@ func touch(t *testing.T, cfg *bootstrapv1.IgnitionConfig) {
 	cfg.Annotations["test.cabpi.io/touched"] = time.Now().String()
 	require.NoError(t, env.Client.Patch(t.Context(), cfg, patch))
 }
-

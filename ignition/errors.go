@@ -42,3 +42,17 @@ func (e *Error) Error() string {
 	}
 	return e.Message + loc
 }
+
+// errorf builds an input error; line and column stay zero (unknown).
+func errorf(kind ErrorKind, field, format string, args ...any) *Error {
+	return &Error{Kind: kind, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// asError returns e as an error interface, keeping a nil *Error a nil error: the exported
+// validators return error, and a typed nil pointer inside an interface would not compare to nil.
+func asError(e *Error) error {
+	if e == nil {
+		return nil
+	}
+	return e
+}

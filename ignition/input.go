@@ -8,6 +8,7 @@ package ignition
 
 import (
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/types/upstream"
 )
 
 // Role is what kubeadm does on the node.
@@ -59,6 +60,10 @@ type Input struct {
 	// ClusterConfiguration and InitConfiguration are used for RoleInit, already defaulted from the Cluster.
 	ClusterConfiguration *bootstrapv1.ClusterConfiguration
 	InitConfiguration    *bootstrapv1.InitConfiguration
+	// ClusterData carries what kubeadm's ClusterConfiguration takes from the Cluster and Machine
+	// (cluster name, Kubernetes version, pod/service subnets, DNS domain), passed as is to
+	// kubeadm/pkg/types.MarshalClusterConfigurationForVersion. Init only; may be nil.
+	ClusterData *upstream.AdditionalData
 	// JoinConfiguration is used for the join roles, with discovery (token, CA hashes, endpoint) filled in.
 	JoinConfiguration *bootstrapv1.JoinConfiguration
 

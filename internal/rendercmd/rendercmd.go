@@ -179,8 +179,8 @@ func placeholderCertificates(certs secret.Certificates) []ignition.File {
 	var files []ignition.File
 	for _, c := range certs {
 		files = append(files,
-			ignition.File{Path: c.CertFile, Mode: 0o644, Owner: "root:root", Content: []byte(fmt.Sprintf("placeholder: %s certificate from the cluster\n", c.Purpose))},
-			ignition.File{Path: c.KeyFile, Mode: 0o600, Owner: "root:root", Content: []byte(fmt.Sprintf("placeholder: %s key from the cluster\n", c.Purpose))},
+			ignition.File{Path: c.CertFile, Mode: 0o644, Content: []byte(fmt.Sprintf("placeholder: %s certificate from the cluster\n", c.Purpose))},
+			ignition.File{Path: c.KeyFile, Mode: 0o600, Content: []byte(fmt.Sprintf("placeholder: %s key from the cluster\n", c.Purpose))},
 		)
 	}
 	return files

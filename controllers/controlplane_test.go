@@ -1,0 +1,152 @@
+package controllers_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bootstrapkubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/ignitionapply"
+)
+
+// A whole cluster from IgnitionConfigs alone: three control-plane Machines and two workers. One
+// control-plane Machine wins the init lock and renders kubeadm init; the rest wait, and once the
+// first node joined they render control-plane and worker joins.
+func TestControlPlaneInitAndJoins(t *testing.T) {
+	for _, variant := range []bootstrapv1.Variant{bootstrapv1.VariantFlatcar, bootstrapv1.VariantFCOS} {
+		t.Run(string(variant), func(t *testing.T) {
+			ctx := t.Context()
+			f := newCluster(t, clusterSetup{noCA: true, noControlPlaneInit: true})
+			spec := bootstrapv1.IgnitionConfigSpec{
+				Variant: variant,
+				ClusterConfiguration: bootstrapkubeadmv1.ClusterConfiguration{
+					APIServer: bootstrapkubeadmv1.APIServer{CertSANs: []string{"api.example.com"}},
+				},
+			}
+			cps := map[string]*clusterv1.Machine{}
+			for _, name := range []string{"cp-0", "cp-1", "cp-2"} {
+				cps[name] = f.addMachine(t, name, true, spec)
+			}
+			for _, name := range []string{"w-0", "w-1"} {
+				f.addMachine(t, name, false, bootstrapv1.IgnitionConfigSpec{Variant: variant})
+			}
+
+			// Exactly one control-plane Machine renders init; the others wait for the lock.
+			var initName string
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				initName = ""
+				waiting := 0
+				for name := range cps {
+					cfg := &bootstrapv1.IgnitionConfig{}
+					if !assert.NoError(c, env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, cfg)) {
+						return
+					}
+					if ptr.Deref(cfg.Status.Initialization.DataSecretCreated, false) {
+						initName = name
+					} else if reasonOf(cfg, bootstrapv1.DataSecretAvailableCondition) == bootstrapv1.WaitingForInitLockReason {
+						waiting++
+					}
+				}
+				assert.NotEmpty(c, initName, "one control-plane Machine renders init")
+				assert.Equal(c, 2, waiting, "the other two wait for the init lock")
+			}, eventually, tick)
+			for _, name := range []string{"w-0", "w-1"} {
+				waitForCondition(t, f.ns, name, bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.WaitingForControlPlaneInitializedReason)
+			}
+			waitForCondition(t, f.ns, initName, bootstrapv1.CertificatesAvailableCondition, metav1.ConditionTrue, bootstrapv1.CertificatesAvailableReason)
+
+			// The cluster certificates were generated (no control-plane provider), owned by the Cluster.
+			for _, suffix := range []string{"ca", "etcd", "proxy", "sa"} {
+				s := &corev1.Secret{}
+				require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: f.cluster.Name + "-" + suffix}, s))
+				owner := metav1.GetControllerOf(s)
+				require.NotNil(t, owner, suffix)
+				assert.Equal(t, "Cluster", owner.Kind)
+			}
+
+			// The first node joins: Cluster API marks the control plane initialized, the rest render joins.
+			_, err := env.MarkMachineNodeJoined(ctx, cps[initName])
+			require.NoError(t, err)
+			require.NoError(t, env.MarkControlPlaneInitialized(ctx, f.cluster))
+			for _, name := range []string{"cp-0", "cp-1", "cp-2", "w-0", "w-1"} {
+				waitForCondition(t, f.ns, name, bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+				waitForCondition(t, f.ns, name, bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+			}
+
+			inits := 0
+			for _, name := range []string{"cp-0", "cp-1", "cp-2", "w-0", "w-1"} {
+				secret, ok := dataSecret(t, f.ns, name)
+				require.True(t, ok)
+				root := ignitionapply.Apply(t, secret.Data["value"])
+				kubeadmYAML := readFile(t, root, "/etc/kubeadm.yml", 0o600)
+				script := readFile(t, root, "/etc/kubeadm.sh", 0o700)
+				assert.True(t, ignitionapply.UnitEnabled(t, root, "kubeadm.service"))
+				assertInOrder(t, script, "kubeadm ", "/run/cluster-api/bootstrap-success.complete")
+				switch {
+				case name == initName:
+					inits++
+					assert.Contains(t, kubeadmYAML, "kind: ClusterConfiguration")
+					assert.Contains(t, kubeadmYAML, "kind: InitConfiguration")
+					assert.Contains(t, kubeadmYAML, "clusterName: "+f.cluster.Name)
+					assert.Contains(t, kubeadmYAML, "api.example.com")
+					assert.Contains(t, script, "kubeadm init --config /etc/kubeadm.yml")
+					assertCertificates(t, root, true)
+				case strings.HasPrefix(name, "cp-"):
+					assert.Contains(t, kubeadmYAML, "kind: JoinConfiguration")
+					assert.Contains(t, kubeadmYAML, "controlPlane:")
+					assert.NotContains(t, kubeadmYAML, "node.cluster.x-k8s.io/uninitialized")
+					assert.Contains(t, script, "kubeadm join --config /etc/kubeadm.yml")
+					assertCertificates(t, root, true)
+				default:
+					assert.Contains(t, kubeadmYAML, "kind: JoinConfiguration")
+					assert.NotContains(t, kubeadmYAML, "controlPlane:")
+					assert.Contains(t, kubeadmYAML, "node.cluster.x-k8s.io/uninitialized")
+					assertCertificates(t, root, false)
+				}
+				if strings.HasPrefix(name, "cp-") {
+					waitForCondition(t, f.ns, name, bootstrapv1.CertificatesAvailableCondition, metav1.ConditionTrue, bootstrapv1.CertificatesAvailableReason)
+				}
+			}
+			assert.Equal(t, 1, inits, "exactly one kubeadm init per cluster")
+		})
+	}
+}
+
+// assertCertificates checks the control-plane certificates under root: keys 0600, certs 0644.
+func assertCertificates(t *testing.T, root string, want bool) {
+	t.Helper()
+	pairs := [][2]string{
+		{"/etc/kubernetes/pki/ca.crt", "/etc/kubernetes/pki/ca.key"},
+		{"/etc/kubernetes/pki/etcd/ca.crt", "/etc/kubernetes/pki/etcd/ca.key"},
+		{"/etc/kubernetes/pki/front-proxy-ca.crt", "/etc/kubernetes/pki/front-proxy-ca.key"},
+		{"/etc/kubernetes/pki/sa.pub", "/etc/kubernetes/pki/sa.key"},
+	}
+	for _, p := range pairs {
+		if !want {
+			assert.NoFileExists(t, root+p[1], "workers get no cluster keys")
+			continue
+		}
+		cert := readFile(t, root, p[0], 0o644)
+		key := readFile(t, root, p[1], 0o600)
+		assert.Contains(t, cert, "-----BEGIN ")
+		assert.Contains(t, key, "PRIVATE KEY-----")
+	}
+}
+
+func reasonOf(cfg *bootstrapv1.IgnitionConfig, condType string) string {
+	for _, c := range cfg.Status.Conditions {
+		if c.Type == condType {
+			return c.Reason
+		}
+	}
+	return ""
+}

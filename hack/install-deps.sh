@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build and tests need. Idempotent and quiet when everything is
+# already there: today that is libblkid-dev, which the cgo build of ignition-apply links against.
+set -euo pipefail
+
+packages=(libblkid-dev)
+
+missing=()
+for p in "${packages[@]}"; do
+  # dpkg -s also reports removed-but-configured packages; require the installed state.
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+sudo=()
+if [[ "$(id -u)" -ne 0 ]]; then
+  sudo=(sudo)
+fi
+echo "installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update >&2
+"${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}" >&2

@@ -1,0 +1,192 @@
+package ignition
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	butane "github.com/coreos/butane/config"
+	butanecommon "github.com/coreos/butane/config/common"
+	exp "github.com/coreos/ignition/v2/config/v3_7_experimental"
+	exptypes "github.com/coreos/ignition/v2/config/v3_7_experimental/types"
+	"github.com/coreos/vcontext/report"
+	"gopkg.in/yaml.v3"
+)
+
+// butaneField is the spec field errors in the snippet are reported against.
+const butaneField = "butane"
+
+// butaneVariants are the variants Butane knows besides ours; a snippet naming one of them is a
+// variant mismatch rather than a typo.
+var butaneVariants = []string{"fcos", "flatcar", "openshift", "r4e", "fiot"}
+
+// snippet is a translated Butane document.
+type snippet struct {
+	// json is the Ignition config Butane emitted.
+	json []byte
+	// version is the Ignition spec version of json.
+	version string
+	// config is json parsed at the newest spec, for looking at what it writes.
+	config exptypes.Config
+}
+
+// ValidateButane translates the Butane document doc and checks it the way Render does: it must
+// parse and translate (with strict, without warnings either), use the variant, emit a stable
+// Ignition version the variant supports, and leave the provider's own paths and unit alone.
+// An empty document is valid. The error is an *Error with Field "butane".
+func ValidateButane(variant Variant, doc string, strict bool) error {
+	_, err := translateButane(variant, doc, strict)
+	return asError(err)
+}
+
+// translateButane does the work of ValidateButane and returns the snippet (nil for an empty
+// document). Local file references are refused: no files directory is given to Butane, and the
+// renderer reads nothing from disk.
+func translateButane(variant Variant, doc string, strict bool) (*snippet, *Error) {
+	spec, ierr := specFor(variant)
+	if ierr != nil {
+		return nil, ierr
+	}
+	if strings.TrimSpace(doc) == "" {
+		return nil, nil
+	}
+	header, ierr := readButaneHeader(doc)
+	if ierr != nil {
+		return nil, ierr
+	}
+	if header.variant != string(variant) {
+		if slices.Contains(butaneVariants, header.variant) {
+			return nil, &Error{Kind: ErrVariantMismatch, Field: butaneField, Line: header.variantLine, Column: header.variantColumn,
+				Message: fmt.Sprintf("Butane variant %q does not match the config's variant %q", header.variant, variant)}
+		}
+		return nil, &Error{Kind: ErrInvalidButane, Field: butaneField, Line: header.variantLine, Column: header.variantColumn,
+			Message: fmt.Sprintf("unknown Butane variant %q; use %q", header.variant, variant)}
+	}
+
+	out, rpt, err := butane.TranslateBytes([]byte(doc), butanecommon.TranslateBytesOptions{
+		// CAPD, one consumer of the output, ignores compression; keep contents readable by all.
+		TranslateOptions: butanecommon.TranslateOptions{NoResourceAutoCompression: true},
+	})
+	if err != nil {
+		ierr := butaneReportError(rpt, err)
+		var unknown butanecommon.ErrUnknownVersion
+		if (errors.As(err, &unknown) || errors.Is(err, butanecommon.ErrInvalidVersion)) && ierr.Line == 0 {
+			ierr.Line, ierr.Column = header.versionLine, header.versionColumn
+		}
+		return nil, ierr
+	}
+	if strict && hasWarnings(rpt) {
+		return nil, butaneReportError(rpt, errors.New("warnings are errors in strict mode"))
+	}
+
+	var emitted struct {
+		Ignition struct {
+			Version string `json:"version"`
+		} `json:"ignition"`
+	}
+	if err := json.Unmarshal(out, &emitted); err != nil {
+		return nil, errorf(ErrInvalidButane, butaneField, "Butane emitted unreadable Ignition: %v", err)
+	}
+	if !slices.Contains(spec.allowed, emitted.Ignition.Version) {
+		return nil, &Error{Kind: ErrInvalidButane, Field: butaneField, Line: header.versionLine, Column: header.versionColumn,
+			Message: fmt.Sprintf("Butane %s %s emits Ignition %s, which is not a stable version supported for %s (%v)",
+				header.variant, header.version, emitted.Ignition.Version, variant, spec.allowed)}
+	}
+
+	cfg, rpt, err := exp.ParseCompatibleVersion(out)
+	if err != nil {
+		return nil, errorf(ErrInvalidButane, butaneField, "the Ignition config Butane emitted does not parse: %v: %s",
+			err, strings.TrimSpace(rpt.String()))
+	}
+	s := &snippet{json: out, version: emitted.Ignition.Version, config: cfg}
+	if ierr := checkSnippet(s, nil); ierr != nil {
+		return nil, ierr
+	}
+	return s, nil
+}
+
+// butaneHeader is the variant and version of a Butane document and where they are.
+type butaneHeader struct {
+	variant, version           string
+	variantLine, variantColumn int
+	versionLine, versionColumn int
+}
+
+// yamlErrorLine finds the line number yaml.v3 puts in its error text ("yaml: line 3: ...");
+// the package has no structured position for syntax errors.
+var yamlErrorLine = regexp.MustCompile(`\bline (\d+)\b`)
+
+// readButaneHeader reads variant and version before translation, so a snippet for another
+// variant is reported as a mismatch (Butane itself would only say it has no such translator),
+// and so syntax errors, which Butane reports without a position, get a line.
+func readButaneHeader(doc string) (butaneHeader, *Error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte(doc), &root); err != nil {
+		ierr := errorf(ErrInvalidButane, butaneField, "Butane is not valid YAML: %v", err)
+		if m := yamlErrorLine.FindStringSubmatch(err.Error()); m != nil {
+			ierr.Line, _ = strconv.Atoi(m[1])
+		}
+		return butaneHeader{}, ierr
+	}
+	if len(root.Content) != 1 || root.Content[0].Kind != yaml.MappingNode {
+		line := 1
+		if len(root.Content) == 1 {
+			line = root.Content[0].Line
+		}
+		return butaneHeader{}, &Error{Kind: ErrInvalidButane, Field: butaneField, Line: line, Column: 1,
+			Message: "Butane must be a YAML mapping with variant and version"}
+	}
+	var h butaneHeader
+	mapping := root.Content[0]
+	for i := 0; i+1 < len(mapping.Content); i += 2 {
+		key, value := mapping.Content[i], mapping.Content[i+1]
+		switch key.Value {
+		case "variant":
+			h.variant, h.variantLine, h.variantColumn = value.Value, value.Line, value.Column
+		case "version":
+			h.version, h.versionLine, h.versionColumn = value.Value, value.Line, value.Column
+		}
+	}
+	if h.variant == "" {
+		return h, &Error{Kind: ErrInvalidButane, Field: butaneField, Line: mapping.Line, Column: mapping.Column,
+			Message: "Butane has no variant"}
+	}
+	if h.version == "" {
+		return h, &Error{Kind: ErrInvalidButane, Field: butaneField, Line: mapping.Line, Column: mapping.Column,
+			Message: "Butane has no version"}
+	}
+	return h, nil
+}
+
+// butaneReportError turns a failed translation into an ErrInvalidButane located at the first
+// report entry that has a position (fatal entries first). The message keeps Butane's report.
+func butaneReportError(rpt report.Report, err error) *Error {
+	ierr := &Error{Kind: ErrInvalidButane, Field: butaneField, Message: err.Error()}
+	if text := strings.TrimSpace(rpt.String()); text != "" {
+		ierr.Message = fmt.Sprintf("%v: %s", err, strings.ReplaceAll(text, "\n", "; "))
+	}
+	for _, fatalFirst := range []bool{true, false} {
+		for _, e := range rpt.Entries {
+			if e.Kind.IsFatal() != fatalFirst || e.Marker.StartP == nil {
+				continue
+			}
+			ierr.Line, ierr.Column = int(e.Marker.StartP.Line), int(e.Marker.StartP.Column)
+			return ierr
+		}
+	}
+	return ierr
+}
+
+// hasWarnings reports whether the report has entries above informational.
+func hasWarnings(rpt report.Report) bool {
+	for _, e := range rpt.Entries {
+		if e.Kind == report.Warn || e.Kind.IsFatal() {
+			return true
+		}
+	}
+	return false
+}

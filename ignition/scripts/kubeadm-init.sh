@@ -1,0 +1,1 @@
+kubeadm init --config /etc/kubeadm.yml

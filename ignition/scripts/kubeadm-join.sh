@@ -1,0 +1,1 @@
+kubeadm join --config /etc/kubeadm.yml
