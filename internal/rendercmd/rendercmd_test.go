@@ -154,8 +154,8 @@ func TestRenderRejectsBadInput(t *testing.T) {
 		wantErr    string
 	}{
 		{
-			name: "invalid butane reports line and column",
-			yaml: "kind: IgnitionConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1alpha1\nspec:\n  butane:\n    inline: |\n      variant: flatcar\n      version: 1.0.0\n      storage:\n        files:\n        - path: /x\n          mode: [\n",
+			name:    "invalid butane reports line and column",
+			yaml:    "kind: IgnitionConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1alpha1\nspec:\n  butane:\n    inline: |\n      variant: flatcar\n      version: 1.0.0\n      storage:\n        files:\n        - path: /x\n          mode: [\n",
 			wantErr: "line",
 		},
 		{
