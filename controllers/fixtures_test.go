@@ -108,6 +108,18 @@ func waitForCondition(t *testing.T, ns, name, condType string, status metav1.Con
 	return got
 }
 
+// never fails the test if cond becomes true within d, polling every interval. It polls in the
+// test's goroutine, unlike assert.Never, whose last condition call may run after the test (and
+// its context) ended.
+func never(t *testing.T, d, interval time.Duration, cond func() bool, msg string) {
+	t.Helper()
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(interval) {
+		if cond() {
+			require.Fail(t, msg)
+		}
+	}
+}
+
 func dataSecret(t *testing.T, ns, name string) (*corev1.Secret, bool) {
 	t.Helper()
 	s := &corev1.Secret{}

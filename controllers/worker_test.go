@@ -98,16 +98,18 @@ func TestWorkerJoinContract(t *testing.T) {
 	// The Secret is not churned by later reconciles.
 	rv := secret.ResourceVersion
 	touch(t, cfg)
-	assert.Never(t, func() bool {
-		s, _ := dataSecret(t, f.ns, "w0")
-		if s.ResourceVersion != rv {
-			// Say who rewrote it, so a failure here points at the writer.
-			for _, mf := range s.ManagedFields {
-				t.Logf("data Secret field manager %q operation %s at %v", mf.Manager, mf.Operation, mf.Time)
-			}
+	never(t, 2*time.Second, 200*time.Millisecond, func() bool {
+		s, ok := dataSecret(t, f.ns, "w0")
+		require.True(t, ok, "the data Secret must stay")
+		if s.ResourceVersion == rv {
+			return false
 		}
-		return s.ResourceVersion != rv
-	}, 2*time.Second, 200*time.Millisecond, "the data Secret must not be rewritten")
+		// Say who rewrote it, so a failure here points at the writer.
+		for _, mf := range s.ManagedFields {
+			t.Logf("data Secret field manager %q operation %s at %v", mf.Manager, mf.Operation, mf.Time)
+		}
+		return true
+	}, "the data Secret must not be rewritten")
 }
 
 // The join token is refreshed while the Machine has no node, then left to expire.
@@ -131,7 +133,8 @@ func TestJoinTokenRefreshedUntilNodeJoins(t *testing.T) {
 	}, eventually, tick)
 	settled := tokenExpiration(t, id)
 	// Two full check intervals (TTL/3 each) without a refresh: the token is left to expire.
-	assert.Never(t, func() bool { return tokenExpiration(t, id).After(settled.Add(time.Second)) }, tokenTTL*2/3+2*time.Second, 500*time.Millisecond)
+	never(t, tokenTTL*2/3+2*time.Second, 500*time.Millisecond,
+		func() bool { return tokenExpiration(t, id).After(settled.Add(time.Second)) }, "the token of a joined node is not refreshed")
 	// The data Secret is unchanged: a Machine's data is rendered once.
 	after, _ := dataSecret(t, f.ns, "w0")
 	assert.Equal(t, secret.Data["value"], after.Data["value"])
@@ -198,7 +201,7 @@ func TestPausedClusterIsNotReconciled(t *testing.T) {
 	// What would let it render happens while paused: nothing is rendered.
 	require.NoError(t, env.MarkControlPlaneInitialized(ctx, f.cluster))
 	touch(t, getConfig(t, f.ns, "w0"))
-	assert.Never(t, func() bool { _, ok := dataSecret(t, f.ns, "w0"); return ok }, 2*time.Second, 200*time.Millisecond,
+	never(t, 2*time.Second, 200*time.Millisecond, func() bool { _, ok := dataSecret(t, f.ns, "w0"); return ok },
 		"a paused config is not rendered")
 
 	setPaused(t, f.cluster, false)

@@ -99,6 +99,9 @@ func mergeAt[C any](parse func([]byte) (C, report.Report, error), fileModes func
 		if err != nil {
 			return nil, errorf(ErrInvalidInput, "", "cannot encode the merged config: %v", err)
 		}
+		if out, err = pruneEmpty(out); err != nil {
+			return nil, errorf(ErrInvalidInput, "", "cannot encode the merged config: %v", err)
+		}
 		// Parse what is emitted, exactly as a node would: this validates the merged config
 		// (duplicates, conflicts between base and snippet) with the target version's rules.
 		if _, rpt, err := parse(out); err != nil {
