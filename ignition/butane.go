@@ -73,6 +73,11 @@ func translateButane(variant Variant, doc string, strict bool) (*snippet, *Error
 	})
 	if err != nil {
 		ierr := butaneReportError(rpt, err)
+		if m := yamlErrorLine.FindStringSubmatch(err.Error()); m != nil && ierr.Line == 0 {
+			// A type error ("line 6: cannot unmarshal !!str `rw` into int") has no report
+			// entry; its line is only in the text.
+			ierr.Line, _ = strconv.Atoi(m[1])
+		}
 		var unknown butanecommon.ErrUnknownVersion
 		if (errors.As(err, &unknown) || errors.Is(err, butanecommon.ErrInvalidVersion)) && ierr.Line == 0 {
 			ierr.Line, ierr.Column = header.versionLine, header.versionColumn

@@ -1,0 +1,156 @@
+package ignition_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/types/upstream"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+// Fixed credentials: the renderer is pure, so these make the output reproducible byte for byte.
+const (
+	testToken    = "abcdef.0123456789abcdef"
+	testEndpoint = "10.0.0.1:6443"
+	testCAHash   = "sha256:2b1f1d4e3d9a4c4a3f8e0f1c2d3b4a59687766554433221100ffeeddccbbaa99"
+)
+
+// joinInput is a worker join the way the reconciler builds it: discovery filled in.
+func joinInput(variant ignition.Variant, kubernetesVersion string) ignition.Input {
+	return ignition.Input{
+		Variant:           variant,
+		Role:              ignition.RoleWorkerJoin,
+		KubernetesVersion: kubernetesVersion,
+		JoinConfiguration: &bootstrapv1.JoinConfiguration{
+			NodeRegistration: bootstrapv1.NodeRegistrationOptions{
+				KubeletExtraArgs: []bootstrapv1.Arg{{Name: "node-labels", Value: ptr.To("pool=default")}},
+			},
+			Discovery: bootstrapv1.Discovery{BootstrapToken: bootstrapv1.BootstrapTokenDiscovery{
+				Token:             testToken,
+				APIServerEndpoint: testEndpoint,
+				CACertHashes:      []string{testCAHash},
+			}},
+		},
+	}
+}
+
+// controlPlaneJoinInput is a control-plane join with the shared certificates.
+func controlPlaneJoinInput(variant ignition.Variant, kubernetesVersion string) ignition.Input {
+	in := joinInput(variant, kubernetesVersion)
+	in.Role = ignition.RoleControlPlaneJoin
+	in.JoinConfiguration.ControlPlane = &bootstrapv1.JoinControlPlane{
+		LocalAPIEndpoint: bootstrapv1.APIEndpoint{AdvertiseAddress: "10.0.0.2", BindPort: 6443},
+	}
+	in.Certificates = testCertificates()
+	return in
+}
+
+// initInput is a kubeadm init with the cluster's defaults filled in, as the reconciler does.
+func initInput(variant ignition.Variant, kubernetesVersion string) ignition.Input {
+	return ignition.Input{
+		Variant:           variant,
+		Role:              ignition.RoleInit,
+		KubernetesVersion: kubernetesVersion,
+		ClusterConfiguration: &bootstrapv1.ClusterConfiguration{
+			ControlPlaneEndpoint: testEndpoint,
+			APIServer:            bootstrapv1.APIServer{CertSANs: []string{"api.example.com"}},
+		},
+		InitConfiguration: &bootstrapv1.InitConfiguration{
+			NodeRegistration: bootstrapv1.NodeRegistrationOptions{
+				KubeletExtraArgs: []bootstrapv1.Arg{{Name: "cloud-provider", Value: ptr.To("external")}},
+			},
+		},
+		ClusterData: &upstream.AdditionalData{
+			ClusterName:       ptr.To("demo"),
+			KubernetesVersion: ptr.To(kubernetesVersion),
+			DNSDomain:         ptr.To("cluster.local"),
+			PodSubnet:         ptr.To("192.168.0.0/16"),
+			ServiceSubnet:     ptr.To("10.96.0.0/12"),
+		},
+		Certificates: testCertificates(),
+	}
+}
+
+// testCertificates stand in for the cluster certificates (content is not checked by Ignition).
+func testCertificates() []ignition.File {
+	var files []ignition.File
+	for _, name := range []string{"ca", "sa", "front-proxy-ca", "etcd/ca"} {
+		certName, keyName := name+".crt", name+".key"
+		if name == "sa" {
+			certName, keyName = "sa.pub", "sa.key"
+		}
+		files = append(files,
+			ignition.File{Path: "/etc/kubernetes/pki/" + certName, Content: []byte("-----BEGIN CERTIFICATE-----\n" + name + "\n-----END CERTIFICATE-----\n"), Mode: 0o644},
+			ignition.File{Path: "/etc/kubernetes/pki/" + keyName, Content: []byte("-----BEGIN PRIVATE KEY-----\n" + name + "\n-----END PRIVATE KEY-----\n"), Mode: 0o600},
+		)
+	}
+	return files
+}
+
+// Butane snippets of each variant: a user, a file, a unit and a directory.
+const flatcarSnippet = `variant: flatcar
+version: 1.0.0
+passwd:
+  users:
+    - name: core
+      ssh_authorized_keys:
+        - ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExample core@example
+storage:
+  files:
+    - path: /etc/sysctl.d/90-kubernetes.conf
+      mode: 0644
+      contents:
+        inline: |
+          net.ipv4.ip_forward = 1
+  directories:
+    - path: /opt/cni/bin
+      mode: 0755
+systemd:
+  units:
+    - name: containerd.service
+      enabled: true
+`
+
+const fcosSnippet = `variant: fcos
+version: 1.5.0
+passwd:
+  users:
+    - name: core
+      ssh_authorized_keys:
+        - ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExample core@example
+storage:
+  files:
+    - path: /etc/sysctl.d/90-kubernetes.conf
+      contents:
+        inline: |
+          net.ipv4.ip_forward = 1
+systemd:
+  units:
+    - name: crio.service
+      enabled: true
+`
+
+// golden compares got with testdata/golden/name, or rewrites the file with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "missing golden file; run make test-update-golden and review the diff")
+	require.Equal(t, string(want), string(got), "output differs from %s (make test-update-golden rewrites it; review the diff)", path)
+}
+
+// userTaint is a taint a user set on a worker.
+var userTaint = corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}

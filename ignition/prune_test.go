@@ -1,0 +1,26 @@
+package ignition
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestPruneEmpty(t *testing.T) {
+	cases := map[string]string{
+		`{"a":{},"b":[],"c":null,"d":{"e":{}}}`:                   `{}`,
+		`{"mode":420,"overwrite":false,"path":""}`:                `{"mode":420,"overwrite":false,"path":""}`,
+		`{"files":[{"group":{},"path":"/x"},{}]}`:                 `{"files":[{"path":"/x"},{}]}`,
+		`{"n":12345678901234567890,"f":0.5}`:                      `{"f":0.5,"n":12345678901234567890}`,
+		`{"ignition":{"version":"3.3.0","proxy":{"noProxy":[]}}}`: `{"ignition":{"version":"3.3.0"}}`,
+	}
+	for in, want := range cases {
+		got, err := pruneEmpty([]byte(in))
+		require.NoError(t, err, in)
+		assert.JSONEq(t, want, string(got), in)
+		assert.Equal(t, want, string(got), "keys sorted, numbers kept exactly")
+	}
+	_, err := pruneEmpty([]byte("{"))
+	assert.Error(t, err)
+}
