@@ -85,7 +85,7 @@ test-update-golden: ## Rewrite golden files from the current renderer (review th
 
 .PHONY: fuzz
 fuzz: ## Run the renderer fuzz target for FUZZTIME (default 60s).
-	go test ./ignition/ -run '^$$' -fuzz FuzzRender -fuzztime $${FUZZTIME:-60s}
+	go test ./ignition/ -run '^$$' -fuzz FuzzRender -fuzztime $${FUZZTIME:-60s} -fuzzminimizetime 10s
 
 .PHONY: verify-gen
 verify-gen: generate manifests ## Fail when generated files are out of date.
