@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestPruneEmpty(t *testing.T) {
+func TestNormalize(t *testing.T) {
 	cases := map[string]string{
 		`{"a":{},"b":[],"c":null,"d":{"e":{}}}`:                   `{}`,
 		`{"mode":420,"overwrite":false,"path":""}`:                `{"mode":420,"overwrite":false,"path":""}`,
@@ -16,11 +16,11 @@ func TestPruneEmpty(t *testing.T) {
 		`{"ignition":{"version":"3.3.0","proxy":{"noProxy":[]}}}`: `{"ignition":{"version":"3.3.0"}}`,
 	}
 	for in, want := range cases {
-		got, err := pruneEmpty([]byte(in))
+		got, err := normalize([]byte(in))
 		require.NoError(t, err, in)
 		assert.JSONEq(t, want, string(got), in)
 		assert.Equal(t, want, string(got), "keys sorted, numbers kept exactly")
 	}
-	_, err := pruneEmpty([]byte("{"))
+	_, err := normalize([]byte("{"))
 	assert.Error(t, err)
 }

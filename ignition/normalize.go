@@ -4,28 +4,46 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 )
 
-// pruneEmpty removes null values, empty objects and empty arrays from an encoded config.
+// normalize gives every file an explicit mode and removes null values, empty objects and empty
+// arrays from an encoded config.
+//
+// Only snippet files can lack a mode; they get Ignition's default, 0644, written out, because
+// CAPD dereferences the mode of every file it writes.
 //
 // Ignition's Go types marshal every unset struct as {} ("proxy": {}, "group": {}), which makes
 // the output several times longer than what it says and counts against platform user-data
 // limits. Absent and empty mean the same to Ignition, so the pruned config is equivalent; it is
 // validated again after pruning all the same. Keys come out sorted, so the bytes stay
 // deterministic; numbers keep their exact text.
-func pruneEmpty(data []byte) ([]byte, error) {
+func normalize(data []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("decoding config to prune it: %w", err)
 	}
+	defaultFileModes(v)
 	pruned, _ := prune(v)
 	out, err := json.Marshal(pruned)
 	if err != nil {
 		return nil, fmt.Errorf("encoding pruned config: %w", err)
 	}
 	return out, nil
+}
+
+// defaultFileModes sets storage.files[].mode where it is missing or null.
+func defaultFileModes(config any) {
+	root, _ := config.(map[string]any)
+	storage, _ := root["storage"].(map[string]any)
+	files, _ := storage["files"].([]any)
+	for _, f := range files {
+		if file, ok := f.(map[string]any); ok && file["mode"] == nil {
+			file["mode"] = json.Number(strconv.Itoa(defaultFileMode))
+		}
+	}
 }
 
 // prune returns v without empty members, and whether anything is left of it.
