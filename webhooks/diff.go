@@ -1,0 +1,116 @@
+package webhooks
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+)
+
+// redactedKeys are the fields whose values a diff does not show: file contents, the Butane
+// document, bootstrap tokens and kubeconfig credentials may hold secrets, and an admission
+// error ends up in logs (the topology controller's, the API server's audit log).
+var redactedKeys = map[string]bool{"content": true, "inline": true, "token": true, "authProvider": true, "exec": true}
+
+// specDiff is a readable diff of two specs in their JSON form (-old +new), with the values of
+// redactedKeys replaced by markers that only say whether the value changed.
+func specDiff(oldSpec, newSpec *bootstrapv1.IgnitionConfigSpec) string {
+	o, err := runtime.DefaultUnstructuredConverter.ToUnstructured(oldSpec)
+	if err != nil {
+		return fmt.Sprintf("(no diff: %v)", err)
+	}
+	n, err := runtime.DefaultUnstructuredConverter.ToUnstructured(newSpec)
+	if err != nil {
+		return fmt.Sprintf("(no diff: %v)", err)
+	}
+	ro, rn := redact(o, n)
+	diff := cmp.Diff(ro, rn)
+	// cmp uses non-breaking spaces and tabs at random to keep its output unstable; make it plain.
+	diff = strings.ReplaceAll(diff, "\u00a0", " ")
+	diff = strings.ReplaceAll(diff, "\t", "  ")
+	return strings.TrimSpace(diff)
+}
+
+// redact walks the old and new JSON trees side by side and replaces the values of redactedKeys
+// by "<redacted>" where both sides agree and by "<redacted: changed>" where they differ.
+// Elements of lists are paired by index.
+func redact(o, n any) (any, any) {
+	switch om := o.(type) {
+	case map[string]any:
+		nm, ok := n.(map[string]any)
+		if !ok {
+			return redactOne(o), redactOne(n)
+		}
+		ro, rn := map[string]any{}, map[string]any{}
+		for k, ov := range om {
+			nv, inNew := nm[k]
+			switch {
+			case !inNew:
+				ro[k] = redactValue(k, ov, "<redacted: changed>")
+			case redactedKeys[k]:
+				marker := "<redacted>"
+				if !reflect.DeepEqual(ov, nv) {
+					marker = "<redacted: changed>"
+				}
+				ro[k], rn[k] = marker, marker
+			default:
+				ro[k], rn[k] = redact(ov, nv)
+			}
+		}
+		for k, nv := range nm {
+			if _, inOld := om[k]; !inOld {
+				rn[k] = redactValue(k, nv, "<redacted: changed>")
+			}
+		}
+		return ro, rn
+	case []any:
+		nl, ok := n.([]any)
+		if !ok {
+			return redactOne(o), redactOne(n)
+		}
+		ro, rn := make([]any, len(om)), make([]any, len(nl))
+		for i := range max(len(om), len(nl)) {
+			switch {
+			case i < len(om) && i < len(nl):
+				ro[i], rn[i] = redact(om[i], nl[i])
+			case i < len(om):
+				ro[i] = redactOne(om[i])
+			default:
+				rn[i] = redactOne(nl[i])
+			}
+		}
+		return ro, rn
+	}
+	return o, redactOne(n)
+}
+
+// redactValue is v with key k redacted: marker when k is redacted, else v's redacted fields.
+func redactValue(k string, v any, marker string) any {
+	if redactedKeys[k] {
+		return marker
+	}
+	return redactOne(v)
+}
+
+// redactOne redacts a tree that has no counterpart on the other side.
+func redactOne(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, x := range t {
+			out[k] = redactValue(k, x, "<redacted: changed>")
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = redactOne(x)
+		}
+		return out
+	}
+	return v
+}

@@ -1,0 +1,204 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/rendercmd"
+)
+
+// +kubebuilder:webhook:path=/mutate-bootstrap-cluster-x-k8s-io-v1alpha1-ignitionconfig,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,sideEffects=None,groups=bootstrap.cluster.x-k8s.io,resources=ignitionconfigs,verbs=create;update,versions=v1alpha1,name=default.ignitionconfig.bootstrap.cluster.x-k8s.io,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-bootstrap-cluster-x-k8s-io-v1alpha1-ignitionconfig,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,sideEffects=None,groups=bootstrap.cluster.x-k8s.io,resources=ignitionconfigs,verbs=create;update,versions=v1alpha1,name=validation.ignitionconfig.bootstrap.cluster.x-k8s.io,admissionReviewVersions=v1
+
+// SetupIgnitionConfigWebhookWithManager registers the defaulting and validating webhooks of
+// IgnitionConfig with the manager's webhook server. The owner Machine or MachinePool is read
+// with the manager's API reader (uncached, get only).
+func SetupIgnitionConfigWebhookWithManager(mgr ctrl.Manager) error {
+	w := &IgnitionConfigWebhook{Reader: mgr.GetAPIReader()}
+	return ctrl.NewWebhookManagedBy(mgr, &bootstrapv1.IgnitionConfig{}).
+		WithDefaulter(w).
+		WithValidator(w).
+		Complete()
+}
+
+// IgnitionConfigWebhook defaults and validates IgnitionConfigs.
+//
+// Defaulting sets spec.variant to flatcar when empty and each file's permissions to "0644" (the
+// mode the renderer uses when none is given), so the stored object says what is rendered.
+//
+// Validation (see validateSpec) rejects what the controller would fail to render, with the
+// renderer's own checks and messages. What the schema can say is in the CRD instead (enums,
+// patterns, lengths, "exactly one of" rules in CEL); the webhook repeats none of it except the
+// file permissions, which it parses the way the renderer does.
+//
+// When the IgnitionConfig is created with an owner reference to a Machine or MachinePool that
+// exists, the owner's Kubernetes version is known: a version kubeadm configuration cannot be
+// written for is rejected on metadata.ownerReferences[i], and the spec is rendered for that
+// version and, when the Machine or the config carries the cluster.x-k8s.io/control-plane label,
+// as a control-plane node (so files at certificate paths are rejected too).
+//
+// In-place changes (Cluster API contract): every spec field may be changed at any time, and each
+// update is validated exactly like a create. Before status.initialization.dataSecretCreated is
+// true the controller renders the changed spec; once it is true, the data Secret is never
+// rendered again, so a change has no effect on the Machine (the update is accepted with a
+// warning saying so). Roll out new bootstrap data by changing the MachineDeployment's template
+// instead. An update that leaves the spec as it is (labels, annotations, owner references,
+// finalizers) is not validated, so objects stored before a stricter version of these checks
+// keep working; the owner's Kubernetes version is only checked on create, since the owner
+// reference of a Machine is added by Cluster API after the config exists.
+type IgnitionConfigWebhook struct {
+	// Reader reads the owner Machine or MachinePool; nil skips the owner's checks.
+	Reader client.Reader
+}
+
+var (
+	_ admission.Defaulter[*bootstrapv1.IgnitionConfig] = &IgnitionConfigWebhook{}
+	_ admission.Validator[*bootstrapv1.IgnitionConfig] = &IgnitionConfigWebhook{}
+)
+
+// Default implements admission.Defaulter.
+func (w *IgnitionConfigWebhook) Default(_ context.Context, c *bootstrapv1.IgnitionConfig) error {
+	defaultSpec(&c.Spec)
+	return nil
+}
+
+// defaultSpec fills in what the renderer would assume.
+func defaultSpec(spec *bootstrapv1.IgnitionConfigSpec) {
+	if spec.Variant == "" {
+		spec.Variant = bootstrapv1.VariantFlatcar
+	}
+	for i := range spec.Files {
+		if spec.Files[i].Permissions == "" {
+			spec.Files[i].Permissions = fmt.Sprintf("%04o", configinput.DefaultFileMode)
+		}
+	}
+}
+
+// ValidateCreate implements admission.Validator.
+func (w *IgnitionConfigWebhook) ValidateCreate(ctx context.Context, c *bootstrapv1.IgnitionConfig) (admission.Warnings, error) {
+	owner := w.owner(ctx, c)
+	errs := owner.errs
+	errs = append(errs, validateSpec(specCheck{
+		spec:              &c.Spec,
+		path:              field.NewPath("spec"),
+		controlPlane:      owner.controlPlane || isControlPlane(c.Labels),
+		kubernetesVersion: owner.version,
+	})...)
+	return nil, invalid(bootstrapv1.GroupVersion.WithKind("IgnitionConfig").GroupKind(), c.Name, errs)
+}
+
+// ValidateUpdate implements admission.Validator.
+func (w *IgnitionConfigWebhook) ValidateUpdate(ctx context.Context, oldObj, newObj *bootstrapv1.IgnitionConfig) (admission.Warnings, error) {
+	if equality.Semantic.DeepEqual(oldObj.Spec, newObj.Spec) {
+		return nil, nil
+	}
+	var warnings admission.Warnings
+	if created := oldObj.Status.Initialization.DataSecretCreated; created != nil && *created {
+		warnings = append(warnings, fmt.Sprintf(
+			"the bootstrap data Secret of IgnitionConfig %s already exists and is not rendered again: this spec change has no effect on the Machine",
+			newObj.Name))
+	}
+	owner := w.owner(ctx, newObj)
+	errs := validateSpec(specCheck{
+		spec:              &newObj.Spec,
+		path:              field.NewPath("spec"),
+		controlPlane:      owner.controlPlane || isControlPlane(newObj.Labels),
+		kubernetesVersion: owner.version,
+	})
+	return warnings, invalid(bootstrapv1.GroupVersion.WithKind("IgnitionConfig").GroupKind(), newObj.Name, errs)
+}
+
+// ValidateDelete implements admission.Validator.
+func (w *IgnitionConfigWebhook) ValidateDelete(context.Context, *bootstrapv1.IgnitionConfig) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// ownerInfo is what the owner of a config says about it.
+type ownerInfo struct {
+	// version is the Kubernetes version to render for: the owner's when known and supported,
+	// else rendercmd.DefaultVersion.
+	version string
+	// controlPlane is true when the owner Machine has the control-plane label.
+	controlPlane bool
+	// errs reports an owner whose Kubernetes version is not supported.
+	errs field.ErrorList
+}
+
+// owner reads the first owner Machine or MachinePool of c that exists and has a version. Read
+// errors are not admission errors: the version is then unknown, as for a config without owner.
+func (w *IgnitionConfigWebhook) owner(ctx context.Context, c *bootstrapv1.IgnitionConfig) ownerInfo {
+	info := ownerInfo{version: rendercmd.DefaultVersion}
+	if w.Reader == nil {
+		return info
+	}
+	log := ctrl.LoggerFrom(ctx)
+	for i, ref := range c.OwnerReferences {
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil || gv.Group != clusterv1.GroupVersion.Group {
+			continue
+		}
+		key := types.NamespacedName{Namespace: c.Namespace, Name: ref.Name}
+		var obj client.Object
+		var version func() string
+		switch ref.Kind {
+		case "Machine":
+			m := &clusterv1.Machine{}
+			obj, version = m, func() string { return m.Spec.Version }
+		case "MachinePool":
+			mp := &clusterv1.MachinePool{}
+			obj, version = mp, func() string { return mp.Spec.Template.Spec.Version }
+		default:
+			continue
+		}
+		if err := w.Reader.Get(ctx, key, obj); err != nil {
+			log.V(4).Info("Owner not readable, its Kubernetes version is unknown", "kind", ref.Kind, "name", ref.Name, "error", err.Error())
+			continue
+		}
+		if ref.UID != "" && obj.GetUID() != ref.UID {
+			continue
+		}
+		if ref.Kind == "Machine" {
+			info.controlPlane = isControlPlane(obj.GetLabels())
+		}
+		v := version()
+		if v == "" {
+			continue
+		}
+		if err := ignition.ValidateKubernetesVersion(v); err != nil {
+			info.errs = append(info.errs, field.Invalid(field.NewPath("metadata", "ownerReferences").Index(i), ref.Kind+" "+ref.Name,
+				fmt.Sprintf("the bootstrap data of %s %s cannot be rendered: %s", ref.Kind, ref.Name, message(err))))
+			return info
+		}
+		info.version = v
+		return info
+	}
+	return info
+}
+
+// isControlPlane reports whether labels mark a control-plane Machine (or its config).
+func isControlPlane(labels map[string]string) bool {
+	_, ok := labels[clusterv1.MachineControlPlaneLabel]
+	return ok
+}
+
+// invalid is nil for no errors, else the API's Invalid error with all of them.
+func invalid(gk schema.GroupKind, name string, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(gk, name, errs)
+}

@@ -1,0 +1,218 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/rendercmd"
+)
+
+// maxRenderErrors bounds the errors collected by rendering (one render per error found), so a
+// config with hundreds of bad files costs a bounded amount of work.
+const maxRenderErrors = 25
+
+// specCheck is one validation of an IgnitionConfigSpec.
+type specCheck struct {
+	spec *bootstrapv1.IgnitionConfigSpec
+	// path is the spec's field path: spec, or spec.template.spec for a template.
+	path *field.Path
+	// controlPlane renders the spec as a control-plane node (init and control-plane join, with
+	// the cluster certificates) instead of a worker.
+	controlPlane bool
+	// kubernetesVersion is the version the spec is rendered for: the owner's when it is known
+	// and supported, else rendercmd.DefaultVersion.
+	kubernetesVersion string
+}
+
+// validateSpec checks a spec with the renderer's own checks and returns every error found.
+//
+// Field checks come first and are all reported: the variant, the pinned Ignition version
+// (ignition.ValidateIgnitionVersion), the inline Butane (ignition.ValidateButane, with Butane's
+// line and column), file permissions (configinput.ParseMode) and file paths written twice once
+// cleaned (the CRD's list-map key only catches identical strings). Then the spec is rendered the
+// way `cabpi render` does, with placeholder credentials, for the node role it will have: that
+// finds what only a whole render sees (files at paths the provider owns, a snippet writing a
+// file of spec.files, a pin lower than the snippet needs, kubeadm configuration that cannot be
+// written). The renderer stops at its first error, so each error found is set aside (the file
+// replaced by a placeholder, the snippet dropped, ...) and the render repeated, until it
+// succeeds or nothing more can be set aside.
+//
+// Content in Secrets and ConfigMaps is not read: a Butane document from contentFrom is checked
+// by the controller when it renders, and a file's Secret content is a placeholder here.
+func validateSpec(chk specCheck) field.ErrorList {
+	p := chk.path
+	spec := chk.spec
+	variant := configinput.Variant(spec)
+	if err := ignition.ValidateIgnitionVersion(variant, ""); err != nil {
+		return field.ErrorList{field.NotSupported(p.Child("variant"), spec.Variant,
+			[]bootstrapv1.Variant{bootstrapv1.VariantFlatcar, bootstrapv1.VariantFCOS})}
+	}
+
+	var errs field.ErrorList
+	// work is what is rendered: the spec with every error found so far set aside.
+	work := spec.DeepCopy()
+	work.Variant = bootstrapv1.Variant(variant)
+
+	if err := ignition.ValidateIgnitionVersion(variant, spec.IgnitionVersion); err != nil {
+		errs = append(errs, field.Invalid(p.Child("ignitionVersion"), spec.IgnitionVersion, message(err)))
+		work.IgnitionVersion = ""
+	}
+
+	if spec.Butane.ContentFrom != nil {
+		work.Butane = bootstrapv1.ButaneSpec{}
+	} else if err := ignition.ValidateButane(variant, spec.Butane.Inline, spec.Butane.Strict); err != nil {
+		errs = append(errs, field.Invalid(p.Child("butane", "inline"), field.OmitValueType{}, message(err)))
+		work.Butane = bootstrapv1.ButaneSpec{}
+	}
+
+	seen := map[string]int{}
+	for i, f := range spec.Files {
+		fp := p.Child("files").Index(i)
+		if f.Permissions != "" {
+			if _, err := configinput.ParseMode(f.Permissions); err != nil {
+				errs = append(errs, field.Invalid(fp.Child("permissions"), f.Permissions, err.Error()))
+				work.Files[i].Permissions = ""
+			}
+		}
+		clean := path.Clean(f.Path)
+		if j, dup := seen[clean]; dup {
+			errs = append(errs, field.Invalid(fp.Child("path"), f.Path,
+				fmt.Sprintf("path %s is also written by %s", f.Path, p.Child("files").Index(j))))
+			work.Files[i] = placeholderFile(i)
+			continue
+		}
+		seen[clean] = i
+	}
+
+	roles := []ignition.Role{ignition.RoleWorkerJoin}
+	if chk.controlPlane {
+		roles = []ignition.Role{ignition.RoleInit, ignition.RoleControlPlaneJoin}
+	}
+	for _, role := range roles {
+		for _, e := range renderErrors(spec, work.DeepCopy(), role, chk.kubernetesVersion, p) {
+			if !hasError(errs, e) {
+				errs = append(errs, e)
+			}
+		}
+	}
+	return errs
+}
+
+// renderErrors renders work for role until it renders, setting aside what each error blames.
+// spec is the user's spec, for the values in the errors.
+func renderErrors(spec, work *bootstrapv1.IgnitionConfigSpec, role ignition.Role, version string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for len(errs) < maxRenderErrors {
+		_, err := rendercmd.Render(context.Background(), work, role, version, io.Discard)
+		if err == nil {
+			return errs
+		}
+		var ierr *ignition.Error
+		if !errors.As(err, &ierr) {
+			return append(errs, field.InternalError(p, fmt.Errorf("rendering the %s configuration: %w", role, err)))
+		}
+		e, setAside := blame(ierr, spec, work, p)
+		errs = append(errs, e)
+		if !setAside {
+			return errs
+		}
+	}
+	return errs
+}
+
+// filesField matches the renderer's field of a user file: "files[3]" or "files[3].permissions".
+var filesField = regexp.MustCompile(`^files\[(\d+)\](?:\.([a-zA-Z]+))?$`)
+
+// blame turns a render error into a field error on the user's spec and sets aside, in work,
+// what it blames so the next render can look further. It reports false when nothing could be
+// set aside (the same error would come back).
+func blame(ierr *ignition.Error, spec, work *bootstrapv1.IgnitionConfigSpec, p *field.Path) (*field.Error, bool) {
+	msg := message(ierr)
+	switch ierr.Field {
+	case "butane":
+		// A snippet that failed on its own was set aside already: this one conflicts with the
+		// rest of the spec (spec.files, the certificates of a control-plane node).
+		work.Butane = bootstrapv1.ButaneSpec{}
+		return field.Invalid(p.Child("butane", "inline"), field.OmitValueType{}, msg), true
+	case "ignitionVersion":
+		work.IgnitionVersion = ""
+		return field.Invalid(p.Child("ignitionVersion"), spec.IgnitionVersion, msg), true
+	case "clusterConfiguration":
+		work.ClusterConfiguration = kubeadmv1.ClusterConfiguration{}
+		return field.Invalid(p.Child("clusterConfiguration"), field.OmitValueType{}, msg), true
+	case "initConfiguration":
+		work.InitConfiguration = kubeadmv1.InitConfiguration{}
+		return field.Invalid(p.Child("initConfiguration"), field.OmitValueType{}, msg), true
+	case "joinConfiguration":
+		work.JoinConfiguration = kubeadmv1.JoinConfiguration{}
+		return field.Invalid(p.Child("joinConfiguration"), field.OmitValueType{}, msg), true
+	case "joinConfiguration.controlPlane":
+		work.JoinConfiguration.ControlPlane = nil
+		return field.Invalid(p.Child("joinConfiguration", "controlPlane"), field.OmitValueType{}, msg), true
+	}
+	if m := filesField.FindStringSubmatch(ierr.Field); m != nil {
+		i, err := strconv.Atoi(m[1])
+		if err == nil && i < len(spec.Files) && i < len(work.Files) {
+			fp := p.Child("files").Index(i)
+			f := spec.Files[i]
+			work.Files[i] = placeholderFile(i)
+			switch {
+			case m[2] == "permissions":
+				return field.Invalid(fp.Child("permissions"), f.Permissions, msg), true
+			case strings.HasPrefix(ierr.Message, "owner:"):
+				return field.Invalid(fp.Child("owner"), f.Owner, msg), true
+			case strings.HasPrefix(ierr.Message, "mode "):
+				return field.Invalid(fp.Child("permissions"), f.Permissions, msg), true
+			default:
+				return field.Invalid(fp.Child("path"), f.Path, msg), true
+			}
+		}
+	}
+	// The merged configuration, the variant or anything else: blame the spec as a whole.
+	return field.Invalid(p, field.OmitValueType{}, msg), false
+}
+
+// placeholderFile stands in for a user file whose error was reported, at a path nothing else
+// writes, so the indexes of the other files stay the same.
+func placeholderFile(i int) bootstrapv1.File {
+	return bootstrapv1.File{Path: fmt.Sprintf("/run/cabpi-admission/placeholder-%d", i), Content: "placeholder"}
+}
+
+// message is the renderer's message of err, with the location inside the Butane document when
+// the renderer knows it. The field is left out: the field error carries the path.
+func message(err error) string {
+	var ierr *ignition.Error
+	if !errors.As(err, &ierr) {
+		return err.Error()
+	}
+	switch {
+	case ierr.Line > 0 && ierr.Column > 0:
+		return fmt.Sprintf("%s (line %d, column %d)", ierr.Message, ierr.Line, ierr.Column)
+	case ierr.Line > 0:
+		return fmt.Sprintf("%s (line %d)", ierr.Message, ierr.Line)
+	}
+	return ierr.Message
+}
+
+// hasError reports whether errs has an error of the same type, field and detail as e.
+func hasError(errs field.ErrorList, e *field.Error) bool {
+	for _, x := range errs {
+		if x.Type == e.Type && x.Field == e.Field && x.Detail == e.Detail {
+			return true
+		}
+	}
+	return false
+}

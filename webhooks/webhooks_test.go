@@ -1,0 +1,706 @@
+package webhooks_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/testenv"
+)
+
+const flatcarButane = "variant: flatcar\nversion: 1.0.0\n"
+
+// cause is one expected entry of an Invalid error's causes: the exact field and a substring of
+// the message.
+type cause struct{ field, msg string }
+
+// newConfig returns an IgnitionConfig in ns with a generated name, edited by mutate.
+func newConfig(ns string, mutate func(*bootstrapv1.IgnitionConfig)) *bootstrapv1.IgnitionConfig {
+	c := &bootstrapv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "config-"}}
+	if mutate != nil {
+		mutate(c)
+	}
+	return c
+}
+
+// withSpec returns a newConfig mutation that edits the spec only.
+func withSpec(mutate func(*bootstrapv1.IgnitionConfigSpec)) func(*bootstrapv1.IgnitionConfig) {
+	return func(c *bootstrapv1.IgnitionConfig) { mutate(&c.Spec) }
+}
+
+// newTemplate returns an IgnitionConfigTemplate in ns with a generated name whose
+// spec.template.spec is edited by mutate.
+func newTemplate(ns string, mutate func(*bootstrapv1.IgnitionConfigSpec)) *bootstrapv1.IgnitionConfigTemplate {
+	t := &bootstrapv1.IgnitionConfigTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "template-"}}
+	if mutate != nil {
+		mutate(&t.Spec.Template.Spec)
+	}
+	return t
+}
+
+// createMachine creates a Machine of Kubernetes version in ns (its infrastructure and cluster
+// need not exist: no controller runs) and returns an owner reference to it.
+func createMachine(t *testing.T, ns, name, version string, controlPlane bool) metav1.OwnerReference {
+	t.Helper()
+	m := testenv.NewMachine(&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster"}}, name, controlPlane)
+	m.Spec.Version = version
+	require.NoError(t, env.Client.Create(t.Context(), m))
+	return metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: m.Name, UID: m.UID}
+}
+
+// requireInvalid asserts err is the API's Invalid error with (at least) the causes in want.
+func requireInvalid(t *testing.T, err error, want ...cause) {
+	t.Helper()
+	require.Error(t, err, "expected the API server to reject the object")
+	var status *apierrors.StatusError
+	require.True(t, errors.As(err, &status), "not a StatusError: %v", err)
+	require.Equal(t, metav1.StatusReasonInvalid, status.ErrStatus.Reason, "error: %v", err)
+	require.NotNil(t, status.ErrStatus.Details, "error: %v", err)
+	causes := status.ErrStatus.Details.Causes
+	for _, w := range want {
+		found := false
+		for _, c := range causes {
+			if c.Field == w.field && strings.Contains(c.Message, w.msg) {
+				found = true
+				break
+			}
+		}
+		assert.True(t, found, "no cause on %s containing %q; causes: %s", w.field, w.msg, formatCauses(causes))
+	}
+}
+
+// assertDiffLine asserts that the spec.template.spec cause of err has a line matching pattern
+// (a line of the diff, anchored at its start).
+func assertDiffLine(t *testing.T, err error, pattern string) {
+	t.Helper()
+	var status *apierrors.StatusError
+	require.True(t, errors.As(err, &status), "not a StatusError: %v", err)
+	require.NotNil(t, status.ErrStatus.Details)
+	re := regexp.MustCompile(`(?m)^\s*` + pattern + `,?$`)
+	for _, c := range status.ErrStatus.Details.Causes {
+		if c.Field == "spec.template.spec" && re.MatchString(c.Message) {
+			return
+		}
+	}
+	t.Errorf("no diff line matching %s; causes: %s", re, formatCauses(status.ErrStatus.Details.Causes))
+}
+
+func formatCauses(causes []metav1.StatusCause) string {
+	var b strings.Builder
+	for _, c := range causes {
+		fmt.Fprintf(&b, "\n  %s: %s", c.Field, c.Message)
+	}
+	return b.String()
+}
+
+// TestAdmission creates good and bad IgnitionConfigs and IgnitionConfigTemplates through the
+// API server: bad ones are rejected by the CRD schema (where it can say it) or by the webhooks,
+// with the field at fault; good ones are stored.
+func TestAdmission(t *testing.T) {
+	ns := env.CreateNamespace(t, "admission").Name
+	secretFile := func(path string) bootstrapv1.File {
+		return bootstrapv1.File{Path: path, ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.KeyReference{Name: "files", Key: "data"}}}
+	}
+	cases := []struct {
+		name string
+		// obj returns the object to create; it may create what the object refers to.
+		obj  func(t *testing.T) client.Object
+		want []cause // empty: the object is accepted
+	}{
+		// Accepted.
+		{
+			name: "empty spec",
+			obj:  func(*testing.T) client.Object { return newConfig(ns, nil) },
+		},
+		{
+			name: "fcos with pinned version, snippet, inline and Secret files",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Variant = bootstrapv1.VariantFCOS
+					s.IgnitionVersion = "3.4.0"
+					s.Butane = bootstrapv1.ButaneSpec{Strict: true, Inline: "variant: fcos\nversion: 1.5.0\nstorage:\n  files:\n  - path: /etc/motd\n    contents:\n      inline: hello\n"}
+					s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "a=1", Permissions: "0600", Owner: "core:core"}, secretFile("/etc/app.key")}
+					s.PreKubeadmCommands = []string{"echo pre"}
+				}))
+			},
+		},
+		{
+			name: "flatcar snippet from a ConfigMap is not read at admission",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Butane.ContentFrom = &bootstrapv1.ButaneSource{ConfigMap: &bootstrapv1.KeyReference{Name: "butane", Key: "config.bu"}}
+				}))
+			},
+		},
+		{
+			name: "worker writing a certificate path",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Files = []bootstrapv1.File{{Path: "/etc/kubernetes/pki/ca.crt", Content: "x"}}
+				}))
+			},
+		},
+		{
+			name: "control-plane config with kubeadm configuration and a supported owner version",
+			obj: func(t *testing.T) client.Object {
+				owner := createMachine(t, ns, "cp-good", "v1.30.4", true)
+				return newConfig(ns, func(c *bootstrapv1.IgnitionConfig) {
+					c.OwnerReferences = []metav1.OwnerReference{owner}
+					c.Spec.ClusterConfiguration = kubeadmv1.ClusterConfiguration{CertificatesDir: "/etc/kubernetes/pki"}
+					c.Spec.JoinConfiguration.ControlPlane = &kubeadmv1.JoinControlPlane{}
+					c.Spec.Files = []bootstrapv1.File{{Path: "/etc/kubernetes/audit.yaml", Content: "x"}}
+				})
+			},
+		},
+		{
+			name: "template with snippet and files",
+			obj: func(*testing.T) client.Object {
+				return newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Butane.Inline = flatcarButane + "storage:\n  directories:\n  - path: /opt/bin\n"
+					s.Files = []bootstrapv1.File{secretFile("/etc/app.key")}
+				})
+			},
+		},
+
+		// Butane snippet: webhook, field spec.butane.inline, with Butane's location.
+		{
+			name: "snippet with a YAML syntax error",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Butane.Inline = flatcarButane + "storage:\n  files: [\n"
+				}))
+			},
+			want: []cause{{"spec.butane.inline", "not valid YAML"}, {"spec.butane.inline", "(line 4)"}},
+		},
+		{
+			name: "snippet with a wrongly typed value",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Butane.Inline = flatcarButane + "storage:\n  files:\n  - path: /etc/x\n    mode: abc\n"
+				}))
+			},
+			want: []cause{{"spec.butane.inline", "line 6"}},
+		},
+		{
+			name: "strict snippet with an unused key",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Butane = bootstrapv1.ButaneSpec{Strict: true, Inline: flatcarButane + "storage:\n  filez:\n  - path: /etc/x\n"}
+				}))
+			},
+			want: []cause{{"spec.butane.inline", "unused key filez (line 4, column 3)"}},
+		},
+		{
+			name: "snippet of another variant",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Butane.Inline = "variant: fcos\nversion: 1.5.0\n"
+				}))
+			},
+			want: []cause{{"spec.butane.inline", `Butane variant "fcos" does not match the config's variant "flatcar" (line 1, column 10)`}},
+		},
+		{
+			name: "snippet emitting an experimental Ignition version",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Variant = bootstrapv1.VariantFCOS
+					s.Butane.Inline = "variant: fcos\nversion: 1.8.0-experimental\n"
+				}))
+			},
+			want: []cause{{"spec.butane.inline", "not a stable version supported for fcos"}},
+		},
+		{
+			name: "snippet writing /etc/kubeadm.yml",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Butane.Inline = flatcarButane + "storage:\n  files:\n  - path: /etc/kubeadm.yml\n"
+				}))
+			},
+			want: []cause{{"spec.butane.inline", "conflicts with /etc/kubeadm.yml written by the provider"}},
+		},
+		{
+			name: "snippet writing the bootstrap sentinel",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Butane.Inline = flatcarButane + "storage:\n  links:\n  - path: /run/cluster-api/bootstrap-success.complete\n    target: /dev/null\n"
+				}))
+			},
+			want: []cause{{"spec.butane.inline", "conflicts with /run/cluster-api/bootstrap-success.complete"}},
+		},
+		{
+			name: "snippet defining kubeadm.service",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Butane.Inline = flatcarButane + "systemd:\n  units:\n  - name: kubeadm.service\n    enabled: false\n"
+				}))
+			},
+			want: []cause{{"spec.butane.inline", "defines unit kubeadm.service, which the provider owns"}},
+		},
+		{
+			name: "snippet replacing the whole config",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Butane.Inline = flatcarButane + "ignition:\n  config:\n    replace:\n      source: https://example.invalid/config.ign\n"
+				}))
+			},
+			want: []cause{{"spec.butane.inline", "would discard the bootstrap configuration"}},
+		},
+		{
+			name: "snippet writing a file of spec.files",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Butane.Inline = flatcarButane + "storage:\n  files:\n  - path: /etc/app.conf\n"
+					s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "x"}}
+				}))
+			},
+			want: []cause{{"spec.butane.inline", "writes /etc/app.conf, which files[0] writes too"}},
+		},
+
+		// Files: webhook (owned paths, owners, duplicates once cleaned) and schema.
+		{
+			name: "files at provider-owned paths, all reported",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Files = []bootstrapv1.File{
+						{Path: "/etc/kubeadm.yml", Content: "x"},
+						{Path: "/etc/fine", Content: "x"},
+						{Path: "/etc/systemd/system/kubeadm.service", Content: "x"},
+						secretFile("/etc/kubeadm.sh"),
+						{Path: "/run/cluster-api/bootstrap-success.complete", Content: "x"},
+					}
+				}))
+			},
+			want: []cause{
+				{"spec.files[0].path", "conflicts with /etc/kubeadm.yml written by the provider"},
+				{"spec.files[2].path", "conflicts with /etc/systemd/system/kubeadm.service"},
+				{"spec.files[3].path", "conflicts with /etc/kubeadm.sh"},
+				{"spec.files[4].path", "conflicts with /run/cluster-api/bootstrap-success.complete"},
+			},
+		},
+		{
+			name: "file at an owned path spelled differently",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Files = []bootstrapv1.File{{Path: "/etc/./kubeadm.yml", Content: "x"}}
+				}))
+			},
+			want: []cause{{"spec.files[0].path", "conflicts with /etc/kubeadm.yml"}},
+		},
+		{
+			name: "file at a parent directory of an owned path",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Files = []bootstrapv1.File{{Path: "/run/cluster-api", Content: "x"}}
+				}))
+			},
+			want: []cause{{"spec.files[0].path", "conflicts with /run/cluster-api/bootstrap-success.complete"}},
+		},
+		{
+			name: "control-plane config (label) writing a certificate path",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, func(c *bootstrapv1.IgnitionConfig) {
+					c.Labels = map[string]string{clusterv1.MachineControlPlaneLabel: ""}
+					c.Spec.Files = []bootstrapv1.File{{Path: "/etc/kubernetes/pki/ca.crt", Content: "x"}}
+				})
+			},
+			want: []cause{{"spec.files[0].path", "conflicts with /etc/kubernetes/pki/ca.crt"}},
+		},
+		{
+			name: "control-plane config (owner Machine) writing a certificate key path",
+			obj: func(t *testing.T) client.Object {
+				owner := createMachine(t, ns, "cp-owner", "v1.34.0", true)
+				return newConfig(ns, func(c *bootstrapv1.IgnitionConfig) {
+					c.OwnerReferences = []metav1.OwnerReference{owner}
+					c.Spec.Files = []bootstrapv1.File{{Path: "/etc/kubernetes/pki/sa.key", Content: "x"}}
+				})
+			},
+			want: []cause{{"spec.files[0].path", "conflicts with /etc/kubernetes/pki/sa.key"}},
+		},
+		{
+			name: "two files at the same path once cleaned",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "x"}, {Path: "/etc//app.conf", Content: "y"}}
+				}))
+			},
+			want: []cause{{"spec.files[1].path", "is also written by spec.files[0]"}},
+		},
+		{
+			name: "two files at the same path (schema)",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "x"}, {Path: "/etc/app.conf", Content: "y"}}
+				}))
+			},
+			want: []cause{{"spec.files[1]", "Duplicate value"}},
+		},
+		{
+			name: "file owner with a slash",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "x", Owner: "core/x:core"}}
+				}))
+			},
+			want: []cause{{"spec.files[0].owner", "must not contain spaces or slashes"}},
+		},
+		{
+			name: "file permissions not octal (schema)",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "x", Permissions: "0999"}}
+				}))
+			},
+			want: []cause{{"spec.files[0].permissions", "should match"}},
+		},
+		{
+			name: "file with inline and Secret content (CEL)",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					f := secretFile("/etc/app.conf")
+					f.Content = "x"
+					s.Files = []bootstrapv1.File{f}
+				}))
+			},
+			want: []cause{{"spec.files[0]", "set exactly one of content or contentFrom"}},
+		},
+		{
+			name: "snippet inline and from a ConfigMap (CEL)",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Butane.Inline = flatcarButane
+					s.Butane.ContentFrom = &bootstrapv1.ButaneSource{ConfigMap: &bootstrapv1.KeyReference{Name: "butane", Key: "config.bu"}}
+				}))
+			},
+			want: []cause{{"spec.butane", "set either inline or contentFrom, not both"}},
+		},
+
+		// Variant and Ignition version.
+		{
+			name: "unknown variant (schema)",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) { s.Variant = "ubuntu" }))
+			},
+			want: []cause{{"spec.variant", "Unsupported value"}},
+		},
+		{
+			name: "Ignition 3.0.0 for flatcar",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) { s.IgnitionVersion = "3.0.0" }))
+			},
+			want: []cause{{"spec.ignitionVersion", `Ignition version "3.0.0" is not supported for flatcar`}},
+		},
+		{
+			name: "Ignition 3.6.0 for flatcar",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Variant = bootstrapv1.VariantFlatcar
+					s.IgnitionVersion = "3.6.0"
+				}))
+			},
+			want: []cause{{"spec.ignitionVersion", "supported: [3.3.0 3.4.0]"}},
+		},
+		{
+			name: "Ignition 9.9.9 (schema)",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) { s.IgnitionVersion = "9.9.9" }))
+			},
+			want: []cause{{"spec.ignitionVersion", "should match"}},
+		},
+		{
+			name: "pinned Ignition version lower than the snippet needs",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Variant = bootstrapv1.VariantFCOS
+					s.IgnitionVersion = "3.0.0"
+					s.Butane.Inline = "variant: fcos\nversion: 1.5.0\n"
+				}))
+			},
+			want: []cause{{"spec.ignitionVersion", "lower than 3.4.0, which the Butane snippet needs"}},
+		},
+		{
+			name: "several errors at once",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.IgnitionVersion = "3.1.0"
+					s.Butane.Inline = "variant: flatcar\nversion: 1.0.0\nstorage: [\n"
+					s.Files = []bootstrapv1.File{{Path: "/etc/kubeadm.sh", Content: "x"}}
+				}))
+			},
+			want: []cause{
+				{"spec.ignitionVersion", "not supported for flatcar"},
+				{"spec.butane.inline", "(line 3)"},
+				{"spec.files[0].path", "conflicts with /etc/kubeadm.sh"},
+			},
+		},
+
+		// Kubernetes version, known from the owner.
+		{
+			name: "owner Machine with an unsupported Kubernetes version",
+			obj: func(t *testing.T) client.Object {
+				owner := createMachine(t, ns, "old", "v1.21.0", false)
+				return newConfig(ns, func(c *bootstrapv1.IgnitionConfig) { c.OwnerReferences = []metav1.OwnerReference{owner} })
+			},
+			want: []cause{{"metadata.ownerReferences[0]", "doesn't support Kubernetes version lower than v1.22.0"}},
+		},
+
+		// Templates: same rules under spec.template.spec.
+		{
+			name: "template: file at an owned path",
+			obj: func(*testing.T) client.Object {
+				return newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Files = []bootstrapv1.File{{Path: "/etc/kubeadm.yml", Content: "x"}}
+				})
+			},
+			want: []cause{{"spec.template.spec.files[0].path", "conflicts with /etc/kubeadm.yml"}},
+		},
+		{
+			name: "template: snippet with a YAML syntax error",
+			obj: func(*testing.T) client.Object {
+				return newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Butane.Inline = "variant: flatcar\nversion: 1.0.0\n  storage: x\n"
+				})
+			},
+			want: []cause{{"spec.template.spec.butane.inline", "(line 3)"}},
+		},
+		{
+			name: "template: snippet writing /etc/kubeadm.sh",
+			obj: func(*testing.T) client.Object {
+				return newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Butane.Inline = flatcarButane + "storage:\n  files:\n  - path: /etc/kubeadm.sh\n"
+				})
+			},
+			want: []cause{{"spec.template.spec.butane.inline", "conflicts with /etc/kubeadm.sh"}},
+		},
+		{
+			name: "template: Ignition 3.0.0 for flatcar",
+			obj: func(*testing.T) client.Object {
+				return newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) { s.IgnitionVersion = "3.0.0" })
+			},
+			want: []cause{{"spec.template.spec.ignitionVersion", "not supported for flatcar"}},
+		},
+		{
+			name: "template: permissions (schema)",
+			obj: func(*testing.T) client.Object {
+				return newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "x", Permissions: "rw-r--r--"}}
+				})
+			},
+			want: []cause{{"spec.template.spec.files[0].permissions", "should match"}},
+		},
+		{
+			name: "template: invalid metadata label",
+			obj: func(*testing.T) client.Object {
+				tpl := newTemplate(ns, nil)
+				tpl.Spec.Template.ObjectMeta.Labels = map[string]string{"not a key!": "x"}
+				return tpl
+			},
+			want: []cause{{"spec.template.metadata.labels", "not a key!"}},
+		},
+	}
+
+	names := map[string]bool{}
+	bad := 0
+	for _, tc := range cases {
+		require.False(t, names[tc.name], "duplicate case name %q", tc.name)
+		names[tc.name] = true
+		if len(tc.want) > 0 {
+			bad++
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			obj := tc.obj(t)
+			err := env.Client.Create(t.Context(), obj)
+			if len(tc.want) == 0 {
+				require.NoError(t, err)
+				return
+			}
+			requireInvalid(t, err, tc.want...)
+		})
+	}
+	require.GreaterOrEqual(t, bad, 20, "the table must keep at least 20 rejected objects")
+}
+
+// TestIgnitionConfigDefaulting: the variant defaults to flatcar and file permissions to 0644.
+func TestIgnitionConfigDefaulting(t *testing.T) {
+	ns := env.CreateNamespace(t, "defaulting").Name
+	c := newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+		s.Files = []bootstrapv1.File{{Path: "/etc/a", Content: "a"}, {Path: "/etc/b", Content: "b", Permissions: "0600"}}
+	}))
+	require.NoError(t, env.Client.Create(t.Context(), c))
+
+	got := &bootstrapv1.IgnitionConfig{}
+	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKeyFromObject(c), got))
+	assert.Equal(t, bootstrapv1.VariantFlatcar, got.Spec.Variant)
+	assert.Equal(t, "0644", got.Spec.Files[0].Permissions, "defaulted by the webhook")
+	assert.Equal(t, "0600", got.Spec.Files[1].Permissions, "kept")
+
+	fcos := newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) { s.Variant = bootstrapv1.VariantFCOS }))
+	require.NoError(t, env.Client.Create(t.Context(), fcos))
+	assert.Equal(t, bootstrapv1.VariantFCOS, fcos.Spec.Variant, "an explicit variant is kept")
+}
+
+// warningRecorder collects the API server's warnings.
+type warningRecorder struct {
+	mu       sync.Mutex
+	warnings []string
+}
+
+func (w *warningRecorder) HandleWarningHeader(_ int, _, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.warnings = append(w.warnings, text)
+}
+
+func (w *warningRecorder) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.warnings...)
+}
+
+// TestIgnitionConfigUpdate: updates are validated like creates; metadata-only updates are not
+// held to the spec checks; spec changes after the data Secret exists are accepted with a warning.
+func TestIgnitionConfigUpdate(t *testing.T) {
+	ctx := t.Context()
+	ns := env.CreateNamespace(t, "update").Name
+	rec := &warningRecorder{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WarningHandler = rec
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	require.NoError(t, err)
+
+	obj := newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+		s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "x"}}
+	}))
+	require.NoError(t, c.Create(ctx, obj))
+
+	bad := obj.DeepCopy()
+	bad.Spec.Files = append(bad.Spec.Files, bootstrapv1.File{Path: "/etc/kubeadm.yml", Content: "x"})
+	bad.Spec.Butane.Inline = flatcarButane + "systemd:\n  units:\n  - name: kubeadm.service\n"
+	requireInvalid(t, c.Update(ctx, bad),
+		cause{"spec.files[1].path", "conflicts with /etc/kubeadm.yml"},
+		cause{"spec.butane.inline", "kubeadm.service"})
+
+	obj.Labels = map[string]string{"example.com/team": "a"}
+	require.NoError(t, c.Update(ctx, obj), "metadata-only update")
+
+	obj.Spec.PreKubeadmCommands = []string{"echo before the data exists"}
+	require.NoError(t, c.Update(ctx, obj))
+	assert.Empty(t, rec.all(), "no warning before the data Secret exists")
+
+	obj.Status.Initialization.DataSecretCreated = ptr.To(true)
+	obj.Status.DataSecretName = obj.Name
+	require.NoError(t, c.Status().Update(ctx, obj))
+
+	obj.Spec.PreKubeadmCommands = []string{"echo after the data exists"}
+	require.NoError(t, c.Update(ctx, obj), "in-place spec changes are allowed")
+	warnings := rec.all()
+	require.Len(t, warnings, 1)
+	assert.Contains(t, warnings[0], "is not rendered again")
+
+	bad = obj.DeepCopy()
+	bad.Spec.IgnitionVersion = "3.0.0"
+	requireInvalid(t, c.Update(ctx, bad), cause{"spec.ignitionVersion", "not supported for flatcar"})
+}
+
+// TestIgnitionConfigTemplateImmutable: spec.template.spec cannot change; the rejection shows a
+// diff that redacts contents; metadata changes are fine.
+func TestIgnitionConfigTemplateImmutable(t *testing.T) {
+	ctx := t.Context()
+	ns := env.CreateNamespace(t, "immutable").Name
+	tpl := newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) {
+		s.PreKubeadmCommands = []string{"echo old"}
+		s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "old-secret-value"}}
+	})
+	require.NoError(t, env.Client.Create(ctx, tpl))
+
+	changed := tpl.DeepCopy()
+	changed.Spec.Template.Spec.PreKubeadmCommands = []string{"echo new"}
+	changed.Spec.Template.Spec.Files[0].Content = "new-secret-value"
+	err := env.Client.Update(ctx, changed)
+	requireInvalid(t, err,
+		cause{"spec.template.spec", "spec.template.spec is immutable"},
+		cause{"spec.template.spec", "Diff (-old +new)"},
+		cause{"spec.template.spec", "<redacted: changed>"})
+	assertDiffLine(t, err, `-\s+"preKubeadmCommands":\s+\[\]any\{string\("echo old"\)\}`)
+	assertDiffLine(t, err, `\+\s+"preKubeadmCommands":\s+\[\]any\{string\("echo new"\)\}`)
+	assert.NotContains(t, err.Error(), "secret-value", "file contents are not shown")
+
+	variant := tpl.DeepCopy()
+	variant.Spec.Template.Spec.Variant = bootstrapv1.VariantFCOS
+	err = env.Client.Update(ctx, variant)
+	requireInvalid(t, err, cause{"spec.template.spec", "immutable"})
+	assertDiffLine(t, err, `-\s+"variant":\s+string\("flatcar"\)`)
+	assertDiffLine(t, err, `\+\s+"variant":\s+string\("fcos"\)`)
+
+	tpl.Labels = map[string]string{"example.com/team": "a"}
+	tpl.Spec.Template.ObjectMeta.Labels = map[string]string{"example.com/pool": "b"}
+	require.NoError(t, env.Client.Update(ctx, tpl), "metadata changes are allowed")
+}
+
+// TestIgnitionConfigTemplateTopologyDryRun: Cluster API's topology controller may server-side
+// apply a changed template as a dry-run with the dry-run annotation; without either, the same
+// change is rejected.
+func TestIgnitionConfigTemplateTopologyDryRun(t *testing.T) {
+	ctx := t.Context()
+	ns := env.CreateNamespace(t, "dryrun").Name
+	tpl := newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) { s.PreKubeadmCommands = []string{"echo old"} })
+	require.NoError(t, env.Client.Create(ctx, tpl))
+
+	apply := func(annotate bool, files []any, opts ...client.ApplyOption) error {
+		metadata := map[string]any{"name": tpl.Name, "namespace": ns}
+		if annotate {
+			metadata["annotations"] = map[string]any{clusterv1.TopologyDryRunAnnotation: ""}
+		}
+		spec := map[string]any{"preKubeadmCommands": []any{"echo new"}}
+		if files != nil {
+			spec["files"] = files
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": bootstrapv1.GroupVersion.String(),
+			"kind":       "IgnitionConfigTemplate",
+			"metadata":   metadata,
+			"spec":       map[string]any{"template": map[string]any{"spec": spec}},
+		}}
+		opts = append([]client.ApplyOption{client.FieldOwner("capi-topology"), client.ForceOwnership}, opts...)
+		return env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), opts...)
+	}
+	stored := func(t *testing.T) []string {
+		got := &bootstrapv1.IgnitionConfigTemplate{}
+		require.NoError(t, env.Client.Get(context.Background(), client.ObjectKeyFromObject(tpl), got))
+		return got.Spec.Template.Spec.PreKubeadmCommands
+	}
+
+	t.Run("dry-run with the annotation is accepted", func(t *testing.T) {
+		require.NoError(t, apply(true, nil, client.DryRunAll))
+		assert.Equal(t, []string{"echo old"}, stored(t), "a dry-run stores nothing")
+	})
+	t.Run("dry-run with the annotation is still validated", func(t *testing.T) {
+		files := []any{map[string]any{"path": "/etc/kubeadm.yml", "content": "x"}}
+		requireInvalid(t, apply(true, files, client.DryRunAll), cause{"spec.template.spec.files[0].path", "conflicts with /etc/kubeadm.yml"})
+	})
+	t.Run("the annotation without dry-run is rejected", func(t *testing.T) {
+		err := apply(true, nil)
+		requireInvalid(t, err, cause{"spec.template.spec", "immutable"})
+		assertDiffLine(t, err, `\+\s+"preKubeadmCommands":\s+\[\]any\{string\("echo new"\)\}`)
+		assert.Equal(t, []string{"echo old"}, stored(t))
+	})
+	t.Run("dry-run without the annotation is rejected", func(t *testing.T) {
+		requireInvalid(t, apply(false, nil, client.DryRunAll), cause{"spec.template.spec", "immutable"})
+	})
+}
