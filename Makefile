@@ -73,10 +73,11 @@ vet:
 	go vet ./...
 
 .PHONY: test
-test: tools ## Run all tests against a real kube-apiserver, etcd, CAPI controllers and ignition-apply.
+test: tools clusterctl ## Run all tests against a real kube-apiserver, etcd, CAPI controllers and ignition-apply.
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest-assets.sh)" \
 	CABPI_IGNITION_APPLY="$$(IGNITION_VER=$(IGNITION_VER) bash hack/ignition-apply.sh)" \
 	CABPI_KUSTOMIZE="$(KUSTOMIZE)" \
+	CABPI_CLUSTERCTL="$$(bash hack/clusterctl.sh)" \
 		go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test-update-golden

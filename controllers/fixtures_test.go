@@ -2,6 +2,8 @@ package controllers_test
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -131,21 +133,32 @@ func dataSecret(t *testing.T, ns, name string) (*corev1.Secret, bool) {
 	return s, true
 }
 
-// ourTokens lists the join tokens cabpi created in the (shared) workload cluster.
-func ourTokens(t *testing.T) map[string]corev1.Secret {
+// tokensOf lists the join tokens cabpi created for one config.
+func tokensOf(t *testing.T, namespace, name string) map[string]corev1.Secret {
+	t.Helper()
+	want := tokenDescriptionPrefix + namespace + "/" + name
+	return tokensWhere(t, func(description string) bool { return description == want })
+}
+
+// tokenIDs are the IDs of tokens, sorted: what an assertion prints instead of the token Secrets.
+func tokenIDs(tokens map[string]corev1.Secret) []string {
+	return slices.Sorted(maps.Keys(tokens))
+}
+
+func tokensWhere(t *testing.T, match func(description string) bool) map[string]corev1.Secret {
 	t.Helper()
 	list := &corev1.SecretList{}
 	require.NoError(t, env.Client.List(t.Context(), list, client.InNamespace(metav1.NamespaceSystem)))
 	out := map[string]corev1.Secret{}
 	for _, s := range list.Items {
-		if s.Type == bootstrapapi.SecretTypeBootstrapToken && string(s.Data[bootstrapapi.BootstrapTokenDescriptionKey]) == tokenDescriptionForTest {
+		if s.Type == bootstrapapi.SecretTypeBootstrapToken && match(string(s.Data[bootstrapapi.BootstrapTokenDescriptionKey])) {
 			out[string(s.Data[bootstrapapi.BootstrapTokenIDKey])] = s
 		}
 	}
 	return out
 }
 
-const tokenDescriptionForTest = "join token created by cabpi (cluster-api-bootstrap-provider-ignition)"
+const tokenDescriptionPrefix = "join token created by cabpi for IgnitionConfig "
 
 func tokenSecret(t *testing.T, id string) *corev1.Secret {
 	t.Helper()

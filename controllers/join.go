@@ -113,7 +113,7 @@ func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input
 		return (&outcome{reason: bootstrapv1.BootstrapTokenFailedReason, requeue: waitRequeue,
 			message: fmt.Sprintf("Workload cluster not reachable to create the join token: %v", err)}).apply(r, s.config), nil
 	}
-	token, err := createJoinToken(ctx, remote, r.TokenTTL, nowFunc())
+	token, err := createJoinToken(ctx, remote, util.ObjectKey(s.config), r.TokenTTL, nowFunc())
 	if err != nil {
 		setDataSecretFalse(s.config, bootstrapv1.BootstrapTokenFailedReason, err.Error())
 		return ctrl.Result{}, err

@@ -28,11 +28,15 @@ type joinToken struct {
 // nowFunc is the clock of token expirations.
 var nowFunc = time.Now
 
-// tokenDescription marks the tokens cabpi creates in workload clusters.
-const tokenDescription = "join token created by cabpi (cluster-api-bootstrap-provider-ignition)"
+// tokenDescription marks the tokens cabpi creates in workload clusters with the config they were
+// made for, so `kubeadm token list` in the workload cluster tells an operator whose token it is.
+func tokenDescription(config client.ObjectKey) string {
+	return fmt.Sprintf("join token created by cabpi for IgnitionConfig %s", config)
+}
 
-// createJoinToken creates a new bootstrap token Secret in the workload cluster's kube-system.
-func createJoinToken(ctx context.Context, remote client.Client, ttl time.Duration, now time.Time) (joinToken, error) {
+// createJoinToken creates a new bootstrap token Secret in the workload cluster's kube-system for
+// the config named by owner.
+func createJoinToken(ctx context.Context, remote client.Client, owner client.ObjectKey, ttl time.Duration, now time.Time) (joinToken, error) {
 	value, err := bootstraputil.GenerateBootstrapToken()
 	if err != nil {
 		return joinToken{}, fmt.Errorf("generating bootstrap token: %w", err)
@@ -52,7 +56,7 @@ func createJoinToken(ctx context.Context, remote client.Client, ttl time.Duratio
 			bootstrapapi.BootstrapTokenUsageSigningKey:     []byte("true"),
 			bootstrapapi.BootstrapTokenUsageAuthentication: []byte("true"),
 			bootstrapapi.BootstrapTokenExtraGroupsKey:      []byte("system:bootstrappers:kubeadm:default-node-token"),
-			bootstrapapi.BootstrapTokenDescriptionKey:      []byte(tokenDescription),
+			bootstrapapi.BootstrapTokenDescriptionKey:      []byte(tokenDescription(owner)),
 		},
 	}
 	if err := remote.Create(ctx, secret); err != nil {

@@ -84,10 +84,13 @@ func AddContractLabel(crd *apiextensionsv1.CustomResourceDefinition) {
 	crd.Labels[ContractLabel] = strings.Join(versions, "_")
 }
 
-func capiCRDPaths(capiDir string, kubeadm bool) []string {
+func capiCRDPaths(capiDir string, kubeadm, kubeadmControlPlane bool) []string {
 	paths := []string{filepath.Join(capiDir, "core", "config", "crd", "bases")}
 	if kubeadm {
 		paths = append(paths, filepath.Join(capiDir, "bootstrap", "kubeadm", "config", "crd", "bases"))
+	}
+	if kubeadmControlPlane {
+		paths = append(paths, filepath.Join(capiDir, "controlplane", "kubeadm", "config", "crd", "bases"))
 	}
 	return paths
 }

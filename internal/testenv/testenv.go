@@ -59,6 +59,9 @@ type Options struct {
 
 	// KubeadmCRDs also installs CABPK's KubeadmConfig/KubeadmConfigTemplate CRDs.
 	KubeadmCRDs bool
+	// KubeadmControlPlaneCRDs also installs KCP's KubeadmControlPlane/KubeadmControlPlaneTemplate
+	// CRDs (e.g. for a ClusterClass whose control plane is KubeadmControlPlane). No KCP controller runs.
+	KubeadmControlPlaneCRDs bool
 	// CRDPaths are where cabpi's CRDs are read from; default <repo>/config/crd/bases. The CAPI
 	// contract label is added to each CRD that lacks it.
 	CRDPaths []string
@@ -227,7 +230,7 @@ func Start(ctx context.Context, opts Options) (_ *Environment, retErr error) {
 	te := &envtest.Environment{
 		Scheme:                   scheme,
 		CRDs:                     crds,
-		CRDDirectoryPaths:        append(capiCRDPaths(capiDir, opts.KubeadmCRDs), opts.AdditionalCRDPaths...),
+		CRDDirectoryPaths:        append(capiCRDPaths(capiDir, opts.KubeadmCRDs, opts.KubeadmControlPlaneCRDs), opts.AdditionalCRDPaths...),
 		ErrorIfCRDPathMissing:    true,
 		BinaryAssetsDirectory:    assets,
 		AttachControlPlaneOutput: logV >= 6,

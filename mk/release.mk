@@ -1,0 +1,54 @@
+##@ release
+
+# A clusterctl release of cabpi is a directory of assets (uploaded to a GitHub release):
+# bootstrap-components.yaml (kustomize build config/default, with clusterctl variables),
+# metadata.yaml, and the cluster templates of templates/ for `clusterctl generate cluster --from`.
+RELEASE_VERSION ?= v0.1.0
+RELEASE_DIR ?= out
+# The image of config/manager/manager.yaml, whose tag must be RELEASE_VERSION.
+RELEASE_IMAGE ?= ghcr.io/cabpi/cluster-api-bootstrap-provider-ignition:$(RELEASE_VERSION)
+
+# `make clusterctl-overrides INFRA=<provider>` installs the templates written for that
+# infrastructure provider into clusterctl's overrides folder, so that
+# `clusterctl generate cluster --infrastructure <provider>:<INFRA_VERSION> --flavor ...` finds them
+# as if the provider had released them. INFRA_VERSION must be the version clusterctl uses (the one
+# installed in the management cluster, or given with --infrastructure name:version).
+INFRA ?= docker
+# clusterctl's default: $XDG_CONFIG_HOME/cluster-api/overrides; without XDG_CONFIG_HOME its XDG
+# library uses ~/.config on Linux and ~/Library/Application Support on macOS.
+CLUSTERCTL_CONFIG_HOME = $(or $(XDG_CONFIG_HOME),$(if $(filter Darwin,$(shell uname -s)),$(HOME)/Library/Application Support,$(HOME)/.config))
+CLUSTERCTL_OVERRIDES_DIR ?= $(CLUSTERCTL_CONFIG_HOME)/cluster-api/overrides
+CAPI_VERSION = $(shell go list -m -f '{{.Version}}' sigs.k8s.io/cluster-api 2>/dev/null)
+# Per provider: the templates (templates/<file>, installed under the same name) and the default
+# version (CAPD is released with Cluster API; the vSphere template is written for CAPV v1.14).
+INFRA_TEMPLATES_docker := cluster-template-ignition.yaml cluster-template-ignition-clusterclass.yaml clusterclass-ignition.yaml
+INFRA_DEFAULT_VERSION_docker = $(CAPI_VERSION)
+INFRA_TEMPLATES_vsphere := cluster-template-ignition-vsphere.yaml
+INFRA_DEFAULT_VERSION_vsphere := v1.14.0
+INFRA_VERSION ?= $(INFRA_DEFAULT_VERSION_$(INFRA))
+
+.PHONY: release-manifests
+release-manifests: $(KUSTOMIZE) ## Build the clusterctl release assets into RELEASE_DIR (default out/).
+	@grep -qE -- '^ +image: $(subst .,\.,$(RELEASE_IMAGE))$$' config/manager/manager.yaml || { \
+		echo "config/manager/manager.yaml: the image is not $(RELEASE_IMAGE) (RELEASE_VERSION=$(RELEASE_VERSION))"; exit 1; }
+	@awk -v M=$(word 1,$(subst ., ,$(RELEASE_VERSION:v%=%))) -v N=$(word 2,$(subst ., ,$(RELEASE_VERSION:v%=%))) \
+		'$$2 == "major:" { maj = $$3 } $$1 == "minor:" && maj == M && $$2 == N { found = 1 } END { exit !found }' metadata.yaml || { \
+		echo "metadata.yaml has no release series for $(RELEASE_VERSION)"; exit 1; }
+	mkdir -p $(RELEASE_DIR)
+	$(KUSTOMIZE) build config/default > $(RELEASE_DIR)/bootstrap-components.yaml.tmp
+	mv $(RELEASE_DIR)/bootstrap-components.yaml.tmp $(RELEASE_DIR)/bootstrap-components.yaml
+	cp metadata.yaml templates/*.yaml $(RELEASE_DIR)/
+	@echo "release assets for $(RELEASE_VERSION) in $(RELEASE_DIR)/"
+
+.PHONY: clusterctl-overrides
+clusterctl-overrides: ## Install templates/ as clusterctl overrides of INFRA (docker|vsphere) at INFRA_VERSION.
+	@if [ -z "$(INFRA_TEMPLATES_$(INFRA))" ]; then \
+		echo "INFRA=$(INFRA): templates/ has templates for docker and vsphere only"; exit 1; fi
+	@if [ -z "$(INFRA_VERSION)" ]; then echo "set INFRA_VERSION (the $(INFRA) provider version clusterctl uses)"; exit 1; fi
+	mkdir -p "$(CLUSTERCTL_OVERRIDES_DIR)/infrastructure-$(INFRA)/$(INFRA_VERSION)"
+	cp $(addprefix templates/,$(INFRA_TEMPLATES_$(INFRA))) "$(CLUSTERCTL_OVERRIDES_DIR)/infrastructure-$(INFRA)/$(INFRA_VERSION)/"
+	@echo "clusterctl overrides for infrastructure-$(INFRA) $(INFRA_VERSION) in $(CLUSTERCTL_OVERRIDES_DIR)"
+
+.PHONY: clusterctl
+clusterctl: ## Build the real clusterctl (same version as Cluster API in go.mod; cached).
+	@bash hack/clusterctl.sh >/dev/null
