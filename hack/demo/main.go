@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -282,7 +283,49 @@ func report(ctx context.Context, c client.Client, out string) error {
 	if workerFile == "" {
 		return fmt.Errorf("no worker data rendered")
 	}
+	if err := printRedacted(workerFile); err != nil {
+		return err
+	}
 	return applyOne(workerFile, filepath.Join(out, "root"))
+}
+
+// joinTokenPattern finds kubeadm bootstrap tokens ("abcdef.0123456789abcdef") inside file contents.
+var joinTokenPattern = regexp.MustCompile(`\b[a-z0-9]{6}\.[a-z0-9]{16}\b`)
+
+// printRedacted prints a worker's Ignition as rendered, with the join token inside its files
+// replaced: the full config, token included, stays in the file under _demo/ (mode 0600).
+func printRedacted(file string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return err
+	}
+	storage, _ := cfg["storage"].(map[string]any)
+	files, _ := storage["files"].([]any)
+	for _, f := range files {
+		contents, _ := f.(map[string]any)["contents"].(map[string]any)
+		source, _ := contents["source"].(string)
+		if compression, _ := contents["compression"].(string); source == "" || compression != "" {
+			continue // the generated files holding the token are never compressed
+		}
+		u, err := dataurl.DecodeString(source)
+		if err != nil {
+			return fmt.Errorf("decoding %v: %w", f.(map[string]any)["path"], err)
+		}
+		if joinTokenPattern.Match(u.Data) {
+			contents["source"] = dataurl.EncodeBytes(joinTokenPattern.ReplaceAll(u.Data, []byte("REDACTED.join-token-redacted")))
+		}
+	}
+	pretty, err := json.MarshalIndent(cfg, "    ", "  ")
+	if err != nil {
+		return err
+	}
+	step("Ignition of %s (join token redacted; the file has it)", file)
+	fmt.Printf("    %s\n", pretty)
+	return nil
 }
 
 // describe reads the role from the kubeadm config inside the Ignition.
