@@ -59,7 +59,7 @@ func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (_ ctrl.Result
 		return renderFailed(err).apply(r, s.config), nil
 	}
 	if err := r.storeDataSecret(ctx, s, out.Data, ""); err != nil {
-		setDataSecretFalse(s.config, bootstrapv1.DataSecretInternalErrorReason, err.Error())
+		storeFailed(err).apply(r, s.config)
 		return ctrl.Result{}, err
 	}
 	stored = true

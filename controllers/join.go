@@ -27,7 +27,14 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, role ignition.
 	if o != nil {
 		return o.apply(r, s.config), nil
 	}
-	return r.renderJoin(ctx, s, in)
+	res, o, err := r.renderJoin(ctx, s, in)
+	if o != nil {
+		res = o.apply(r, s.config)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return res, nil
 }
 
 // joinInput resolves everything of a join but the token.
@@ -92,44 +99,47 @@ func usesOurToken(join *bootstrapkubeadmv1.JoinConfiguration) bool {
 }
 
 // renderJoin dry-renders with a placeholder token, creates the real token, renders and stores.
-// MachinePool token rotation comes through here too, rewriting the Secret in place.
-func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input) (ctrl.Result, error) {
+// MachinePool token rotation comes through here too, rewriting the Secret in place, which is why
+// it does not touch the conditions: a failure is returned as an outcome (with an error when it is
+// to be retried with backoff), and the caller decides what it means for the config's status.
+func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input) (ctrl.Result, *outcome, error) {
 	join := in.JoinConfiguration
 	if !usesOurToken(join) {
 		out, err := ignition.Render(in)
 		if err != nil {
-			return renderFailed(err).apply(r, s.config), nil
+			return ctrl.Result{}, renderFailed(err), nil
 		}
-		return ctrl.Result{}, r.storeDataSecret(ctx, s, out.Data, "")
+		if err := r.storeDataSecret(ctx, s, out.Data, ""); err != nil {
+			return ctrl.Result{}, storeFailed(err), err
+		}
+		return ctrl.Result{}, nil, nil
 	}
 
 	join.Discovery.BootstrapToken.Token = placeholderToken
 	if _, err := ignition.Render(in); err != nil {
-		return renderFailed(err).apply(r, s.config), nil
+		return ctrl.Result{}, renderFailed(err), nil
 	}
 
 	remote, err := r.ClusterCache.GetClient(ctx, util.ObjectKey(s.cluster))
 	if err != nil {
-		return (&outcome{reason: bootstrapv1.BootstrapTokenFailedReason, requeue: waitRequeue,
-			message: fmt.Sprintf("Workload cluster not reachable to create the join token: %v", err)}).apply(r, s.config), nil
+		return ctrl.Result{}, &outcome{reason: bootstrapv1.BootstrapTokenFailedReason, requeue: waitRequeue,
+			message: fmt.Sprintf("Workload cluster not reachable to create the join token: %v", err)}, nil
 	}
 	token, err := createJoinToken(ctx, remote, util.ObjectKey(s.config), r.TokenTTL, nowFunc())
 	if err != nil {
-		setDataSecretFalse(s.config, bootstrapv1.BootstrapTokenFailedReason, err.Error())
-		return ctrl.Result{}, err
+		return ctrl.Result{}, &outcome{reason: bootstrapv1.BootstrapTokenFailedReason, message: err.Error()}, err
 	}
 	join.Discovery.BootstrapToken.Token = token.Value
 	out, err := ignition.Render(in)
 	if err != nil {
 		// Cannot happen after a successful dry render (the renderer is pure); reported all the same.
-		return renderFailed(err).apply(r, s.config), nil
+		return ctrl.Result{}, renderFailed(err), nil
 	}
 	if err := r.storeDataSecret(ctx, s, out.Data, token.ID); err != nil {
-		setDataSecretFalse(s.config, bootstrapv1.DataSecretInternalErrorReason, err.Error())
-		return ctrl.Result{}, err
+		return ctrl.Result{}, storeFailed(err), err
 	}
 	ctrl.LoggerFrom(ctx).Info("Rendered bootstrap data", "role", in.Role, "tokenID", token.ID,
 		"ignitionVersion", out.SpecVersion, "bytes", out.Size.Bytes, "gzipBytes", out.Size.GzipBytes)
 	// Come back to refresh (Machine) or rotate (MachinePool) the token.
-	return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil
+	return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil, nil
 }

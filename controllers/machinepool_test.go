@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,10 +57,12 @@ func TestMachinePoolTokenRotation(t *testing.T) {
 
 	// Past half its TTL the token is replaced and the same Secret rewritten.
 	var rotatedID string
-	require.Eventually(t, func() bool {
-		s, ok := dataSecret(t, f.ns, "pool")
-		rotatedID = s.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
-		return ok && rotatedID != firstID
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		s := &corev1.Secret{}
+		if assert.NoError(c, env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "pool"}, s), "the Secret stays") {
+			rotatedID = s.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+			assert.NotEqual(c, firstID, rotatedID)
+		}
 	}, 3*tokenTTL, tick, "the MachinePool's token is rotated before it expires")
 	rotated, _ := dataSecret(t, f.ns, "pool")
 	assert.Equal(t, first.UID, rotated.UID, "the Secret is rewritten in place, not recreated")

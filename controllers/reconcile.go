@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,7 +26,12 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 	config := s.config
 
 	// A data Secret restored without owner (backup, move) is adopted before anything else.
-	existing, err := r.getDataSecret(ctx, config)
+	existing, err := r.getDataSecret(ctx, config, s.cluster.Name)
+	if errors.Is(err, errDataSecretConflict) {
+		setDataSecretFalse(config, bootstrapv1.DataSecretConflictReason, err.Error())
+		r.warn(config, bootstrapv1.DataSecretConflictReason, err.Error())
+		return ctrl.Result{RequeueAfter: waitRequeue}, nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -105,6 +111,11 @@ func renderFailed(err error) *outcome {
 		}
 	}
 	return &outcome{reason: reason, message: fmt.Sprintf("Rendering failed: %v", err), requeue: renderErrorRetry, warn: true}
+}
+
+// storeFailed: the data Secret could not be written (retried with backoff).
+func storeFailed(err error) *outcome {
+	return &outcome{reason: bootstrapv1.DataSecretInternalErrorReason, message: err.Error()}
 }
 
 func setDataSecretFalse(config *bootstrapv1.IgnitionConfig, reason, message string) {

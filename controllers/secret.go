@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,10 +41,14 @@ func configOwnerRef(config *bootstrapv1.IgnitionConfig) metav1.OwnerReference {
 	}
 }
 
+// errDataSecretConflict: a Secret with the data Secret's name is controlled by another object.
+var errDataSecretConflict = errors.New("data Secret conflict")
+
 // getDataSecret returns the config's data Secret, or nil when there is none. A Secret without a
-// controller (restored from a backup or moved) gets this config as controller; a Secret
-// controlled by something else is an error, never overwritten.
-func (r *Reconciler) getDataSecret(ctx context.Context, config *bootstrapv1.IgnitionConfig) (*corev1.Secret, error) {
+// controller (restored from a backup or moved) gets this config as controller and the
+// cluster-name label the contract asks for; a Secret controlled by something else is an
+// errDataSecretConflict, never overwritten.
+func (r *Reconciler) getDataSecret(ctx context.Context, config *bootstrapv1.IgnitionConfig, clusterName string) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: config.Namespace, Name: dataSecretName(config)}
 	if err := r.Client.Get(ctx, key, secret); err != nil {
@@ -57,10 +62,15 @@ func (r *Reconciler) getDataSecret(ctx context.Context, config *bootstrapv1.Igni
 		if ctl.UID == config.UID {
 			return secret, nil
 		}
-		return nil, fmt.Errorf("data Secret %s is controlled by %s %s, not by this IgnitionConfig: delete or rename it", key, ctl.Kind, ctl.Name)
+		return nil, fmt.Errorf("%w: Secret %s is controlled by %s %s, not by this IgnitionConfig: delete or rename it",
+			errDataSecretConflict, key, ctl.Kind, ctl.Name)
 	}
 	original := secret.DeepCopy()
 	secret.OwnerReferences = util.EnsureOwnerRef(secret.OwnerReferences, ref)
+	if secret.Labels == nil {
+		secret.Labels = map[string]string{}
+	}
+	secret.Labels[clusterv1.ClusterNameLabel] = clusterName
 	if err := r.Client.Patch(ctx, secret, client.MergeFrom(original)); err != nil {
 		return nil, fmt.Errorf("adopting data Secret %s: %w", key, err)
 	}
@@ -100,7 +110,7 @@ func (r *Reconciler) storeDataSecret(ctx context.Context, s *scope, data []byte,
 	}
 	err := r.Client.Create(ctx, secret)
 	if apierrors.IsAlreadyExists(err) {
-		existing, getErr := r.getDataSecret(ctx, s.config)
+		existing, getErr := r.getDataSecret(ctx, s.config, s.cluster.Name)
 		if getErr != nil {
 			return getErr
 		}

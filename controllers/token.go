@@ -83,8 +83,15 @@ func (r *Reconciler) refreshWhenLeft() time.Duration    { return r.TokenTTL * 5 
 // a Machine's node joined (then left to expire), rotated for MachinePools, which keep creating
 // instances from the same data.
 func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *corev1.Secret) (ctrl.Result, error) {
+	if data == nil && !s.isMachinePool() && s.hasJoined() {
+		// The node booted from that data long ago and needs it no more: nothing to render again
+		// (its role may have changed since, e.g. from kubeadm init to join).
+		ctrl.LoggerFrom(ctx).V(1).Info("Data Secret deleted after the node joined; not rendering it again")
+		return ctrl.Result{}, nil
+	}
 	if data == nil {
-		// The Secret named in status is gone (deleted by hand): let the next reconcile render again.
+		// The Secret named in status is gone (deleted by hand) before the node joined, so the
+		// infrastructure may still need it: let the next reconcile render again.
 		s.config.Status.Initialization.DataSecretCreated = nil
 		s.config.Status.DataSecretName = ""
 		setDataSecretFalse(s.config, bootstrapv1.DataSecretInternalErrorReason, "The data Secret was deleted; rendering it again")

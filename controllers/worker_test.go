@@ -11,6 +11,7 @@ import (
 	ignconfig "github.com/coreos/ignition/v2/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
@@ -122,8 +123,14 @@ func TestJoinTokenRefreshedUntilNodeJoins(t *testing.T) {
 	first := tokenExpiration(t, id)
 	assert.Equal(t, []string{id}, tokenIDs(tokensOf(t, f.ns, "w0")), "the token's description names its config")
 
-	require.Eventually(t, func() bool { return tokenExpiration(t, id).After(first) }, 3*tokenTTL, tick,
-		"the token's expiration is extended while the node has not joined")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		s := &corev1.Secret{}
+		if assert.NoError(c, env.Client.Get(t.Context(), client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id}, s)) {
+			exp, err := time.Parse(time.RFC3339, string(s.Data[bootstrapapi.BootstrapTokenExpirationKey]))
+			assert.NoError(c, err)
+			assert.True(c, exp.After(first))
+		}
+	}, 3*tokenTTL, tick, "the token's expiration is extended while the node has not joined")
 
 	_, err := env.MarkMachineNodeJoined(t.Context(), machine)
 	require.NoError(t, err)
@@ -166,8 +173,10 @@ func TestBadInputGivesConditionAndNoSecret(t *testing.T) {
 		{name: "missing endpoint", setup: clusterSetup{noEndpoint: true}, reason: bootstrapv1.WaitingForControlPlaneEndpointReason, message: "controlPlaneEndpoint"},
 		{name: "referenced Secret missing", reason: bootstrapv1.ReferenceNotFoundReason, message: `Secret "nope"`,
 			spec: bootstrapv1.IgnitionConfigSpec{Files: []bootstrapv1.File{{Path: "/etc/x", ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.KeyReference{Name: "nope", Key: "k"}}}}}},
-		{name: "infrastructure not provisioned", setup: clusterSetup{noInfra: true}, reason: bootstrapv1.WaitingForClusterInfrastructureReason},
-		{name: "control plane not initialized", setup: clusterSetup{noControlPlaneInit: true}, reason: bootstrapv1.WaitingForControlPlaneInitializedReason},
+		{name: "infrastructure not provisioned", setup: clusterSetup{noInfra: true}, reason: bootstrapv1.WaitingForClusterInfrastructureReason,
+			message: "infrastructureProvisioned"},
+		{name: "control plane not initialized", setup: clusterSetup{noControlPlaneInit: true}, reason: bootstrapv1.WaitingForControlPlaneInitializedReason,
+			message: "ControlPlaneInitialized"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -178,6 +187,7 @@ func TestBadInputGivesConditionAndNoSecret(t *testing.T) {
 				}
 			})
 			cond := waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, tc.reason)
+			require.NotEmpty(t, tc.message, "every case says what the message must mention")
 			assert.Contains(t, cond.Message, tc.message)
 			waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionFalse, bootstrapv1.NotReadyReason)
 			_, exists := dataSecret(t, f.ns, "w0")

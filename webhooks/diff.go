@@ -12,9 +12,13 @@ import (
 )
 
 // redactedKeys are the fields whose values a diff does not show: file contents, the Butane
-// document, bootstrap tokens and kubeconfig credentials may hold secrets, and an admission
-// error ends up in logs (the topology controller's, the API server's audit log).
-var redactedKeys = map[string]bool{"content": true, "inline": true, "token": true, "authProvider": true, "exec": true}
+// document, bootstrap tokens (discovery, TLS bootstrap), kubeadm's certificate key, kubeconfig
+// credentials and name/value pairs (extra args, extra environment variables) may hold secrets,
+// and an admission error ends up in logs (the topology controller's, the API server's audit log).
+var redactedKeys = map[string]bool{
+	"content": true, "inline": true, "token": true, "tlsBootstrapToken": true, "certificateKey": true,
+	"authProvider": true, "exec": true, "value": true,
+}
 
 // specDiff is a readable diff of two specs in their JSON form (-old +new), with the values of
 // redactedKeys replaced by markers that only say whether the value changed.

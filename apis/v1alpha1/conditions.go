@@ -57,6 +57,9 @@ const (
 	BootstrapTokenFailedReason = "BootstrapTokenFailed"
 	// DataSecretInternalErrorReason (False): writing the Secret failed; retried with backoff.
 	DataSecretInternalErrorReason = "InternalError"
+	// DataSecretConflictReason (False): a Secret with the data Secret's name exists and is
+	// controlled by another object; it is never overwritten. Delete or rename it.
+	DataSecretConflictReason = "DataSecretConflict"
 
 	// CertificatesAvailableCondition is True when the certificates a control-plane node needs
 	// were found (or generated for the first control-plane node when there is no control-plane provider).

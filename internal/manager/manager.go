@@ -6,6 +6,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -42,18 +43,21 @@ func Scheme() *runtime.Scheme {
 
 // Options are the manager's flags.
 type Options struct {
-	Namespace          string
-	WatchFilter        string
-	LeaderElect        bool
-	LeaderElectionID   string
-	MetricsBindAddress string
-	HealthProbeAddress string
-	WebhookPort        int
-	WebhookCertDir     string
-	Concurrency        int
-	ClusterConcurrency int
-	SyncPeriod         time.Duration
-	BootstrapTokenTTL  time.Duration
+	Namespace        string
+	WatchFilter      string
+	LeaderElect      bool
+	LeaderElectionID string
+	// LeaderElectionNamespace holds the lease. Empty: the manager's own namespace in a Pod, else
+	// --namespace; outside a Pod without --namespace it must be set.
+	LeaderElectionNamespace string
+	MetricsBindAddress      string
+	HealthProbeAddress      string
+	WebhookPort             int
+	WebhookCertDir          string
+	Concurrency             int
+	ClusterConcurrency      int
+	SyncPeriod              time.Duration
+	BootstrapTokenTTL       time.Duration
 }
 
 func (o *Options) addFlags(fs *pflag.FlagSet) {
@@ -61,6 +65,8 @@ func (o *Options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WatchFilter, "watch-filter", "", fmt.Sprintf("Only reconcile objects whose label %s has this value.", clusterv1.WatchLabel))
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "Use leader election (run several replicas).")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", "cabpi-controller-leader-election", "Name of the leader election lease.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "",
+		"Namespace of the leader election lease; default: the Pod's namespace, or --namespace when run outside a Pod.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.HealthProbeAddress, "health-probe-bind-address", ":9440", "Address of /healthz and /readyz; 0 disables them.")
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port of the admission webhook server; 0 disables webhooks (no certificates needed).")
@@ -96,16 +102,30 @@ func Main(args []string) error {
 	return Run(ctrl.SetupSignalHandler(), cfg, opts)
 }
 
+// leaderElectionNamespace picks where the lease lives. In a Pod controller-runtime finds the
+// Pod's namespace by itself; a manager run as a plain process (against any kubeconfig) has none,
+// so --namespace stands in for it.
+func leaderElectionNamespace(opts Options) string {
+	if opts.LeaderElectionNamespace != "" {
+		return opts.LeaderElectionNamespace
+	}
+	if _, err := os.Stat("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+		return ""
+	}
+	return opts.Namespace
+}
+
 // Run starts the manager with opts until ctx is done.
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	log := ctrl.Log.WithName("setup")
 	mgrOpts := ctrl.Options{
-		Scheme:                 Scheme(),
-		LeaderElection:         opts.LeaderElect,
-		LeaderElectionID:       opts.LeaderElectionID,
-		HealthProbeBindAddress: opts.HealthProbeAddress,
-		Metrics:                metricsserver.Options{BindAddress: opts.MetricsBindAddress},
-		Cache:                  cache.Options{SyncPeriod: &opts.SyncPeriod},
+		Scheme:                  Scheme(),
+		LeaderElection:          opts.LeaderElect,
+		LeaderElectionID:        opts.LeaderElectionID,
+		LeaderElectionNamespace: leaderElectionNamespace(opts),
+		HealthProbeBindAddress:  opts.HealthProbeAddress,
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Cache:                   cache.Options{SyncPeriod: &opts.SyncPeriod},
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secrets and ConfigMaps are read uncached: caching every Secret of the management
 			// cluster would hold all of them in memory.

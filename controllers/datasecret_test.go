@@ -1,0 +1,115 @@
+package controllers_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+)
+
+// A data Secret deleted before the node joined is rendered again (the infrastructure may still
+// need it); one deleted after the node joined is not (the node needs it no more).
+func TestDeletedDataSecret(t *testing.T) {
+	ctx := t.Context()
+	f := newCluster(t, clusterSetup{})
+	f.addMachine(t, "pending", false, bootstrapv1.IgnitionConfigSpec{})
+	joined := f.addMachine(t, "joined", false, bootstrapv1.IgnitionConfigSpec{})
+	for _, name := range []string{"pending", "joined"} {
+		waitForCondition(t, f.ns, name, bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	}
+	_, err := env.MarkMachineNodeJoined(ctx, joined)
+	require.NoError(t, err)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		m := &clusterv1.Machine{}
+		assert.NoError(c, env.Client.Get(ctx, client.ObjectKeyFromObject(joined), m))
+		assert.True(c, m.Status.NodeRef.IsDefined())
+	}, eventually, tick)
+
+	pending, _ := dataSecret(t, f.ns, "pending")
+	for _, name := range []string{"pending", "joined"} {
+		s, ok := dataSecret(t, f.ns, name)
+		require.True(t, ok)
+		require.NoError(t, env.Client.Delete(ctx, s))
+		touch(t, getConfig(t, f.ns, name))
+	}
+
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		s := &corev1.Secret{}
+		if assert.NoError(c, env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "pending"}, s)) {
+			assert.NotEqual(c, pending.UID, s.UID, "a new Secret")
+			assert.NotEqual(c, pending.Annotations[bootstrapv1.BootstrapTokenIDAnnotation], s.Annotations[bootstrapv1.BootstrapTokenIDAnnotation],
+				"with a new join token")
+		}
+	}, eventually, tick, "the data Secret of a Machine whose node has not joined is rendered again")
+	waitForCondition(t, f.ns, "pending", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+
+	never(t, 3*time.Second, 200*time.Millisecond, func() bool {
+		_, ok := dataSecret(t, f.ns, "joined")
+		return ok
+	}, "the data Secret of a joined node is not rendered again")
+	cfg := getConfig(t, f.ns, "joined")
+	assert.Equal(t, ptr.To(true), cfg.Status.Initialization.DataSecretCreated)
+	assert.Equal(t, "joined", cfg.Status.DataSecretName)
+}
+
+// A data Secret that exists before its config is reconciled (restored from a backup, or a crash
+// between writing it and the status) is adopted, not rendered again, and gets the contract's
+// owner reference and cluster-name label.
+func TestRestoredDataSecretIsAdopted(t *testing.T) {
+	ctx := t.Context()
+	f := newCluster(t, clusterSetup{})
+	restored := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "w0"},
+		Type:       clusterv1.ClusterSecretType,
+		Data:       map[string][]byte{"value": []byte(`{"ignition":{"version":"3.3.0"}}`), "format": []byte("ignition")},
+	}
+	require.NoError(t, env.Client.Create(ctx, restored))
+	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
+
+	waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	cfg := getConfig(t, f.ns, "w0")
+	assert.Equal(t, ptr.To(true), cfg.Status.Initialization.DataSecretCreated)
+	assert.Equal(t, "w0", cfg.Status.DataSecretName)
+
+	s, ok := dataSecret(t, f.ns, "w0")
+	require.True(t, ok)
+	assert.Equal(t, restored.Data["value"], s.Data["value"], "an adopted Secret is not rendered again")
+	assert.Equal(t, f.cluster.Name, s.Labels[clusterv1.ClusterNameLabel])
+	ctl := metav1.GetControllerOf(s)
+	require.NotNil(t, ctl, "the config controls the adopted Secret")
+	assert.Equal(t, cfg.UID, ctl.UID)
+	assert.Empty(t, tokenIDs(tokensOf(t, f.ns, "w0")), "no join token for data that is not rendered")
+}
+
+// A Secret with the data Secret's name that another object controls is never overwritten: the
+// config says so in its condition.
+func TestForeignDataSecretIsNotOverwritten(t *testing.T) {
+	ctx := t.Context()
+	f := newCluster(t, clusterSetup{})
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "someone-else"}}
+	require.NoError(t, env.Client.Create(ctx, owner))
+	foreign := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "w0", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true),
+		}}},
+		Data: map[string][]byte{"value": []byte("not ours")},
+	}
+	require.NoError(t, env.Client.Create(ctx, foreign))
+	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
+
+	cond := waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.DataSecretConflictReason)
+	assert.Contains(t, cond.Message, "ConfigMap someone-else")
+	s, ok := dataSecret(t, f.ns, "w0")
+	require.True(t, ok)
+	assert.Equal(t, []byte("not ours"), s.Data["value"])
+	assert.Nil(t, getConfig(t, f.ns, "w0").Status.Initialization.DataSecretCreated)
+}

@@ -1,0 +1,39 @@
+package webhooks
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+
+	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+)
+
+// The diff of a rejected template change shows what changed but none of the values that may be
+// secret, changed or not.
+func TestSpecDiffRedactsSecrets(t *testing.T) {
+	spec := func(token, envValue, content, command string) *bootstrapv1.IgnitionConfigSpec {
+		s := &bootstrapv1.IgnitionConfigSpec{
+			PreKubeadmCommands: []string{command},
+			Files:              []bootstrapv1.File{{Path: "/etc/app.conf", Content: content}},
+		}
+		s.JoinConfiguration.Discovery.TLSBootstrapToken = token
+		s.JoinConfiguration.Discovery.BootstrapToken.Token = token
+		s.ClusterConfiguration.APIServer.ExtraEnvs = &[]kubeadmv1.EnvVar{{EnvVar: corev1.EnvVar{Name: "HTTPS_PROXY", Value: envValue}}}
+		return s
+	}
+	diff := specDiff(
+		spec("abcdef.0123456789abcdef", "http://user:old-password@proxy", "old-file-secret", "echo old"),
+		spec("ghijkl.0123456789ghijkl", "http://user:new-password@proxy", "new-file-secret", "echo new"))
+
+	for _, secret := range []string{"abcdef", "ghijkl", "old-password", "new-password", "old-file-secret", "new-file-secret"} {
+		assert.NotContains(t, diff, secret)
+	}
+	assert.Contains(t, diff, `"echo old"`, "what is not secret is shown")
+	assert.Contains(t, diff, `"echo new"`)
+	assert.Contains(t, diff, "HTTPS_PROXY", "names are shown")
+	assert.GreaterOrEqual(t, strings.Count(diff, "<redacted: changed>"), 4, diff)
+}
