@@ -21,6 +21,7 @@ require (
 	k8s.io/cluster-bootstrap v0.36.3
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2
+	mvdan.cc/sh/v3 v3.14.1
 	sigs.k8s.io/cluster-api v1.14.2
 	sigs.k8s.io/cluster-api/api v1.14.2
 	sigs.k8s.io/controller-runtime v0.24.1

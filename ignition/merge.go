@@ -17,8 +17,9 @@ import (
 )
 
 // mergeFunc parses the base and the snippet (nil for none) at one spec version, merges the
-// snippet over the base and returns the validated result as JSON.
-type mergeFunc func(base, snippet []byte) ([]byte, *Error)
+// snippet over the base and returns the validated result as JSON. check looks at the merged
+// JSON before Ignition validates it, so its more precise errors come first.
+type mergeFunc func(base, snippet []byte, check func(merged []byte) *Error) ([]byte, *Error)
 
 // mergers maps every spec version the provider emits to its merge. Each version's
 // ParseCompatibleVersion accepts that version and all older ones and translates them up, which
@@ -35,7 +36,7 @@ var mergers = map[string]mergeFunc{
 
 // mergeAt builds the mergeFunc of one spec version from its parser; C is that version's Config.
 func mergeAt[C any](parse func([]byte) (C, report.Report, error)) mergeFunc {
-	return func(base, snippet []byte) ([]byte, *Error) {
+	return func(base, snippet []byte, check func(merged []byte) *Error) ([]byte, *Error) {
 		merged, rpt, err := parse(base)
 		if err != nil {
 			return nil, reportError(ErrInvalidInput, "", "the bootstrap configuration is not valid Ignition", err, rpt)
@@ -57,6 +58,9 @@ func mergeAt[C any](parse func([]byte) (C, report.Report, error)) mergeFunc {
 		if out, err = normalize(out); err != nil {
 			return nil, errorf(ErrInvalidInput, "", "cannot encode the merged config: %v", err)
 		}
+		if ierr := check(out); ierr != nil {
+			return nil, ierr
+		}
 		// Parse what is emitted, exactly as a node would: this validates the merged config
 		// (duplicates, conflicts between base and snippet) with the target version's rules.
 		if _, rpt, err := parse(out); err != nil {
@@ -66,13 +70,14 @@ func mergeAt[C any](parse func([]byte) (C, report.Report, error)) mergeFunc {
 	}
 }
 
-// mergeConfigs merges at the target version, which targetIgnitionVersion took from the tables.
-func mergeConfigs(target string, base, snippet []byte) ([]byte, *Error) {
+// mergeConfigs merges at the target version, which targetIgnitionVersion took from the tables,
+// and checks the result with check and with Ignition's validation.
+func mergeConfigs(target string, base, snippet []byte, check func(merged []byte) *Error) ([]byte, *Error) {
 	m, ok := mergers[target]
 	if !ok {
 		return nil, errorf(ErrUnsupportedIgnitionVersion, "ignitionVersion", "no Ignition %s support", target)
 	}
-	return m(base, snippet)
+	return m(base, snippet, check)
 }
 
 // reportError turns a failed Ignition parse into an *Error that carries the report's text.

@@ -7,11 +7,13 @@ import (
 	"strconv"
 )
 
-// normalize gives every file an explicit mode and removes null values, empty objects and empty
-// arrays from an encoded config.
+// normalize gives every file with contents an explicit mode and removes null values, empty
+// objects and empty arrays from an encoded config.
 //
-// Only snippet files can lack a mode; they get Ignition's default, 0644, written out, because
-// CAPD dereferences the mode of every file it writes.
+// Only snippet files can lack a mode. Those with contents get Ignition's default, 0644, written
+// out, because CAPD dereferences the mode of every file it writes. Those without (an entry that
+// only appends, or only sets the owner) keep none: Ignition then leaves an existing file's mode
+// as it is, and 0644 would change it.
 //
 // Ignition's Go types marshal every unset struct as {} ("proxy": {}, "group": {}), which makes
 // the output several times longer than what it says and counts against platform user-data
@@ -34,13 +36,18 @@ func normalize(data []byte) ([]byte, error) {
 	return out, nil
 }
 
-// defaultFileModes sets storage.files[].mode where it is missing or null.
+// defaultFileModes sets storage.files[].mode where it is missing or null and contents.source
+// is set.
 func defaultFileModes(config any) {
 	root, _ := config.(map[string]any)
 	storage, _ := root["storage"].(map[string]any)
 	files, _ := storage["files"].([]any)
 	for _, f := range files {
-		if file, ok := f.(map[string]any); ok && file["mode"] == nil {
+		file, ok := f.(map[string]any)
+		if !ok || file["mode"] != nil {
+			continue
+		}
+		if contents, _ := file["contents"].(map[string]any); contents["source"] != nil {
 			file["mode"] = json.Number(strconv.Itoa(defaultFileMode))
 		}
 	}

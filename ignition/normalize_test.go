@@ -14,6 +14,12 @@ func TestNormalize(t *testing.T) {
 		`{"files":[{"group":{},"path":"/x"},{}]}`:                 `{"files":[{"path":"/x"},{}]}`,
 		`{"n":12345678901234567890,"f":0.5}`:                      `{"f":0.5,"n":12345678901234567890}`,
 		`{"ignition":{"version":"3.3.0","proxy":{"noProxy":[]}}}`: `{"ignition":{"version":"3.3.0"}}`,
+		// A file with contents gets the default mode; one that only appends or sets the owner
+		// keeps none, so Ignition leaves the existing file's mode alone.
+		`{"storage":{"files":[{"path":"/a","contents":{"source":"data:,x"}}]}}`:                   `{"storage":{"files":[{"contents":{"source":"data:,x"},"mode":420,"path":"/a"}]}}`,
+		`{"storage":{"files":[{"path":"/a","mode":384,"contents":{"source":"data:,x"}}]}}`:        `{"storage":{"files":[{"contents":{"source":"data:,x"},"mode":384,"path":"/a"}]}}`,
+		`{"storage":{"files":[{"path":"/a","append":[{"source":"data:,x"}],"contents":{}}]}}`:     `{"storage":{"files":[{"append":[{"source":"data:,x"}],"path":"/a"}]}}`,
+		`{"storage":{"files":[{"path":"/a","user":{"name":"core"},"contents":{"source":null}}]}}`: `{"storage":{"files":[{"path":"/a","user":{"name":"core"}}]}}`,
 	}
 	for in, want := range cases {
 		got, err := normalize([]byte(in))

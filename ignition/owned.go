@@ -1,21 +1,37 @@
 package ignition
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
 	"path"
 	"strings"
+
+	exptypes "github.com/coreos/ignition/v2/config/v3_7_experimental/types"
+	"github.com/vincent-petithory/dataurl"
 )
 
-// Where Ignition writes a unit; a file, link or directory there would replace or extend the
-// provider's unit behind Ignition's unit handling.
+// Where systemd finds the provider's unit. Ignition writes the unit and its drop-ins under
+// systemdUnitDir; a file, link or directory there, or in a directory systemd reads before it
+// (system.control) or along with it (system.attached), would replace or extend the unit behind
+// Ignition's unit handling. service.d holds drop-ins for every service, kubeadm.service too.
 const (
-	kubeadmUnitPath      = "/etc/systemd/system/" + KubeadmUnitName
-	kubeadmUnitDropinDir = kubeadmUnitPath + ".d"
+	systemdUnitDir     = "/etc/systemd/system"
+	systemdPresetDir   = "/etc/systemd/system-preset"
+	ignitionPresetPath = systemdPresetDir + "/20-ignition.preset"
 )
 
 // ownedPaths are the paths the provider writes or relies on for every node. Certificate paths
-// are owned too, but only Render knows them.
-var ownedPaths = []string{KubeadmConfigPath, KubeadmScriptPath, SentinelPath, kubeadmUnitPath, kubeadmUnitDropinDir}
+// are owned too, but only Render knows them. 20-ignition.preset is where Ignition enables
+// kubeadm.service; a file or link there would drop that line.
+var ownedPaths = func() []string {
+	owned := []string{KubeadmConfigPath, KubeadmScriptPath, SentinelPath, ignitionPresetPath}
+	for _, dir := range []string{systemdUnitDir, "/etc/systemd/system.control", "/etc/systemd/system.attached"} {
+		owned = append(owned, dir+"/"+KubeadmUnitName, dir+"/"+KubeadmUnitName+".d", dir+"/service.d")
+	}
+	return owned
+}()
 
 // nodeKind is the kind of filesystem node a config writes.
 type nodeKind string
@@ -49,38 +65,30 @@ func isBelow(p, dir string) bool {
 }
 
 // checkSnippet rejects a snippet that writes an owned path or unit (certificates are the extra
-// owned paths Render knows), or that replaces the whole config, which would drop the bootstrap.
+// owned paths Render knows), that disables kubeadm.service through a preset, or that replaces
+// the whole config, which would drop the bootstrap.
 func checkSnippet(s *snippet, certificatePaths []string) *Error {
 	owned := append(append([]string(nil), ownedPaths...), certificatePaths...)
 	storage := s.config.Storage
-	type node struct {
-		path string
-		kind nodeKind
-	}
-	var nodes []node
-	for _, f := range storage.Files {
-		nodes = append(nodes, node{f.Path, nodeFile})
-	}
-	for _, d := range storage.Directories {
-		nodes = append(nodes, node{d.Path, nodeDirectory})
-	}
-	for _, l := range storage.Links {
-		nodes = append(nodes, node{l.Path, nodeLink})
-	}
-	for _, n := range nodes {
+	for _, n := range s.nodes() {
 		if o := ownedConflict(n.path, n.kind, owned); o != "" {
 			return errorf(ErrOwnedPathConflict, butaneField,
 				"the Butane snippet writes a %s at %s, which conflicts with %s written by the provider", n.kind, n.path, o)
 		}
 	}
+	for _, l := range storage.Links {
+		if ierr := checkSnippetLink(l, owned); ierr != nil {
+			return ierr
+		}
+	}
+	for _, f := range storage.Files {
+		if ierr := checkSnippetPreset(f); ierr != nil {
+			return ierr
+		}
+	}
 	for _, u := range s.config.Systemd.Units {
-		if u.Name == KubeadmUnitName {
-			what := "defines"
-			if len(u.Dropins) > 0 {
-				what = "adds drop-ins to"
-			}
-			return errorf(ErrOwnedPathConflict, butaneField,
-				"the Butane snippet %s unit %s, which the provider owns", what, KubeadmUnitName)
+		if ierr := checkSnippetUnit(u, owned); ierr != nil {
+			return ierr
 		}
 	}
 	if replace := s.config.Ignition.Config.Replace.Source; replace != nil && *replace != "" {
@@ -88,6 +96,147 @@ func checkSnippet(s *snippet, certificatePaths []string) *Error {
 			"the Butane snippet sets ignition.config.replace, which would discard the bootstrap configuration")
 	}
 	return nil
+}
+
+// checkSnippetLink rejects a hard link to an owned path: it shares the owned file's inode, so
+// writing or appending through the link changes, say, /etc/kubeadm.sh. Ignition resolves a
+// relative target from the root. A link in the preset directory is rejected too: what it points
+// to cannot be checked for a line disabling kubeadm.service.
+func checkSnippetLink(l exptypes.Link, owned []string) *Error {
+	if isBelow(path.Clean(l.Path), systemdPresetDir) {
+		return errorf(ErrOwnedPathConflict, butaneField,
+			"the Butane snippet writes a link at %s: a preset file there could disable %s, which the provider enables, "+
+				"and what a link points to cannot be checked", l.Path, KubeadmUnitName)
+	}
+	if l.Hard == nil || !*l.Hard || l.Target == nil {
+		return nil
+	}
+	target := path.Join("/", *l.Target)
+	// A directory's semantics: the target conflicts at an owned path and below it; a hard link
+	// to a parent directory of an owned path is no hard link at all (Ignition rejects it).
+	if o := ownedConflict(target, nodeDirectory, owned); o != "" {
+		return errorf(ErrOwnedPathConflict, butaneField,
+			"the Butane snippet writes a hard link at %s to %s, which conflicts with %s written by the provider", l.Path, *l.Target, o)
+	}
+	return nil
+}
+
+// checkSnippetPreset rejects a snippet file in the preset directory that disables
+// kubeadm.service, or whose contents cannot be read here (a remote source, say), as they could.
+// systemd takes the first preset line matching a unit, from files in name order; a file sorting
+// before Ignition's 20-ignition.preset would win over its enable line. Any file is refused, not
+// only those sorting first, so renaming 20-ignition.preset in a later Ignition stays safe.
+func checkSnippetPreset(f exptypes.File) *Error {
+	if !isBelow(path.Clean(f.Path), systemdPresetDir) {
+		return nil
+	}
+	// The contents and what is appended end up one file: a line may start in one and end in
+	// the next, so they are checked together.
+	var all []byte
+	for _, r := range append([]exptypes.Resource{f.Contents}, f.Append...) {
+		content, unreadable := resourceContent(r)
+		if unreadable != "" {
+			return errorf(ErrOwnedPathConflict, butaneField,
+				"the Butane snippet writes the preset file %s, whose contents cannot be checked (%s): a preset could disable %s, which the provider enables",
+				f.Path, unreadable, KubeadmUnitName)
+		}
+		all = append(all, content...)
+	}
+	if line := presetDisablesKubeadm(all); line != "" {
+		return errorf(ErrOwnedPathConflict, butaneField,
+			"the Butane snippet writes the preset file %s, whose line %q disables %s, which the provider enables",
+			f.Path, line, KubeadmUnitName)
+	}
+	return nil
+}
+
+// checkSnippetUnit rejects a unit that is kubeadm.service, or that Ignition would write at an
+// owned path. A unit name is a glob to systemd's presets: Ignition writes `disable NAME` for a
+// disabled unit, so a name matching kubeadm.service ("kube*.service") is refused like the unit
+// itself. Ignition joins unit and drop-in names to the unit directory unchecked, so a name with
+// "../" can reach system.control or service.d: the paths are checked as Ignition builds them.
+func checkSnippetUnit(u exptypes.Unit, owned []string) *Error {
+	if matched, err := path.Match(u.Name, KubeadmUnitName); matched || err != nil {
+		what := "defines"
+		switch {
+		case u.Mask != nil && *u.Mask:
+			what = "masks"
+		case len(u.Dropins) > 0:
+			what = "adds drop-ins to"
+		}
+		unit := KubeadmUnitName
+		if u.Name != KubeadmUnitName {
+			unit = fmt.Sprintf("%s, which matches %s", u.Name, KubeadmUnitName)
+		}
+		return errorf(ErrOwnedPathConflict, butaneField, "the Butane snippet %s unit %s, which the provider owns", what, unit)
+	}
+	unitPath := path.Join(systemdUnitDir, u.Name)
+	if o := ownedConflict(unitPath, nodeFile, owned); o != "" {
+		return errorf(ErrOwnedPathConflict, butaneField,
+			"the Butane snippet defines unit %s, which Ignition writes at %s and conflicts with %s written by the provider", u.Name, unitPath, o)
+	}
+	for _, d := range u.Dropins {
+		dropinPath := path.Join(systemdUnitDir, u.Name+".d", d.Name)
+		if o := ownedConflict(dropinPath, nodeFile, owned); o != "" {
+			return errorf(ErrOwnedPathConflict, butaneField,
+				"the Butane snippet adds drop-in %s to unit %s, which Ignition writes at %s and conflicts with %s written by the provider",
+				d.Name, u.Name, dropinPath, o)
+		}
+	}
+	return nil
+}
+
+// maxPresetBytes bounds what a compressed preset file may expand to while it is checked; preset
+// files are a few lines, and a larger one is refused rather than decompressed without limit.
+const maxPresetBytes = 1 << 20
+
+// resourceContent returns the contents of an Ignition resource that is a data URL, gunzipped if
+// compressed, or why they cannot be read here. A resource without a source has no contents.
+func resourceContent(r exptypes.Resource) (content []byte, unreadable string) {
+	if r.Source == nil || *r.Source == "" {
+		return nil, ""
+	}
+	u, err := dataurl.DecodeString(*r.Source)
+	if err != nil {
+		return nil, "the source is not a data URL"
+	}
+	if r.Compression == nil || *r.Compression == "" {
+		return u.Data, ""
+	}
+	if *r.Compression != "gzip" {
+		return nil, fmt.Sprintf("unknown compression %q", *r.Compression)
+	}
+	gz, err := gzip.NewReader(bytes.NewReader(u.Data))
+	if err != nil {
+		return nil, "the gzip data is not valid"
+	}
+	content, err = io.ReadAll(io.LimitReader(gz, maxPresetBytes+1))
+	if err != nil {
+		return nil, "the gzip data is not valid"
+	}
+	if len(content) > maxPresetBytes {
+		return nil, fmt.Sprintf("more than %d bytes decompressed", maxPresetBytes)
+	}
+	return content, ""
+}
+
+// presetDisablesKubeadm returns the first line of a systemd preset file that disables
+// kubeadm.service ("disable kubeadm.service", "disable kube*", "disable *"), or "". Every word
+// after "disable" is taken for a pattern, and a pattern path.Match cannot read counts as a match:
+// an unsure answer refuses.
+func presetDisablesKubeadm(content []byte) string {
+	for _, line := range strings.Split(string(content), "\n") {
+		words := strings.Fields(line)
+		if len(words) < 2 || words[0] != "disable" {
+			continue
+		}
+		for _, pattern := range words[1:] {
+			if matched, err := path.Match(pattern, KubeadmUnitName); matched || err != nil {
+				return strings.TrimSpace(line)
+			}
+		}
+	}
+	return ""
 }
 
 // checkFiles validates the user's files and the certificates: absolute paths, no path twice,
@@ -109,6 +258,12 @@ func checkFiles(certificates, files []File) *Error {
 			return errorf(ErrInvalidInput, field, "path %s is also written by %s", f.Path, other)
 		}
 		seen[clean] = field
+		if isBelow(clean, systemdPresetDir) {
+			if line := presetDisablesKubeadm(f.Content); line != "" {
+				return errorf(ErrOwnedPathConflict, field, "preset file %s has line %q, which disables %s, which the provider enables",
+					f.Path, line, KubeadmUnitName)
+			}
+		}
 		if f.Mode < 0 || f.Mode > 0o7777 {
 			return errorf(ErrInvalidInput, field, "mode %#o is not a file mode (0 to 07777)", f.Mode)
 		}
@@ -131,17 +286,46 @@ func checkFiles(certificates, files []File) *Error {
 	return nil
 }
 
-// checkSnippetAgainstFiles rejects a snippet writing the same path as one of the user's files:
-// Ignition would merge the two entries field by field, and neither would win cleanly.
+// checkSnippetAgainstFiles rejects a snippet writing a file, directory or link at the path of
+// one of the user's files. Ignition merges files, directories and links by path: a file would be
+// merged with the user's field by field, and neither would win cleanly; a directory or link
+// would silently replace the user's file.
 func checkSnippetAgainstFiles(s *snippet, files []File) *Error {
-	for _, f := range s.config.Storage.Files {
+	for _, n := range s.nodes() {
 		for i, uf := range files {
-			if path.Clean(f.Path) == path.Clean(uf.Path) {
-				return errorf(ErrInvalidInput, butaneField, "the Butane snippet writes %s, which files[%d] writes too", f.Path, i)
+			if path.Clean(n.path) != path.Clean(uf.Path) {
+				continue
 			}
+			if n.kind == nodeFile {
+				return errorf(ErrInvalidInput, butaneField, "the Butane snippet writes %s, which files[%d] writes too", n.path, i)
+			}
+			return errorf(ErrInvalidInput, butaneField,
+				"the Butane snippet writes a %s at %s, where files[%d] writes a file: Ignition would drop the file", n.kind, n.path, i)
 		}
 	}
 	return nil
+}
+
+// node is a file, directory or link a config writes.
+type node struct {
+	path string
+	kind nodeKind
+}
+
+// nodes lists the files, directories and links of the snippet.
+func (s *snippet) nodes() []node {
+	storage := s.config.Storage
+	var nodes []node
+	for _, f := range storage.Files {
+		nodes = append(nodes, node{f.Path, nodeFile})
+	}
+	for _, d := range storage.Directories {
+		nodes = append(nodes, node{d.Path, nodeDirectory})
+	}
+	for _, l := range storage.Links {
+		nodes = append(nodes, node{l.Path, nodeLink})
+	}
+	return nodes
 }
 
 func paths(files []File) []string {

@@ -38,6 +38,9 @@ func render(in *Input) (Output, *Error, error) {
 	if ierr := checkFiles(in.Certificates, in.Files); ierr != nil {
 		return Output{}, ierr, nil
 	}
+	if ierr := checkCommands(in.PreKubeadmCommands, in.PostKubeadmCommands); ierr != nil {
+		return Output{}, ierr, nil
+	}
 	snip, ierr := translateButane(in.Variant, in.Butane, in.ButaneStrict)
 	if ierr != nil {
 		return Output{}, ierr, nil
@@ -70,7 +73,8 @@ func render(in *Input) (Output, *Error, error) {
 	if err != nil {
 		return Output{}, nil, fmt.Errorf("encoding the base config: %w", err)
 	}
-	data, ierr := mergeConfigs(target, base, snippetJSON)
+	origin := baseOrigins(in.Certificates, in.Files)
+	data, ierr := mergeConfigs(target, base, snippetJSON, func(merged []byte) *Error { return checkStorage(merged, origin) })
 	if ierr != nil {
 		return Output{}, ierr, nil
 	}

@@ -2,6 +2,8 @@ package ignition_test
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -133,8 +135,10 @@ func TestWorkerTaints(t *testing.T) {
 func TestRenderIsDeterministicAndPure(t *testing.T) {
 	for name, in := range goldenCases() {
 		t.Run(name, func(t *testing.T) {
+			// %#v prints the pointer fields as addresses: what they point to is compared as JSON.
 			before := fmt.Sprintf("%#v", in)
 			beforeJoin, beforeInit := deepString(in.JoinConfiguration), deepString(in.InitConfiguration)
+			beforeCluster, beforeData := deepString(in.ClusterConfiguration), deepString(in.ClusterData)
 			first, err := ignition.Render(in)
 			require.NoError(t, err)
 			for range 3 {
@@ -146,6 +150,8 @@ func TestRenderIsDeterministicAndPure(t *testing.T) {
 			assert.Equal(t, before, fmt.Sprintf("%#v", in))
 			assert.Equal(t, beforeJoin, deepString(in.JoinConfiguration))
 			assert.Equal(t, beforeInit, deepString(in.InitConfiguration))
+			assert.Equal(t, beforeCluster, deepString(in.ClusterConfiguration))
+			assert.Equal(t, beforeData, deepString(in.ClusterData))
 		})
 	}
 }
@@ -268,6 +274,118 @@ func TestRenderRejectsBadInput(t *testing.T) {
 			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/kubernetes/pki/ca.key\n"
 			return in
 		}(), ignition.ErrOwnedPathConflict, "butane", 0, "/etc/kubernetes/pki/ca.key"},
+		// Commands spliced into /etc/kubeadm.sh must end where they seem to, or they swallow the
+		// kubeadm step while the sentinel is still written.
+		{"pre-kubeadm command with an unclosed quote", worker(func(in *ignition.Input) {
+			in.PreKubeadmCommands = []string{"echo ok", "true", "echo 'x"}
+		}), ignition.ErrInvalidInput, "preKubeadmCommands[2]", 0,
+			"preKubeadmCommands[2]: not a complete shell command: 1:6: reached EOF without closing quote"},
+		{"pre-kubeadm command ending in a line continuation", worker(func(in *ignition.Input) {
+			in.PreKubeadmCommands = []string{"echo pre \\"}
+		}), ignition.ErrInvalidInput, "preKubeadmCommands[0]", 0, "line continuation"},
+		{"pre-kubeadm command with an unclosed here-document", worker(func(in *ignition.Input) {
+			in.PreKubeadmCommands = []string{"cat > /etc/x <<EOF\nhello"}
+		}), ignition.ErrInvalidInput, "preKubeadmCommands[0]", 0, "unclosed here-document"},
+		{"pre-kubeadm if without fi", worker(func(in *ignition.Input) {
+			in.PreKubeadmCommands = []string{"if true; then echo x"}
+		}), ignition.ErrInvalidInput, "preKubeadmCommands[0]", 0, "must end with `fi`"},
+		{"post-kubeadm command with a trailing &&", worker(func(in *ignition.Input) {
+			in.PostKubeadmCommands = []string{"echo a", "echo b &&"}
+		}), ignition.ErrInvalidInput, "postKubeadmCommands[1]", 0, "must be followed by a statement"},
+		{"post-kubeadm command with a trailing pipe", worker(func(in *ignition.Input) {
+			in.PostKubeadmCommands = []string{"echo b |"}
+		}), ignition.ErrInvalidInput, "postKubeadmCommands[0]", 0, "must be followed by a statement"},
+
+		// Other ways to override or disable kubeadm.service.
+		{"butane writes a drop-in for every service", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/systemd/system/service.d/10-x.conf\n      contents:\n        inline: \"[Service]\\nExecStart=\\n\"\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "/etc/systemd/system/service.d"},
+		{"butane overrides kubeadm.service in system.control", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  links:\n    - path: /etc/systemd/system.control/kubeadm.service\n      target: /dev/null\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "/etc/systemd/system.control/kubeadm.service"},
+		{"butane adds a drop-in in system.attached", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  directories:\n    - path: /etc/systemd/system.attached/kubeadm.service.d\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "/etc/systemd/system.attached/kubeadm.service.d"},
+		{"butane writes Ignition's preset file", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/systemd/system-preset/20-ignition.preset\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "20-ignition.preset"},
+		{"butane preset disables kube*", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/systemd/system-preset/10-x.preset\n      contents:\n        inline: \"enable foo.service\\n  disable   kube*\\n\"\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, `line "disable   kube*" disables kubeadm.service`},
+		{"butane gzipped preset disables every unit", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/systemd/system-preset/10-x.preset\n      contents:\n        compression: gzip\n        source: " + gzipDataURL("disable *\n") + "\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, `"disable *"`},
+		{"butane preset appends a disable line", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/systemd/system-preset/10-x.preset\n      append:\n        - inline: \"disable kubeadm.service\\n\"\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "disables kubeadm.service"},
+		{"butane preset line split between contents and append", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/systemd/system-preset/10-x.preset\n      contents:\n        inline: dis\n      append:\n        - inline: \"able kubeadm.service\\n\"\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, `"disable kubeadm.service"`},
+		{"butane preset from a remote source", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/systemd/system-preset/10-x.preset\n      contents:\n        source: https://example.com/x.preset\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "cannot be checked"},
+		{"butane links a preset file", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  links:\n    - path: /etc/systemd/system-preset/10-x.preset\n      target: /opt/x.preset\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "cannot be checked"},
+		{"spec file preset disables kubeadm.service", worker(func(in *ignition.Input) {
+			in.Files = []ignition.File{{Path: "/etc/systemd/system-preset/10-x.preset", Content: []byte("disable kubeadm.service\n")}}
+		}), ignition.ErrOwnedPathConflict, "files[0]", 0, "disables kubeadm.service"},
+		{"butane hard link to the kubeadm config", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  links:\n    - path: /etc/x\n      target: /etc/kubeadm.yml\n      hard: true\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "hard link at /etc/x to /etc/kubeadm.yml"},
+		{"butane hard link to the kubeadm script, relative", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  links:\n    - path: /opt/x\n      target: etc/kubeadm.sh\n      hard: true\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "conflicts with /etc/kubeadm.sh"},
+		{"butane masks kubeadm.service", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nsystemd:\n  units:\n    - name: kubeadm.service\n      mask: true\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "masks unit kubeadm.service"},
+		{"butane disables a unit glob matching kubeadm.service", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nsystemd:\n  units:\n    - name: kube*.service\n      enabled: false\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "kube*.service, which matches kubeadm.service"},
+		{"butane unit name reaching system.control", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nsystemd:\n  units:\n    - name: ../system.control/kubeadm.service\n      contents: \"[Service]\\n\"\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "/etc/systemd/system.control/kubeadm.service"},
+		{"butane drop-in name reaching service.d", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nsystemd:\n  units:\n    - name: foo.service\n      dropins:\n        - name: ../service.d/10-x.conf\n          contents: \"[Service]\\n\"\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "/etc/systemd/system/service.d"},
+
+		// Configs Ignition accepts but fails on at boot.
+		{"file inside another file", worker(func(in *ignition.Input) {
+			in.Files = []ignition.File{{Path: "/opt/a", Content: []byte("a")}, {Path: "/opt/a/b", Content: []byte("b")}}
+		}), ignition.ErrInvalidInput, "files[1]", 0, "file /opt/a/b (written by files[1]) is inside /opt/a, a file written by files[0]"},
+		{"snippet directory at a spec file", worker(func(in *ignition.Input) {
+			in.Files = []ignition.File{{Path: "/opt/a", Content: []byte("a")}}
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  directories:\n    - path: /opt/a\n"
+		}), ignition.ErrInvalidInput, "butane", 0, "directory at /opt/a, where files[0] writes a file"},
+		{"snippet link at a spec file", worker(func(in *ignition.Input) {
+			in.Files = []ignition.File{{Path: "/opt/a", Content: []byte("a")}}
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  links:\n    - path: /opt/a\n      target: /opt/b\n"
+		}), ignition.ErrInvalidInput, "butane", 0, "link at /opt/a, where files[0] writes a file"},
+		{"snippet file inside a spec file", worker(func(in *ignition.Input) {
+			in.Files = []ignition.File{{Path: "/opt/a", Content: []byte("a")}}
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /opt/a/b/c\n"
+		}), ignition.ErrInvalidInput, "butane", 0, "file /opt/a/b/c (written by the Butane snippet) is inside /opt/a, a file written by files[0]"},
+		{"spec file inside a snippet link", worker(func(in *ignition.Input) {
+			in.Files = []ignition.File{{Path: "/opt/l/x", Content: []byte("a")}}
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  links:\n    - path: /opt/l\n      target: /var/l\n"
+		}), ignition.ErrInvalidInput, "butane", 0, "is inside /opt/l, a link written by the Butane snippet"},
+
+		// Paths a shell would split or expand.
+		{"file path with a space", worker(func(in *ignition.Input) {
+			in.Files = []ignition.File{{Path: "/etc/a b", Content: []byte("a")}}
+		}), ignition.ErrInvalidInput, "files[0]", 0, `file path "/etc/a b" contains ' '`},
+		{"file path with a command substitution", worker(func(in *ignition.Input) {
+			in.Files = []ignition.File{{Path: "/etc/$(reboot)", Content: []byte("a")}}
+		}), ignition.ErrInvalidInput, "files[0]", 0, `contains '$'`},
+		{"file path with a newline", worker(func(in *ignition.Input) {
+			in.Files = []ignition.File{{Path: "/etc/a\nb", Content: []byte("a")}}
+		}), ignition.ErrInvalidInput, "files[0]", 0, `contains '\n'`},
+		{"snippet directory with a semicolon", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  directories:\n    - path: /opt/a;b\n"
+		}), ignition.ErrInvalidInput, "butane", 0, `directory path "/opt/a;b" contains ';'`},
+		{"snippet link with a quote", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  links:\n    - path: \"/opt/a'b\"\n      target: /opt\n"
+		}), ignition.ErrInvalidInput, "butane", 0, `contains '\''`},
 		{"Kubernetes too old", worker(func(in *ignition.Input) { in.KubernetesVersion = "v1.21.9" }),
 			ignition.ErrUnsupportedKubernetesVersion, "version", 0, "v1.21.9"},
 		{"Kubernetes not a version", worker(func(in *ignition.Input) { in.KubernetesVersion = "latest" }),
@@ -309,6 +427,53 @@ func TestRenderRejectsBadInput(t *testing.T) {
 			assert.Contains(t, ierr.Error(), tc.contains)
 			assert.NotContains(t, ierr.Error(), testToken, "errors never carry the token")
 		})
+	}
+}
+
+// Inputs close to the rejected ones render: the checks refuse what is harmful, not what looks
+// like it.
+func TestRenderAcceptsNearMisses(t *testing.T) {
+	snippet := `variant: flatcar
+version: 1.0.0
+storage:
+  files:
+    - path: /etc/systemd/system-preset/10-x.preset
+      contents:
+        inline: |
+          enable *
+          # disable kubeadm.service
+          disable kubelet.service
+    - path: /etc/motd
+      user:
+        name: core
+  directories:
+    - path: /opt/a
+  links:
+    - path: /etc/kubeadm-config
+      target: /etc/kubeadm.yml
+systemd:
+  units:
+    - name: kubeadm-extra.service
+      dropins:
+        - name: 10-x.conf
+          contents: "[Service]\n"
+`
+	in := joinInput(ignition.VariantFlatcar, "v1.34.0")
+	in.Butane = snippet
+	in.Files = []ignition.File{{Path: "/opt/a/b", Content: []byte("b")}}
+	in.PreKubeadmCommands = []string{`echo a \\`, "cat > /etc/x <<EOF\nhello\nEOF", "if true; then\n  echo x\nfi"}
+	out, err := ignition.Render(in)
+	require.NoError(t, err)
+	script := fileContent(t, out.Data, ignition.KubeadmScriptPath)
+	assert.Contains(t, script, "\nfi\n\nkubeadm join --config /etc/kubeadm.yml\n", "an empty line before the kubeadm step")
+
+	// The owner-only entry keeps no mode, so Ignition keeps the existing file's.
+	cfg, _, err := ignconfig.Parse(out.Data)
+	require.NoError(t, err)
+	for _, f := range cfg.Storage.Files {
+		if f.Path == "/etc/motd" {
+			assert.Nil(t, f.Mode, "no mode for a file without contents")
+		}
 	}
 }
 
@@ -367,4 +532,13 @@ func specVersion(t testing.TB, data []byte) string {
 func deepString(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// gzipDataURL is s gzipped in a base64 data URL, as a compressed Ignition resource.
+func gzipDataURL(s string) string {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	_, _ = zw.Write([]byte(s))
+	_ = zw.Close()
+	return "data:;base64," + base64.StdEncoding.EncodeToString(b.Bytes())
 }

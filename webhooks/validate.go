@@ -46,9 +46,10 @@ type specCheck struct {
 // way `cabpi render` does, with placeholder credentials, for the node role it will have: that
 // finds what only a whole render sees (files at paths the provider owns, a snippet writing a
 // file of spec.files, a pin lower than the snippet needs, kubeadm configuration that cannot be
-// written). The renderer stops at its first error, so each error found is set aside (the file
-// replaced by a placeholder, the snippet dropped, ...) and the render repeated, until it
-// succeeds or nothing more can be set aside.
+// written, a pre- or post-kubeadm command that is not a complete shell command, paths that
+// clash once the snippet is merged). The renderer stops at its first error, so each error found
+// is set aside (the file or command replaced by a placeholder, the snippet dropped, ...) and the
+// render repeated, until it succeeds or nothing more can be set aside.
 //
 // Content in Secrets and ConfigMaps is not read: a Butane document from contentFrom is checked
 // by the controller when it renders, and a file's Secret content is a placeholder here.
@@ -136,6 +137,12 @@ func renderErrors(spec, work *bootstrapv1.IgnitionConfigSpec, role ignition.Role
 // filesField matches the renderer's field of a user file: "files[3]" or "files[3].permissions".
 var filesField = regexp.MustCompile(`^files\[(\d+)\](?:\.([a-zA-Z]+))?$`)
 
+// commandsField matches the renderer's field of a command: "preKubeadmCommands[3]".
+var commandsField = regexp.MustCompile(`^(preKubeadmCommands|postKubeadmCommands)\[(\d+)\]$`)
+
+// placeholderCommand stands in for a command whose error was reported.
+const placeholderCommand = "true"
+
 // blame turns a render error into a field error on the user's spec and sets aside, in work,
 // what it blames so the next render can look further. It reports false when nothing could be
 // set aside (the same error would come back).
@@ -179,6 +186,17 @@ func blame(ierr *ignition.Error, spec, work *bootstrapv1.IgnitionConfigSpec, p *
 			default:
 				return field.Invalid(fp.Child("path"), f.Path, msg), true
 			}
+		}
+	}
+	if m := commandsField.FindStringSubmatch(ierr.Field); m != nil {
+		i, err := strconv.Atoi(m[2])
+		specCommands, workCommands := spec.PreKubeadmCommands, work.PreKubeadmCommands
+		if m[1] == "postKubeadmCommands" {
+			specCommands, workCommands = spec.PostKubeadmCommands, work.PostKubeadmCommands
+		}
+		if err == nil && i < len(specCommands) && i < len(workCommands) {
+			workCommands[i] = placeholderCommand
+			return field.Invalid(p.Child(m[1]).Index(i), specCommands[i], msg), true
 		}
 	}
 	// The merged configuration, the variant or anything else: blame the spec as a whole.

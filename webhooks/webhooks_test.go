@@ -178,6 +178,17 @@ func TestAdmission(t *testing.T) {
 				})
 			},
 		},
+		{
+			name: "multi-line commands, a preset enabling units and a directory above a file",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.PreKubeadmCommands = []string{"cat > /etc/x <<EOF\nhello\nEOF", "echo a \\\\", "if true; then\n  echo x\nfi"}
+					s.PostKubeadmCommands = []string{`echo "it's done"`}
+					s.Butane.Inline = flatcarButane + "storage:\n  directories:\n  - path: /opt/app\n  files:\n  - path: /etc/systemd/system-preset/10-x.preset\n    contents:\n      inline: \"enable *\\n\"\n"
+					s.Files = []bootstrapv1.File{{Path: "/opt/app/config", Content: "x"}}
+				}))
+			},
+		},
 
 		// Butane snippet: webhook, field spec.butane.inline, with Butane's location.
 		{
@@ -271,6 +282,78 @@ func TestAdmission(t *testing.T) {
 				}))
 			},
 			want: []cause{{"spec.butane.inline", "writes /etc/app.conf, which files[0] writes too"}},
+		},
+
+		{
+			name: "snippet writing a drop-in for every service",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Butane.Inline = flatcarButane + "storage:\n  files:\n  - path: /etc/systemd/system/service.d/10-x.conf\n"
+				}))
+			},
+			want: []cause{{"spec.butane.inline", "conflicts with /etc/systemd/system/service.d written by the provider"}},
+		},
+		{
+			name: "snippet preset disabling kubeadm.service",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Butane.Inline = flatcarButane + "storage:\n  files:\n  - path: /etc/systemd/system-preset/10-x.preset\n    contents:\n      inline: \"disable *\\n\"\n"
+				}))
+			},
+			want: []cause{{"spec.butane.inline", `line "disable *" disables kubeadm.service`}},
+		},
+		{
+			name: "snippet hard link to /etc/kubeadm.yml",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Butane.Inline = flatcarButane + "storage:\n  links:\n  - path: /etc/x\n    target: /etc/kubeadm.yml\n    hard: true\n"
+				}))
+			},
+			want: []cause{{"spec.butane.inline", "hard link at /etc/x to /etc/kubeadm.yml"}},
+		},
+		{
+			name: "snippet directory at a file of spec.files",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Butane.Inline = flatcarButane + "storage:\n  directories:\n  - path: /opt/app\n"
+					s.Files = []bootstrapv1.File{{Path: "/opt/app", Content: "x"}}
+				}))
+			},
+			want: []cause{{"spec.butane.inline", "directory at /opt/app, where files[0] writes a file"}},
+		},
+		{
+			name: "snippet file inside a file of spec.files",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Butane.Inline = flatcarButane + "storage:\n  files:\n  - path: /opt/app/x\n"
+					s.Files = []bootstrapv1.File{{Path: "/opt/app", Content: "x"}}
+				}))
+			},
+			want: []cause{{"spec.butane.inline", "is inside /opt/app, a file written by files[0]"}},
+		},
+
+		// Commands: webhook, each on its own index.
+		{
+			name: "pre-kubeadm command with an unclosed quote",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.PreKubeadmCommands = []string{"echo ok", "true", "echo 'x"}
+				}))
+			},
+			want: []cause{{"spec.preKubeadmCommands[2]", "not a complete shell command: 1:6: reached EOF without closing quote"}},
+		},
+		{
+			name: "pre- and post-kubeadm commands with line continuations, all reported",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.PreKubeadmCommands = []string{"echo pre \\", "echo fine"}
+					s.PostKubeadmCommands = []string{"echo post &&"}
+				}))
+			},
+			want: []cause{
+				{"spec.preKubeadmCommands[0]", "ends with a line continuation"},
+				{"spec.postKubeadmCommands[0]", "must be followed by a statement"},
+			},
 		},
 
 		// Files: webhook (owned paths, owners, duplicates once cleaned) and schema.
@@ -390,6 +473,27 @@ func TestAdmission(t *testing.T) {
 			},
 			want: []cause{{"spec.butane", "set either inline or contentFrom, not both"}},
 		},
+		{
+			name: "file inside another file",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Files = []bootstrapv1.File{{Path: "/opt/a", Content: "a"}, {Path: "/opt/a/b", Content: "b"}}
+				}))
+			},
+			want: []cause{{"spec.files[1].path", "file /opt/a/b (written by files[1]) is inside /opt/a, a file written by files[0]"}},
+		},
+		{
+			name: "file path with shell metacharacters",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Files = []bootstrapv1.File{{Path: "/etc/a b", Content: "a"}, {Path: "/etc/$(reboot)", Content: "b"}}
+				}))
+			},
+			want: []cause{
+				{"spec.files[0].path", `file path "/etc/a b" contains ' '`},
+				{"spec.files[1].path", `contains '$'`},
+			},
+		},
 
 		// Variant and Ignition version.
 		{
@@ -487,6 +591,15 @@ func TestAdmission(t *testing.T) {
 				})
 			},
 			want: []cause{{"spec.template.spec.butane.inline", "conflicts with /etc/kubeadm.sh"}},
+		},
+		{
+			name: "template: pre-kubeadm command with an unclosed quote",
+			obj: func(*testing.T) client.Object {
+				return newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.PreKubeadmCommands = []string{"echo 'x"}
+				})
+			},
+			want: []cause{{"spec.template.spec.preKubeadmCommands[0]", "not a complete shell command"}},
 		},
 		{
 			name: "template: Ignition 3.0.0 for flatcar",

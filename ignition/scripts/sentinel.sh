@@ -1,4 +1,4 @@
-# Cluster API's bootstrap contract: this file tells infrastructure providers kubeadm succeeded.
+# The Cluster API bootstrap contract: this file tells infrastructure providers kubeadm succeeded.
 mkdir -p /run/cluster-api
 touch /run/cluster-api/bootstrap-success.complete
 # /etc/kubeadm.yml holds the bootstrap token; it is not needed once kubeadm has run, and its
