@@ -13,10 +13,11 @@ import (
 // the pool keeps creating instances from that Secret long after the first nodes joined. The old
 // token is left to expire, so instances booting from the previous data still join.
 //
-// A rotation that cannot happen keeps the current data, which works until its token expires, and
-// leaves DataSecretAvailable as it is: the data Secret is still there and usable. It is logged (and
-// a render failure is an event) and retried.
-func (r *Reconciler) rotatePoolToken(ctx context.Context, s *scope) (ctrl.Result, error) {
+// A rotation that cannot happen keeps the current data. While its token is still valid
+// (currentUsable) DataSecretAvailable stays as it is: the Secret is there and new instances still
+// join with it; the failure is logged (a render failure is also an event) and retried. Once the
+// token is expired or gone, the data no longer joins anything and the condition says why.
+func (r *Reconciler) rotatePoolToken(ctx context.Context, s *scope, currentUsable bool) (ctrl.Result, error) {
 	in, o, err := r.joinInput(ctx, s, ignition.RoleWorkerJoin)
 	if o == nil && err == nil {
 		var res ctrl.Result
@@ -24,6 +25,17 @@ func (r *Reconciler) rotatePoolToken(ctx context.Context, s *scope) (ctrl.Result
 		if o == nil && err == nil {
 			return res, nil
 		}
+	}
+	if !currentUsable {
+		res := ctrl.Result{}
+		if o != nil {
+			o.message = "The MachinePool's join token expired and cannot be replaced: " + o.message
+			res = o.apply(r, s.config)
+		}
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("replacing the MachinePool's expired join token: %w", err)
+		}
+		return res, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("rotating the MachinePool's join token: %w", err)
@@ -33,5 +45,6 @@ func (r *Reconciler) rotatePoolToken(ctx context.Context, s *scope) (ctrl.Result
 	if o.warn {
 		r.warn(s.config, o.reason, "MachinePool join token not rotated: "+o.message)
 	}
-	return ctrl.Result{RequeueAfter: o.requeue}, nil
+	// Look again no later than the next token check, so an expiry is reported when it happens.
+	return ctrl.Result{RequeueAfter: min(o.requeue, r.tokenCheckInterval())}, nil
 }

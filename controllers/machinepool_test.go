@@ -1,17 +1,20 @@
 package controllers_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/test/builder"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
@@ -23,27 +26,7 @@ import (
 func TestMachinePoolTokenRotation(t *testing.T) {
 	ctx := t.Context()
 	f := newCluster(t, clusterSetup{})
-	cfg := &bootstrapv1.IgnitionConfig{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "pool", Labels: map[string]string{clusterv1.ClusterNameLabel: f.cluster.Name}},
-	}
-	require.NoError(t, env.Client.Create(ctx, cfg))
-	require.NoError(t, env.Client.Create(ctx, builder.InfrastructureMachinePool(f.ns, "pool").Build()))
-	pool := &clusterv1.MachinePool{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "pool", Labels: map[string]string{clusterv1.ClusterNameLabel: f.cluster.Name}},
-		Spec: clusterv1.MachinePoolSpec{
-			ClusterName: f.cluster.Name,
-			Replicas:    ptr.To[int32](2),
-			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
-				ClusterName: f.cluster.Name,
-				Version:     testenv.KubernetesVersion,
-				Bootstrap:   clusterv1.Bootstrap{ConfigRef: testenv.IgnitionConfigRef("pool")},
-				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-					APIGroup: builder.InfrastructureGroupVersion.Group, Kind: builder.GenericInfrastructureMachinePoolKind, Name: "pool",
-				},
-			}},
-		},
-	}
-	require.NoError(t, env.Client.Create(ctx, pool))
+	pool := f.addMachinePool(t, "pool", bootstrapv1.IgnitionConfigSpec{})
 
 	waitForCondition(t, f.ns, "pool", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
 	first, _ := dataSecret(t, f.ns, "pool")
@@ -71,4 +54,82 @@ func TestMachinePoolTokenRotation(t *testing.T) {
 	assert.True(t, tokenExpiration(t, rotatedID).After(time.Now().Add(tokenTTL/2)), "the new token has a fresh TTL")
 	// The old token is left to expire: instances booted from the old data may still be joining.
 	tokenSecret(t, firstID)
+}
+
+// A rotation that fails (here: the config's spec was changed to something that does not render)
+// keeps the current data, which still works until its token expires: the Secret stays as it is,
+// DataSecretAvailable stays True (the MachinePool is not told its bootstrap data went away), and
+// the failure is a warning event. Once the token has expired, the condition turns False.
+func TestMachinePoolFailedRotationKeepsData(t *testing.T) {
+	ctx := t.Context()
+	f := newCluster(t, clusterSetup{})
+	f.addMachinePool(t, "pool", bootstrapv1.IgnitionConfigSpec{})
+	waitForCondition(t, f.ns, "pool", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	before, _ := dataSecret(t, f.ns, "pool")
+
+	cfg := getConfig(t, f.ns, "pool")
+	patch := client.MergeFrom(cfg.DeepCopy())
+	cfg.Spec.Butane.Inline = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files: {\n"
+	require.NoError(t, env.Client.Patch(ctx, cfg, patch))
+
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		list := &eventsv1.EventList{}
+		if !assert.NoError(c, env.Client.List(ctx, list, client.InNamespace(f.ns))) {
+			return
+		}
+		found := false
+		for _, e := range list.Items {
+			found = found || (e.Regarding.Name == "pool" && e.Reason == bootstrapv1.InvalidButaneReason &&
+				strings.Contains(e.Note, "MachinePool join token not rotated"))
+		}
+		assert.True(c, found, "a warning event says the rotation failed")
+	}, 3*tokenTTL, tick)
+
+	// Read the status first, then the clock: a status read before the token expired must say
+	// the data is available.
+	cfg = getConfig(t, f.ns, "pool")
+	tokenID := before.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+	require.True(t, time.Now().Before(tokenExpiration(t, tokenID)),
+		"the failed rotation was seen only after the token expired: the test machine is too slow for tokenTTL")
+	assert.Equal(t, ptr.To(true), cfg.Status.Initialization.DataSecretCreated)
+	assert.Equal(t, metav1.ConditionTrue, conditions.Get(cfg, bootstrapv1.DataSecretAvailableCondition).Status)
+	after, ok := dataSecret(t, f.ns, "pool")
+	require.True(t, ok)
+	assert.Equal(t, before.Data["value"], after.Data["value"], "the current data is kept")
+	assert.Equal(t, tokenID, after.Annotations[bootstrapv1.BootstrapTokenIDAnnotation])
+
+	// Once the token has expired the data joins nothing any more: now the condition says so.
+	cond := waitForCondition(t, f.ns, "pool", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.InvalidButaneReason)
+	assert.Contains(t, cond.Message, "join token expired")
+	assert.True(t, tokenExpiration(t, tokenID).Before(time.Now()))
+}
+
+// addMachinePool creates an IgnitionConfig with spec, a generic infrastructure machine pool and a
+// MachinePool of two replicas referencing both; CAPI's MachinePool controller then owns the config.
+func (f *clusterFixture) addMachinePool(t *testing.T, name string, spec bootstrapv1.IgnitionConfigSpec) *clusterv1.MachinePool {
+	t.Helper()
+	ctx := t.Context()
+	cfg := &bootstrapv1.IgnitionConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: f.cluster.Name}},
+		Spec:       spec,
+	}
+	require.NoError(t, env.Client.Create(ctx, cfg))
+	require.NoError(t, env.Client.Create(ctx, builder.InfrastructureMachinePool(f.ns, name).Build()))
+	pool := &clusterv1.MachinePool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: f.cluster.Name}},
+		Spec: clusterv1.MachinePoolSpec{
+			ClusterName: f.cluster.Name,
+			Replicas:    ptr.To[int32](2),
+			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
+				ClusterName: f.cluster.Name,
+				Version:     testenv.KubernetesVersion,
+				Bootstrap:   clusterv1.Bootstrap{ConfigRef: testenv.IgnitionConfigRef(name)},
+				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+					APIGroup: builder.InfrastructureGroupVersion.Group, Kind: builder.GenericInfrastructureMachinePoolKind, Name: name,
+				},
+			}},
+		},
+	}
+	require.NoError(t, env.Client.Create(ctx, pool))
+	return pool
 }

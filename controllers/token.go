@@ -120,7 +120,7 @@ func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *cor
 	switch {
 	case apierrors.IsNotFound(err) && s.isMachinePool():
 		log.Info("Join token of the MachinePool is gone, rotating it")
-		return r.rotatePoolToken(ctx, s)
+		return r.rotatePoolToken(ctx, s, false)
 	case apierrors.IsNotFound(err):
 		// The Machine's data was handed out with this token; a new token would not reach the node.
 		log.Info("Join token is gone before the node joined; the Machine may need to be replaced")
@@ -135,7 +135,7 @@ func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *cor
 		// A pool's data must stay usable for new instances: rotate past half the TTL.
 		if expiration.Before(now.Add(r.TokenTTL / 2)) {
 			log.Info("Rotating the MachinePool's join token")
-			return r.rotatePoolToken(ctx, s)
+			return r.rotatePoolToken(ctx, s, expiration.After(now))
 		}
 		return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil
 	}
