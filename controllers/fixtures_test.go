@@ -67,16 +67,22 @@ func newCluster(t *testing.T, s clusterSetup) *clusterFixture {
 	return &clusterFixture{ns: ns, cluster: cluster}
 }
 
+// addConfig creates an IgnitionConfig of the cluster; its owner (Machine or MachinePool) comes next.
+func (f *clusterFixture) addConfig(t *testing.T, name string, spec bootstrapv1.IgnitionConfigSpec) {
+	t.Helper()
+	cfg := &bootstrapv1.IgnitionConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: f.cluster.Name}},
+		Spec:       spec,
+	}
+	require.NoError(t, env.Client.Create(t.Context(), cfg))
+}
+
 // addMachine creates an IgnitionConfig with spec, its infrastructure machine and a Machine
 // referencing both; CAPI's Machine controller then owns the config.
 func (f *clusterFixture) addMachine(t *testing.T, name string, controlPlane bool, spec bootstrapv1.IgnitionConfigSpec, mutate ...func(*clusterv1.Machine)) *clusterv1.Machine {
 	t.Helper()
 	ctx := t.Context()
-	cfg := &bootstrapv1.IgnitionConfig{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: f.cluster.Name}},
-		Spec:       spec,
-	}
-	require.NoError(t, env.Client.Create(ctx, cfg))
+	f.addConfig(t, name, spec)
 	require.NoError(t, env.Client.Create(ctx, testenv.NewGenericInfraMachine(f.ns, name)))
 	m := testenv.NewMachine(f.cluster, name, controlPlane)
 	for _, fn := range mutate {

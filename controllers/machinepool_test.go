@@ -109,11 +109,7 @@ func TestMachinePoolFailedRotationKeepsData(t *testing.T) {
 func (f *clusterFixture) addMachinePool(t *testing.T, name string, spec bootstrapv1.IgnitionConfigSpec) *clusterv1.MachinePool {
 	t.Helper()
 	ctx := t.Context()
-	cfg := &bootstrapv1.IgnitionConfig{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: f.cluster.Name}},
-		Spec:       spec,
-	}
-	require.NoError(t, env.Client.Create(ctx, cfg))
+	f.addConfig(t, name, spec)
 	require.NoError(t, env.Client.Create(ctx, builder.InfrastructureMachinePool(f.ns, name).Build()))
 	pool := &clusterv1.MachinePool{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: f.cluster.Name}},
