@@ -82,7 +82,7 @@ test: tools clusterctl ## Run all tests against a real kube-apiserver, etcd, CAP
 
 .PHONY: test-update-golden
 test-update-golden: ## Rewrite golden files from the current renderer (review the diff!).
-	go test ./ignition/... -update
+	go test ./ignition/... ./internal/rendercmd/... -run Golden -update
 
 .PHONY: fuzz
 fuzz: ## Run the renderer fuzz target for FUZZTIME (default 60s).

@@ -13,12 +13,11 @@ import (
 	"sigs.k8s.io/cluster-api/util/secret"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
-// clusterCAHashes returns the discovery hashes of the <cluster>-ca certificate; nil when the
-// Secret does not exist (yet).
-func (r *Reconciler) clusterCAHashes(ctx context.Context, cluster *clusterv1.Cluster) ([]string, error) {
+// clusterCA returns the certificate of the <cluster>-ca Secret; nil when the Secret does not
+// exist (yet) or holds no certificate.
+func (r *Reconciler) clusterCA(ctx context.Context, cluster *clusterv1.Cluster) (*secret.Certificate, error) {
 	certs := secret.NewCertificatesForWorker("")
 	if err := certs.Lookup(ctx, r.Client, util.ObjectKey(cluster)); err != nil {
 		return nil, fmt.Errorf("looking up the CA of Cluster %s: %w", cluster.Name, err)
@@ -27,29 +26,7 @@ func (r *Reconciler) clusterCAHashes(ctx context.Context, cluster *clusterv1.Clu
 	if ca.KeyPair == nil || len(ca.KeyPair.Cert) == 0 {
 		return nil, nil
 	}
-	hashes, err := ca.Hashes()
-	if err != nil {
-		return nil, fmt.Errorf("hashing the CA of Cluster %s: %w", cluster.Name, err)
-	}
-	return hashes, nil
-}
-
-// certificateFiles turns looked-up certificates into files: keys 0600, certificates 0644, owned
-// by root (Ignition's default; naming "root" would make Ignition look the user up by name).
-func certificateFiles(certs secret.Certificates) []ignition.File {
-	var files []ignition.File
-	for _, c := range certs {
-		if c.KeyPair == nil {
-			continue
-		}
-		if len(c.KeyPair.Cert) > 0 {
-			files = append(files, ignition.File{Path: c.CertFile, Content: c.KeyPair.Cert, Mode: 0o644})
-		}
-		if len(c.KeyPair.Key) > 0 {
-			files = append(files, ignition.File{Path: c.KeyFile, Content: c.KeyPair.Key, Mode: 0o600})
-		}
-	}
-	return files
+	return ca, nil
 }
 
 // lookupCertificates finds certs; when generate is true the missing ones are created (owned by

@@ -13,6 +13,7 @@ import (
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
 
 // reconcileInit renders kubeadm init for the first control-plane Machine of a Cluster. Only the
@@ -52,7 +53,7 @@ func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (_ ctrl.Result
 		}
 		return ctrl.Result{}, err
 	}
-	in.Certificates = certificateFiles(certs)
+	in.Certificates = configinput.CertificateFiles(certs)
 
 	out, err := ignition.Render(in)
 	if err != nil {

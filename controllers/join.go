@@ -12,6 +12,7 @@ import (
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
 
 // placeholderToken stands in for the join token in a dry render: the token is created in the
@@ -50,7 +51,7 @@ func (r *Reconciler) joinInput(ctx context.Context, s *scope, role ignition.Role
 		if o, err := r.lookupCertificates(ctx, s, certs, false); err != nil || o != nil {
 			return in, o, err
 		}
-		in.Certificates = certificateFiles(certs)
+		in.Certificates = configinput.CertificateFiles(certs)
 		if join.ControlPlane == nil {
 			join.ControlPlane = &bootstrapkubeadmv1.JoinControlPlane{}
 		}
@@ -65,28 +66,52 @@ func (r *Reconciler) joinInput(ctx context.Context, s *scope, role ignition.Role
 	return in, nil, nil
 }
 
-// fillDiscovery completes kubeadm's discovery: the user's file discovery is respected; otherwise
-// bootstrap-token discovery against the Cluster's endpoint, pinned to the cluster CA.
+// fillDiscovery completes kubeadm's discovery from the Cluster. File discovery is the user's;
+// a kubeconfig it describes gets the Cluster's endpoint and CA where it leaves them out, as
+// Cluster API's KubeadmConfig does. Otherwise bootstrap-token discovery is pinned to the cluster
+// CA, against the Cluster's endpoint.
 func (r *Reconciler) fillDiscovery(ctx context.Context, s *scope, join *bootstrapkubeadmv1.JoinConfiguration) (*outcome, error) {
-	if join.Discovery.File.IsDefined() {
-		return nil, nil
+	needsEndpoint, needsCA := configinput.DiscoveryKubeconfigNeeds(join)
+	if !join.Discovery.File.IsDefined() {
+		needsEndpoint = join.Discovery.BootstrapToken.APIServerEndpoint == ""
+		needsCA = len(join.Discovery.BootstrapToken.CACertHashes) == 0
 	}
-	bt := &join.Discovery.BootstrapToken
-	if bt.APIServerEndpoint == "" {
+	endpoint := ""
+	if needsEndpoint {
 		if !s.cluster.Spec.ControlPlaneEndpoint.IsValid() {
 			return waitFor(bootstrapv1.WaitingForControlPlaneEndpointReason,
 				"Waiting for Cluster spec.controlPlaneEndpoint to be set"), nil
 		}
-		bt.APIServerEndpoint = s.cluster.Spec.ControlPlaneEndpoint.String()
+		endpoint = s.cluster.Spec.ControlPlaneEndpoint.String()
 	}
-	if len(bt.CACertHashes) == 0 {
-		hashes, err := r.clusterCAHashes(ctx, s.cluster)
-		if err != nil {
+	var ca *secret.Certificate
+	if needsCA {
+		var err error
+		if ca, err = r.clusterCA(ctx, s.cluster); err != nil {
 			return nil, err
 		}
-		if len(hashes) == 0 {
+		if ca == nil {
 			return waitFor(bootstrapv1.WaitingForClusterCAReason,
 				fmt.Sprintf("Waiting for Secret %s to hold the cluster CA certificate", secret.Name(s.cluster.Name, secret.ClusterCA))), nil
+		}
+	}
+
+	if join.Discovery.File.IsDefined() {
+		var caCert []byte
+		if ca != nil {
+			caCert = ca.KeyPair.Cert
+		}
+		configinput.DefaultDiscoveryKubeconfig(join, endpoint, caCert)
+		return nil, nil
+	}
+	bt := &join.Discovery.BootstrapToken
+	if endpoint != "" {
+		bt.APIServerEndpoint = endpoint
+	}
+	if ca != nil {
+		hashes, err := ca.Hashes()
+		if err != nil {
+			return nil, fmt.Errorf("hashing the CA of Cluster %s: %w", s.cluster.Name, err)
 		}
 		bt.CACertHashes = hashes
 	}

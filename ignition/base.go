@@ -1,7 +1,6 @@
 package ignition
 
 import (
-	_ "embed"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -23,22 +22,20 @@ const (
 	defaultFileMode   = 0o644
 )
 
-//go:embed units/kubeadm.service
-var kubeadmUnit string
-
 // baseConfig is the provider's part of the config: kubeadm's configuration and script, the
-// unit that runs the script, certificates and the user's files. Every file has an explicit mode
+// unit that runs the script, the provider's other files (certificates, the discovery
+// kubeconfig) and the user's files. Every file has an explicit mode
 // and overwrite, and uncompressed data URL contents: CAPD's Ignition reader needs the mode,
 // ignores compression and does not understand append.
-func baseConfig(kubeadmYAML, script string, certificates, files []File) types.Config {
+func baseConfig(kubeadmYAML, script, unit string, provider []ownedFile, files []File) types.Config {
 	cfg := types.Config{Ignition: types.Ignition{Version: baseSpecVersion}}
 	add := func(f File) {
 		cfg.Storage.Files = append(cfg.Storage.Files, ignitionFile(f))
 	}
 	add(File{Path: KubeadmConfigPath, Content: []byte(kubeadmYAML), Mode: kubeadmConfigMode})
 	add(File{Path: KubeadmScriptPath, Content: []byte(script), Mode: kubeadmScriptMode})
-	for _, f := range certificates {
-		add(f)
+	for _, f := range provider {
+		add(f.File)
 	}
 	for _, f := range files {
 		add(f)
@@ -46,7 +43,7 @@ func baseConfig(kubeadmYAML, script string, certificates, files []File) types.Co
 	cfg.Systemd.Units = []types.Unit{{
 		Name:     KubeadmUnitName,
 		Enabled:  ptr(true),
-		Contents: ptr(kubeadmUnit),
+		Contents: ptr(unit),
 	}}
 	return cfg
 }

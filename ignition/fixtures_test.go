@@ -2,6 +2,7 @@ package ignition_test
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -154,3 +155,8 @@ func golden(t *testing.T, name string, got []byte) {
 
 // userTaint is a taint a user set on a worker.
 var userTaint = corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+
+// butaneDropin is a flatcar snippet adding one drop-in to unit.
+func butaneDropin(unit, contents string) string {
+	return fmt.Sprintf("variant: flatcar\nversion: 1.0.0\nsystemd:\n  units:\n    - name: %s\n      dropins:\n        - name: 10-x.conf\n          contents: %q\n", unit, contents)
+}

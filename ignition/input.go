@@ -75,6 +75,10 @@ type Input struct {
 	PreKubeadmCommands  []string
 	PostKubeadmCommands []string
 
+	// NodeName, when set, names the node (and optionally sets its provider ID) from the
+	// platform's metadata service at first boot, instead of nodeRegistration.name.
+	NodeName *NodeNameFromMetadata
+
 	// Butane is the user's Butane document (YAML), empty for none.
 	Butane string
 	// ButaneStrict makes Butane warnings errors.

@@ -1,12 +1,16 @@
 package ignition
 
 import (
+	"path"
 	"slices"
 
 	"github.com/blang/semver/v4"
 	corev1 "k8s.io/api/core/v1"
+	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	kubeadmtypes "sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/types"
+	"sigs.k8s.io/yaml"
 )
 
 // kubeadmDocumentSeparator joins the ClusterConfiguration and InitConfiguration documents of
@@ -39,31 +43,47 @@ func parseKubernetesVersion(v string) (semver.Version, *Error) {
 
 // kubeadmConfig writes /etc/kubeadm.yml for the role: ClusterConfiguration and
 // InitConfiguration for init, JoinConfiguration for the join roles, in the kubeadm API version
-// that Cluster API picks for the Kubernetes version.
-func kubeadmConfig(in *Input, ver semver.Version) (string, *Error) {
+// that Cluster API picks for the Kubernetes version. Files the configuration needs on the node
+// (the discovery kubeconfig) are returned too. md names the node from metadata (nil: no).
+func kubeadmConfig(in *Input, ver semver.Version, md *metadataSource) (string, []ownedFile, *Error) {
+	providerID := in.NodeName != nil && in.NodeName.ProviderID
 	switch in.Role {
 	case RoleInit:
+		init := &bootstrapv1.InitConfiguration{}
+		if in.InitConfiguration != nil {
+			init = in.InitConfiguration.DeepCopy()
+		}
+		if ierr := applyNodeName(&init.NodeRegistration, md, providerID, "initConfiguration.nodeRegistration"); ierr != nil {
+			return "", nil, ierr
+		}
 		cluster, err := kubeadmtypes.MarshalClusterConfigurationForVersion(in.ClusterConfiguration, ver, in.ClusterData)
 		if err != nil {
-			return "", errorf(ErrInvalidInput, "clusterConfiguration", "cannot write kubeadm ClusterConfiguration: %v", err)
+			return "", nil, errorf(ErrInvalidInput, "clusterConfiguration", "cannot write kubeadm ClusterConfiguration: %v", err)
 		}
-		init, err := kubeadmtypes.MarshalInitConfigurationForVersion(in.InitConfiguration, ver)
+		initYAML, err := kubeadmtypes.MarshalInitConfigurationForVersion(init, ver)
 		if err != nil {
-			return "", errorf(ErrInvalidInput, "initConfiguration", "cannot write kubeadm InitConfiguration: %v", err)
+			return "", nil, errorf(ErrInvalidInput, "initConfiguration", "cannot write kubeadm InitConfiguration: %v", err)
 		}
-		return cluster + kubeadmDocumentSeparator + init, nil
+		return cluster + kubeadmDocumentSeparator + initYAML, nil, nil
 	case RoleControlPlaneJoin, RoleWorkerJoin:
 		join, ierr := joinConfigurationFor(in.Role, in.JoinConfiguration)
 		if ierr != nil {
-			return "", ierr
+			return "", nil, ierr
+		}
+		if ierr := applyNodeName(&join.NodeRegistration, md, providerID, "joinConfiguration.nodeRegistration"); ierr != nil {
+			return "", nil, ierr
+		}
+		files, ierr := discoveryFiles(&join.Discovery)
+		if ierr != nil {
+			return "", nil, ierr
 		}
 		out, err := kubeadmtypes.MarshalJoinConfigurationForVersion(join, ver)
 		if err != nil {
-			return "", errorf(ErrInvalidInput, "joinConfiguration", "cannot write kubeadm JoinConfiguration: %v", err)
+			return "", nil, errorf(ErrInvalidInput, "joinConfiguration", "cannot write kubeadm JoinConfiguration: %v", err)
 		}
-		return out, nil
+		return out, files, nil
 	default:
-		return "", errorf(ErrInvalidInput, "role", "unknown role %q", in.Role)
+		return "", nil, errorf(ErrInvalidInput, "role", "unknown role %q", in.Role)
 	}
 }
 
@@ -76,6 +96,9 @@ func kubeadmConfig(in *Input, ver semver.Version) (string, *Error) {
 func joinConfigurationFor(role Role, jc *bootstrapv1.JoinConfiguration) (*bootstrapv1.JoinConfiguration, *Error) {
 	if jc == nil {
 		return nil, errorf(ErrInvalidInput, "joinConfiguration", "a %s join needs a JoinConfiguration", role)
+	}
+	if ierr := checkTokens(&jc.Discovery); ierr != nil {
+		return nil, ierr
 	}
 	out := jc.DeepCopy()
 	switch role {
@@ -92,6 +115,97 @@ func joinConfigurationFor(role Role, jc *bootstrapv1.JoinConfiguration) (*bootst
 		}
 	}
 	return out, nil
+}
+
+// BootstrapTokenPattern is the form kubeadm accepts for a bootstrap token.
+const BootstrapTokenPattern = "[a-z0-9]{6}.[a-z0-9]{16}"
+
+// checkTokens refuses a discovery or TLS bootstrap token kubeadm would refuse at boot. The
+// message never repeats the token: it is a credential.
+func checkTokens(d *bootstrapv1.Discovery) *Error {
+	for _, t := range []struct{ field, value string }{
+		{"joinConfiguration.discovery.bootstrapToken.token", d.BootstrapToken.Token},
+		{"joinConfiguration.discovery.tlsBootstrapToken", d.TLSBootstrapToken},
+	} {
+		if t.value != "" && !bootstraputil.IsValidBootstrapToken(t.value) {
+			return errorf(ErrInvalidInput, t.field, "not a kubeadm bootstrap token: it must match %s", BootstrapTokenPattern)
+		}
+	}
+	return nil
+}
+
+// discoveryKubeconfigField is where the discovery kubeconfig file comes from in the spec.
+const discoveryKubeconfigField = "joinConfiguration.discovery.file"
+
+// discoveryKubeconfigMode: the kubeconfig may carry credentials (exec environment, auth provider
+// configuration).
+const discoveryKubeconfigMode = 0o600
+
+// discoveryFiles writes the kubeconfig of file discovery when the configuration describes it
+// (discovery.file.kubeConfig) rather than pointing at a file the user provides, as Cluster
+// API's KubeadmConfig does. The server and CA must be filled in (from the Cluster) before.
+func discoveryFiles(d *bootstrapv1.Discovery) ([]ownedFile, *Error) {
+	f := d.File
+	if !f.KubeConfig.IsDefined() {
+		return nil, nil
+	}
+	if !path.IsAbs(f.KubeConfigPath) {
+		return nil, errorf(ErrInvalidInput, discoveryKubeconfigField+".kubeConfigPath",
+			"%q is not an absolute path: with kubeConfig set, the kubeconfig is written to the node at kubeConfigPath", f.KubeConfigPath)
+	}
+	c := f.KubeConfig.Cluster
+	if c.Server == "" {
+		return nil, errorf(ErrInvalidInput, discoveryKubeconfigField+".kubeConfig.cluster.server", "the discovery kubeconfig has no server")
+	}
+	insecure := c.InsecureSkipTLSVerify != nil && *c.InsecureSkipTLSVerify
+	if len(c.CertificateAuthorityData) == 0 && !insecure {
+		return nil, errorf(ErrInvalidInput, discoveryKubeconfigField+".kubeConfig.cluster.certificateAuthorityData",
+			"the discovery kubeconfig has no certificate authority")
+	}
+	user := clientcmdv1.AuthInfo{}
+	if p := f.KubeConfig.User.AuthProvider; p.IsDefined() {
+		user.AuthProvider = &clientcmdv1.AuthProviderConfig{Name: p.Name, Config: p.Config}
+	}
+	if e := f.KubeConfig.User.Exec; e.IsDefined() {
+		apiVersion := e.APIVersion
+		if apiVersion == "" {
+			apiVersion = "client.authentication.k8s.io/v1"
+		}
+		user.Exec = &clientcmdv1.ExecConfig{
+			Command:            e.Command,
+			Args:               e.Args,
+			APIVersion:         apiVersion,
+			ProvideClusterInfo: e.ProvideClusterInfo != nil && *e.ProvideClusterInfo,
+			// Nobody is at the console at first boot.
+			InteractiveMode: clientcmdv1.NeverExecInteractiveMode,
+		}
+		for _, env := range e.Env {
+			user.Exec.Env = append(user.Exec.Env, clientcmdv1.ExecEnvVar{Name: env.Name, Value: env.Value})
+		}
+	}
+	const name = "default"
+	kubeconfig := clientcmdv1.Config{
+		Kind:           "Config",
+		APIVersion:     "v1",
+		CurrentContext: name,
+		Clusters: []clientcmdv1.NamedCluster{{Name: name, Cluster: clientcmdv1.Cluster{
+			Server:                   c.Server,
+			TLSServerName:            c.TLSServerName,
+			InsecureSkipTLSVerify:    insecure,
+			CertificateAuthorityData: c.CertificateAuthorityData,
+			ProxyURL:                 c.ProxyURL,
+		}}},
+		AuthInfos: []clientcmdv1.NamedAuthInfo{{Name: name, AuthInfo: user}},
+		Contexts:  []clientcmdv1.NamedContext{{Name: name, Context: clientcmdv1.Context{Cluster: name, AuthInfo: name}}},
+	}
+	data, err := yaml.Marshal(kubeconfig)
+	if err != nil {
+		return nil, errorf(ErrInvalidInput, discoveryKubeconfigField+".kubeConfig", "cannot write the discovery kubeconfig: %v", err)
+	}
+	return []ownedFile{{
+		File:  File{Path: f.KubeConfigPath, Content: data, Mode: discoveryKubeconfigMode},
+		field: discoveryKubeconfigField + ".kubeConfigPath",
+	}}, nil
 }
 
 // withUninitializedTaint returns the taints plus the uninitialized taint, in a new slice, unless

@@ -24,14 +24,23 @@ const (
 
 // ownedPaths are the paths the provider writes or relies on for every node. Certificate paths
 // are owned too, but only Render knows them. 20-ignition.preset is where Ignition enables
-// kubeadm.service; a file or link there would drop that line.
+// kubeadm.service; a file or link there would drop that line. Drop-ins of kubeadm.service under
+// systemdUnitDir are not owned but checked (dropin.go); those in system.control and
+// system.attached are owned, as systemd applies them over everything else.
 var ownedPaths = func() []string {
-	owned := []string{KubeadmConfigPath, KubeadmScriptPath, SentinelPath, ignitionPresetPath}
-	for _, dir := range []string{systemdUnitDir, "/etc/systemd/system.control", "/etc/systemd/system.attached"} {
+	owned := []string{KubeadmConfigPath, KubeadmScriptPath, SentinelPath, ignitionPresetPath, systemdUnitDir + "/" + KubeadmUnitName}
+	for _, dir := range []string{"/etc/systemd/system.control", "/etc/systemd/system.attached"} {
 		owned = append(owned, dir+"/"+KubeadmUnitName, dir+"/"+KubeadmUnitName+".d", dir+"/service.d")
 	}
 	return owned
 }()
+
+// ownedFile is a file the provider writes besides its fixed ones (a certificate, the discovery
+// kubeconfig), with the input field it comes from, for errors.
+type ownedFile struct {
+	File
+	field string
+}
 
 // nodeKind is the kind of filesystem node a config writes.
 type nodeKind string
@@ -64,11 +73,12 @@ func isBelow(p, dir string) bool {
 	return strings.HasPrefix(p, dir+"/")
 }
 
-// checkSnippet rejects a snippet that writes an owned path or unit (certificates are the extra
-// owned paths Render knows), that disables kubeadm.service through a preset, or that replaces
-// the whole config, which would drop the bootstrap.
-func checkSnippet(s *snippet, certificatePaths []string) *Error {
-	owned := append(append([]string(nil), ownedPaths...), certificatePaths...)
+// checkSnippet rejects a snippet that writes an owned path or unit (the provider's other files
+// are the extra owned paths Render knows), that disables kubeadm.service through a preset, that
+// adds a drop-in to kubeadm.service breaking its contract, or that replaces the whole config,
+// which would drop the bootstrap.
+func checkSnippet(s *snippet, providerPaths []string) *Error {
+	owned := append(append([]string(nil), ownedPaths...), providerPaths...)
 	storage := s.config.Storage
 	for _, n := range s.nodes() {
 		if o := ownedConflict(n.path, n.kind, owned); o != "" {
@@ -85,6 +95,9 @@ func checkSnippet(s *snippet, certificatePaths []string) *Error {
 		if ierr := checkSnippetPreset(f); ierr != nil {
 			return ierr
 		}
+		if ierr := checkSnippetDropinFile(f); ierr != nil {
+			return ierr
+		}
 	}
 	for _, u := range s.config.Systemd.Units {
 		if ierr := checkSnippetUnit(u, owned); ierr != nil {
@@ -98,11 +111,47 @@ func checkSnippet(s *snippet, certificatePaths []string) *Error {
 	return nil
 }
 
+// checkSnippetDropinFile checks a snippet file that systemd reads as a drop-in of
+// kubeadm.service; its contents must be readable here to be checked.
+func checkSnippetDropinFile(f exptypes.File) *Error {
+	p := path.Clean(f.Path)
+	if !kubeadmDropinPath(p) {
+		return nil
+	}
+	content, unreadable := snippetFileContent(f)
+	if unreadable != "" {
+		return errorf(ErrOwnedPathConflict, butaneField,
+			"the Butane snippet writes the drop-in %s for %s, whose contents cannot be checked (%s)", f.Path, KubeadmUnitName, unreadable)
+	}
+	if problem := checkDropin(p, content); problem != "" {
+		return errorf(ErrOwnedPathConflict, butaneField, "the Butane snippet writes %s", problem)
+	}
+	return nil
+}
+
+// snippetFileContent is what a snippet file ends up holding, contents then appends, or why it
+// cannot be read here. A line may start in one part and end in the next, so they are checked
+// together.
+func snippetFileContent(f exptypes.File) (content []byte, unreadable string) {
+	for _, r := range append([]exptypes.Resource{f.Contents}, f.Append...) {
+		part, unreadable := resourceContent(r)
+		if unreadable != "" {
+			return nil, unreadable
+		}
+		content = append(content, part...)
+	}
+	return content, ""
+}
+
 // checkSnippetLink rejects a hard link to an owned path: it shares the owned file's inode, so
 // writing or appending through the link changes, say, /etc/kubeadm.sh. Ignition resolves a
 // relative target from the root. A link in the preset directory is rejected too: what it points
 // to cannot be checked for a line disabling kubeadm.service.
 func checkSnippetLink(l exptypes.Link, owned []string) *Error {
+	if inKubeadmDropinDir(path.Clean(l.Path)) {
+		return errorf(ErrOwnedPathConflict, butaneField,
+			"the Butane snippet writes a link at %s, a drop-in directory of %s: what a link points to cannot be checked", l.Path, KubeadmUnitName)
+	}
 	if isBelow(path.Clean(l.Path), systemdPresetDir) {
 		return errorf(ErrOwnedPathConflict, butaneField,
 			"the Butane snippet writes a link at %s: a preset file there could disable %s, which the provider enables, "+
@@ -130,17 +179,11 @@ func checkSnippetPreset(f exptypes.File) *Error {
 	if !isBelow(path.Clean(f.Path), systemdPresetDir) {
 		return nil
 	}
-	// The contents and what is appended end up one file: a line may start in one and end in
-	// the next, so they are checked together.
-	var all []byte
-	for _, r := range append([]exptypes.Resource{f.Contents}, f.Append...) {
-		content, unreadable := resourceContent(r)
-		if unreadable != "" {
-			return errorf(ErrOwnedPathConflict, butaneField,
-				"the Butane snippet writes the preset file %s, whose contents cannot be checked (%s): a preset could disable %s, which the provider enables",
-				f.Path, unreadable, KubeadmUnitName)
-		}
-		all = append(all, content...)
+	all, unreadable := snippetFileContent(f)
+	if unreadable != "" {
+		return errorf(ErrOwnedPathConflict, butaneField,
+			"the Butane snippet writes the preset file %s, whose contents cannot be checked (%s): a preset could disable %s, which the provider enables",
+			f.Path, unreadable, KubeadmUnitName)
 	}
 	if line := presetDisablesKubeadm(all); line != "" {
 		return errorf(ErrOwnedPathConflict, butaneField,
@@ -150,30 +193,27 @@ func checkSnippetPreset(f exptypes.File) *Error {
 	return nil
 }
 
-// checkSnippetUnit rejects a unit that is kubeadm.service, or that Ignition would write at an
-// owned path. A unit name is a glob to systemd's presets: Ignition writes `disable NAME` for a
+// checkSnippetUnit rejects a unit that defines, masks or disables kubeadm.service, or that
+// Ignition would write at an owned path; drop-ins of kubeadm.service are checked like any other
+// drop-in file. A unit name is a glob to systemd's presets: Ignition writes `disable NAME` for a
 // disabled unit, so a name matching kubeadm.service ("kube*.service") is refused like the unit
 // itself. Ignition joins unit and drop-in names to the unit directory unchecked, so a name with
 // "../" can reach system.control or service.d: the paths are checked as Ignition builds them.
 func checkSnippetUnit(u exptypes.Unit, owned []string) *Error {
 	if matched, err := path.Match(u.Name, KubeadmUnitName); matched || err != nil {
-		what := "defines"
-		switch {
-		case u.Mask != nil && *u.Mask:
-			what = "masks"
-		case len(u.Dropins) > 0:
-			what = "adds drop-ins to"
+		if !onlyDropins(u) {
+			return kubeadmUnitConflict(u)
 		}
-		unit := KubeadmUnitName
-		if u.Name != KubeadmUnitName {
-			unit = fmt.Sprintf("%s, which matches %s", u.Name, KubeadmUnitName)
-		}
-		return errorf(ErrOwnedPathConflict, butaneField, "the Butane snippet %s unit %s, which the provider owns", what, unit)
 	}
 	unitPath := path.Join(systemdUnitDir, u.Name)
-	if o := ownedConflict(unitPath, nodeFile, owned); o != "" {
+	if o := ownedConflict(unitPath, nodeFile, owned); o != "" && !onlyDropins(u) {
 		return errorf(ErrOwnedPathConflict, butaneField,
 			"the Butane snippet defines unit %s, which Ignition writes at %s and conflicts with %s written by the provider", u.Name, unitPath, o)
+	}
+	if u.Contents != nil && kubeadmDropinPath(unitPath) {
+		if problem := checkDropin(unitPath, []byte(*u.Contents)); problem != "" {
+			return errorf(ErrOwnedPathConflict, butaneField, "the Butane snippet writes %s", problem)
+		}
 	}
 	for _, d := range u.Dropins {
 		dropinPath := path.Join(systemdUnitDir, u.Name+".d", d.Name)
@@ -182,8 +222,37 @@ func checkSnippetUnit(u exptypes.Unit, owned []string) *Error {
 				"the Butane snippet adds drop-in %s to unit %s, which Ignition writes at %s and conflicts with %s written by the provider",
 				d.Name, u.Name, dropinPath, o)
 		}
+		if kubeadmDropinPath(dropinPath) && d.Contents != nil {
+			if problem := checkDropin(dropinPath, []byte(*d.Contents)); problem != "" {
+				return errorf(ErrOwnedPathConflict, butaneField, "the Butane snippet adds %s", problem)
+			}
+		}
 	}
 	return nil
+}
+
+// onlyDropins is true for the unit entry exactly named kubeadm.service that only adds drop-ins
+// (enabling it again changes nothing): merged over the provider's unit, it keeps its contents.
+func onlyDropins(u exptypes.Unit) bool {
+	return u.Name == KubeadmUnitName && u.Contents == nil &&
+		(u.Mask == nil || !*u.Mask) && (u.Enabled == nil || *u.Enabled)
+}
+
+// kubeadmUnitConflict says how a unit entry matching kubeadm.service overrides it.
+func kubeadmUnitConflict(u exptypes.Unit) *Error {
+	what := "defines"
+	switch {
+	case u.Mask != nil && *u.Mask:
+		what = "masks"
+	case u.Enabled != nil && !*u.Enabled:
+		what = "disables"
+	}
+	unit := KubeadmUnitName
+	if u.Name != KubeadmUnitName {
+		unit = fmt.Sprintf("%s, which matches %s", u.Name, KubeadmUnitName)
+	}
+	return errorf(ErrOwnedPathConflict, butaneField,
+		"the Butane snippet %s unit %s, which the provider owns (drop-ins for it are allowed)", what, unit)
 }
 
 // maxPresetBytes bounds what a compressed preset file may expand to while it is checked; preset
@@ -239,9 +308,10 @@ func presetDisablesKubeadm(content []byte) string {
 	return ""
 }
 
-// checkFiles validates the user's files and the certificates: absolute paths, no path twice,
-// sane modes and owners, and no user file at a path the provider owns.
-func checkFiles(certificates, files []File) *Error {
+// checkFiles validates the user's files and the provider's other files: absolute paths, no
+// path twice, sane modes and owners, no user file at a path the provider owns, and drop-ins of
+// kubeadm.service that keep its contract.
+func checkFiles(provider []ownedFile, files []File) *Error {
 	seen := map[string]string{}
 	check := func(field string, f File, owned []string) *Error {
 		if !path.IsAbs(f.Path) {
@@ -264,6 +334,11 @@ func checkFiles(certificates, files []File) *Error {
 					f.Path, line, KubeadmUnitName)
 			}
 		}
+		if kubeadmDropinPath(clean) {
+			if problem := checkDropin(clean, f.Content); problem != "" {
+				return errorf(ErrOwnedPathConflict, field+".content", "%s", problem)
+			}
+		}
 		if f.Mode < 0 || f.Mode > 0o7777 {
 			return errorf(ErrInvalidInput, field, "mode %#o is not a file mode (0 to 07777)", f.Mode)
 		}
@@ -272,12 +347,12 @@ func checkFiles(certificates, files []File) *Error {
 		}
 		return nil
 	}
-	for i, c := range certificates {
-		if err := check(fmt.Sprintf("certificates[%d]", i), c, ownedPaths); err != nil {
+	for _, p := range provider {
+		if err := check(p.field, p.File, ownedPaths); err != nil {
 			return err
 		}
 	}
-	owned := append(append([]string(nil), ownedPaths...), paths(certificates)...)
+	owned := append(append([]string(nil), ownedPaths...), ownedFilePaths(provider)...)
 	for i, f := range files {
 		if err := check(fmt.Sprintf("files[%d]", i), f, owned); err != nil {
 			return err
@@ -328,10 +403,19 @@ func (s *snippet) nodes() []node {
 	return nodes
 }
 
-func paths(files []File) []string {
+func ownedFilePaths(files []ownedFile) []string {
 	out := make([]string, 0, len(files))
 	for _, f := range files {
 		out = append(out, path.Clean(f.Path))
+	}
+	return out
+}
+
+// certificateFiles names the certificates after their input field.
+func certificateFiles(certificates []File) []ownedFile {
+	out := make([]ownedFile, 0, len(certificates))
+	for i, c := range certificates {
+		out = append(out, ownedFile{File: c, field: fmt.Sprintf("certificates[%d]", i)})
 	}
 	return out
 }

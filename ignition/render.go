@@ -35,7 +35,16 @@ func render(in *Input) (Output, *Error, error) {
 	if ierr := validateIgnitionVersion(in.Variant, in.IgnitionVersion); ierr != nil {
 		return Output{}, ierr, nil
 	}
-	if ierr := checkFiles(in.Certificates, in.Files); ierr != nil {
+	metadata, ierr := metadataFor(in.Variant, in.NodeName)
+	if ierr != nil {
+		return Output{}, ierr, nil
+	}
+	kubeadmYAML, generated, ierr := kubeadmConfig(in, kubeVersion, metadata)
+	if ierr != nil {
+		return Output{}, ierr, nil
+	}
+	provider := append(certificateFiles(in.Certificates), generated...)
+	if ierr := checkFiles(provider, in.Files); ierr != nil {
 		return Output{}, ierr, nil
 	}
 	if ierr := checkCommands(in.PreKubeadmCommands, in.PostKubeadmCommands); ierr != nil {
@@ -48,7 +57,7 @@ func render(in *Input) (Output, *Error, error) {
 	var emitted string
 	var snippetJSON []byte
 	if snip != nil {
-		if ierr := checkSnippet(snip, paths(in.Certificates)); ierr != nil {
+		if ierr := checkSnippet(snip, ownedFilePaths(provider)); ierr != nil {
 			return Output{}, ierr, nil
 		}
 		if ierr := checkSnippetAgainstFiles(snip, in.Files); ierr != nil {
@@ -61,19 +70,23 @@ func render(in *Input) (Output, *Error, error) {
 		return Output{}, ierr, nil
 	}
 
-	kubeadmYAML, ierr := kubeadmConfig(in, kubeVersion)
-	if ierr != nil {
-		return Output{}, ierr, nil
+	var substitutions []string
+	if metadata != nil {
+		substitutions = metadata.substitutions(in.NodeName.ProviderID)
 	}
-	script, err := kubeadmScript(in.Role, in.PreKubeadmCommands, in.PostKubeadmCommands)
+	script, err := kubeadmScript(in.Role, substitutions, in.PreKubeadmCommands, in.PostKubeadmCommands)
 	if err != nil {
 		return Output{}, nil, err
 	}
-	base, err := json.Marshal(baseConfig(kubeadmYAML, script, in.Certificates, in.Files))
+	unit, err := kubeadmUnit(metadata)
+	if err != nil {
+		return Output{}, nil, err
+	}
+	base, err := json.Marshal(baseConfig(kubeadmYAML, script, unit, provider, in.Files))
 	if err != nil {
 		return Output{}, nil, fmt.Errorf("encoding the base config: %w", err)
 	}
-	origin := baseOrigins(in.Certificates, in.Files)
+	origin := baseOrigins(provider, in.Files)
 	data, ierr := mergeConfigs(target, base, snippetJSON, func(merged []byte) *Error { return checkStorage(merged, origin) })
 	if ierr != nil {
 		return Output{}, ierr, nil

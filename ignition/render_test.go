@@ -241,9 +241,51 @@ func TestRenderRejectsBadInput(t *testing.T) {
 		{"butane defines kubeadm.service", worker(func(in *ignition.Input) {
 			in.Butane = "variant: flatcar\nversion: 1.0.0\nsystemd:\n  units:\n    - name: kubeadm.service\n      enabled: false\n"
 		}), ignition.ErrOwnedPathConflict, "butane", 0, "kubeadm.service"},
-		{"butane adds a drop-in to kubeadm.service", worker(func(in *ignition.Input) {
-			in.Butane = "variant: flatcar\nversion: 1.0.0\nsystemd:\n  units:\n    - name: kubeadm.service\n      dropins:\n        - name: x.conf\n          contents: \"[Service]\\n\"\n"
-		}), ignition.ErrOwnedPathConflict, "butane", 0, "drop-ins"},
+		{"butane drop-in replaces ExecStart of kubeadm.service", worker(func(in *ignition.Input) {
+			in.Butane = butaneDropin("kubeadm.service", "[Service]\nExecStart=\nExecStart=/bin/true\n")
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "sets ExecStart= in [Service]"},
+		{"butane drop-in changes the unit type", worker(func(in *ignition.Input) {
+			in.Butane = butaneDropin("kubeadm.service", "[Service]\nType=simple\n")
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "sets Type=simple"},
+		{"butane drop-in runs kubeadm as another user", worker(func(in *ignition.Input) {
+			in.Butane = butaneDropin("kubeadm.service", "[Unit]\nAfter=x.service\n[Service]\nUser=core\n")
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "sets User=core in [Service]: kubeadm must run as root"},
+		{"butane drop-in resets the guard condition", worker(func(in *ignition.Input) {
+			in.Butane = butaneDropin("kubeadm.service", "[Unit]\nConditionPathExists=\n")
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "resets the guard ConditionPathExists=/etc/kubeadm.yml"},
+		{"butane drop-in keeps the unit from being active", worker(func(in *ignition.Input) {
+			in.Butane = butaneDropin("kubeadm.service", "[Service]\nRemainAfterExit=no\n")
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "RemainAfterExit"},
+		{"butane drop-in counts failure as success", worker(func(in *ignition.Input) {
+			in.Butane = butaneDropin("kubeadm.service", "[Service]\nSuccessExitStatus=1\n")
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "a failed bootstrap would count as a success"},
+		{"butane drop-in writes the sentinel after a failure", worker(func(in *ignition.Input) {
+			in.Butane = butaneDropin("kubeadm.service", "[Service]\nExecStopPost=/usr/bin/touch /run/cluster-api/bootstrap-success.complete\n")
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "ExecStopPost"},
+		{"butane drop-in sets BASH_ENV", worker(func(in *ignition.Input) {
+			in.Butane = butaneDropin("kubeadm.service", "[Service]\nEnvironment=\"A=1\" \"BASH_ENV=/opt/x\"\n")
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "BASH_ENV changes how bash runs the bootstrap script"},
+		{"butane drop-in that does not parse", worker(func(in *ignition.Input) {
+			in.Butane = butaneDropin("kubeadm.service", "[Service\nUser=core\n")
+		}), ignition.ErrInvalidButane, "butane", 8, "invalid unit content"},
+		{"spec file drop-in that does not parse", worker(func(in *ignition.Input) {
+			in.Files = []ignition.File{{Path: "/etc/systemd/system/service.d/10-x.conf", Content: []byte("[Service\nUser=core\n")}}
+		}), ignition.ErrOwnedPathConflict, "files[0].content", 0, "not a systemd unit file"},
+		{"butane disables kubeadm.service", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nsystemd:\n  units:\n    - name: kubeadm.service\n      enabled: false\n      dropins:\n        - name: 10-x.conf\n          contents: \"[Unit]\\nAfter=x.service\\n\"\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "disables unit kubeadm.service"},
+		{"butane file drop-in for every service replaces ExecStart", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/systemd/system/service.d/10-x.conf\n      contents:\n        inline: \"[Service]\\nExecStart=\\n\"\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "/etc/systemd/system/service.d/10-x.conf for kubeadm.service sets ExecStart="},
+		{"butane drop-in file with appended lines", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/systemd/system/kubeadm.service.d/10-x.conf\n      contents:\n        inline: \"[Service]\\n\"\n      append:\n        - inline: \"Type=simple\\n\"\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "sets Type=simple"},
+		{"butane drop-in from a remote source", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/systemd/system/kubeadm.service.d/10-x.conf\n      contents:\n        source: https://example.com/10-x.conf\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "cannot be checked"},
+		{"butane links a drop-in", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  links:\n    - path: /etc/systemd/system/kubeadm.service.d/10-x.conf\n      target: /opt/x.conf\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "what a link points to cannot be checked"},
 		{"butane replaces the config", worker(func(in *ignition.Input) {
 			in.Butane = "variant: flatcar\nversion: 1.0.0\nignition:\n  config:\n    replace:\n      source: https://example.com/x.ign\n"
 		}), ignition.ErrInvalidButane, "butane", 0, "replace"},
@@ -253,9 +295,12 @@ func TestRenderRejectsBadInput(t *testing.T) {
 		{"file at an owned path", worker(func(in *ignition.Input) {
 			in.Files = []ignition.File{{Path: "/etc/kubeadm.yml", Content: []byte("x")}}
 		}), ignition.ErrOwnedPathConflict, "files[0]", 0, "/etc/kubeadm.yml"},
-		{"file under the unit's drop-in directory", worker(func(in *ignition.Input) {
-			in.Files = []ignition.File{{Path: "/etc/systemd/system/kubeadm.service.d/10-x.conf", Content: []byte("x")}}
-		}), ignition.ErrOwnedPathConflict, "files[0]", 0, "kubeadm.service"},
+		{"spec file drop-in runs kubeadm as another user", worker(func(in *ignition.Input) {
+			in.Files = []ignition.File{{Path: "/etc/systemd/system/kubeadm.service.d/10-x.conf", Content: []byte("[Service]\nUser=core\n")}}
+		}), ignition.ErrOwnedPathConflict, "files[0].content", 0, "sets User=core"},
+		{"spec file replaces kubeadm.service", worker(func(in *ignition.Input) {
+			in.Files = []ignition.File{{Path: "/etc/systemd/system/kubeadm.service", Content: []byte("[Service]\n")}}
+		}), ignition.ErrOwnedPathConflict, "files[0]", 0, "/etc/systemd/system/kubeadm.service"},
 		{"relative file path", worker(func(in *ignition.Input) { in.Files = []ignition.File{{Path: "etc/x"}} }),
 			ignition.ErrInvalidInput, "files[0]", 0, "not absolute"},
 		{"file written twice", worker(func(in *ignition.Input) {
@@ -346,8 +391,11 @@ func TestRenderRejectsBadInput(t *testing.T) {
 			in.Butane = "variant: flatcar\nversion: 1.0.0\nsystemd:\n  units:\n    - name: ../system.control/kubeadm.service\n      contents: \"[Service]\\n\"\n"
 		}), ignition.ErrOwnedPathConflict, "butane", 0, "/etc/systemd/system.control/kubeadm.service"},
 		{"butane drop-in name reaching service.d", worker(func(in *ignition.Input) {
-			in.Butane = "variant: flatcar\nversion: 1.0.0\nsystemd:\n  units:\n    - name: foo.service\n      dropins:\n        - name: ../service.d/10-x.conf\n          contents: \"[Service]\\n\"\n"
-		}), ignition.ErrOwnedPathConflict, "butane", 0, "/etc/systemd/system/service.d"},
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nsystemd:\n  units:\n    - name: foo.service\n      dropins:\n        - name: ../service.d/10-x.conf\n          contents: \"[Service]\\nExecStart=\\n\"\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "/etc/systemd/system/service.d/10-x.conf for kubeadm.service sets ExecStart="},
+		{"butane drop-in name reaching system.control", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nsystemd:\n  units:\n    - name: kubeadm.service\n      dropins:\n        - name: ../../system.control/kubeadm.service.d/10-x.conf\n          contents: \"[Service]\\n\"\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "/etc/systemd/system.control/kubeadm.service.d"},
 
 		// Configs Ignition accepts but fails on at boot.
 		{"file inside another file", worker(func(in *ignition.Input) {
@@ -465,7 +513,7 @@ systemd:
 	out, err := ignition.Render(in)
 	require.NoError(t, err)
 	script := fileContent(t, out.Data, ignition.KubeadmScriptPath)
-	assert.Contains(t, script, "\nfi\n\nkubeadm join --config /etc/kubeadm.yml\n", "an empty line before the kubeadm step")
+	assert.Contains(t, script, "\nfi\n\n)\n", "an empty line before the end of the subshell")
 
 	// The owner-only entry keeps no mode, so Ignition keeps the existing file's.
 	cfg, _, err := ignconfig.Parse(out.Data)

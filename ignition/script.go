@@ -15,48 +15,92 @@ import (
 //go:embed scripts/*.sh
 var scripts embed.FS
 
-// kubeadmScript composes /etc/kubeadm.sh: header, pre-kubeadm commands, the kubeadm step of the
-// role, the success sentinel (which also removes /etc/kubeadm.yml), post-kubeadm commands. The
-// kubeadm step stays a line of its own starting with `kubeadm init` or `kubeadm join`: CAPD's
-// bootstrap hooks find it by that text.
+// kubeadmScript composes /etc/kubeadm.sh. The fixed parts live in scripts/*.sh and carry few
+// comments, because every byte counts against the platforms' user-data limits; the reasons are
+// here and in docs/adr/007-bootstrap-unit-and-sentinel.md.
+//
+//   - header.sh: bash with -euo pipefail, so any failure stops the script before the sentinel;
+//     /opt/bin appended to PATH, because images that add kubeadm to Flatcar's read-only /usr put
+//     it there and systemd does not search it (system binaries keep precedence).
+//   - metadata.sh and its call, when the node is named from metadata: the named attributes are
+//     substituted into /etc/kubeadm.yml, before the user's commands see it.
+//   - the pre-kubeadm commands, in a subshell, so that nothing they do to the shell (set +e,
+//     traps, functions or aliases named kubeadm, PATH) reaches the kubeadm step. They share that
+//     one subshell, so a variable one exports is seen by the next.
+//   - the kubeadm step of the role, which first removes whatever stands at the sentinel's path:
+//     the sentinel means kubeadm exited 0, whatever the commands before did. The kubeadm line
+//     stays a line of its own starting with `kubeadm init` or `kubeadm join`: CAPD's bootstrap
+//     hooks find it by that text.
+//   - sentinel.sh: the sentinel of the Cluster API contract, then /etc/kubeadm.yml is removed: it
+//     holds the join token, and without it kubeadm.service (ConditionPathExists) does not run on
+//     the next boot. After a failure it stays, so the next boot tries again.
+//   - the post-kubeadm commands.
 //
 // The commands are spliced in as text, so one that does not end where it seems to would take
 // the lines after it along: checkCommands rejects those before. The empty line after the
 // pre-kubeadm commands is a second guard: a trailing backslash that got through joins that
-// empty line, not the kubeadm step.
-func kubeadmScript(role Role, pre, post []string) (string, error) {
+// empty line, not the closing parenthesis.
+func kubeadmScript(role Role, substitutions, pre, post []string) (string, error) {
 	step := "kubeadm-join.sh"
 	if role == RoleInit {
 		step = "kubeadm-init.sh"
 	}
 	var b strings.Builder
-	for _, part := range []struct {
-		file  string
-		lines []string
-		// guard adds an empty line after lines, if there are any.
-		guard bool
-	}{
-		{file: "header.sh"},
-		{lines: pre, guard: true},
-		{file: step},
-		{file: "sentinel.sh"},
-		{lines: post},
-	} {
-		if part.file != "" {
-			data, err := scripts.ReadFile("scripts/" + part.file)
-			if err != nil {
-				return "", fmt.Errorf("reading embedded script %s: %w", part.file, err)
-			}
-			b.Write(data)
-			continue
+	writeScript := func(name string) error {
+		data, err := scripts.ReadFile("scripts/" + name)
+		if err != nil {
+			return fmt.Errorf("reading embedded script %s: %w", name, err)
 		}
-		for _, line := range part.lines {
+		b.Write(data)
+		return nil
+	}
+	if err := writeScript("header.sh"); err != nil {
+		return "", err
+	}
+	if len(substitutions) > 0 {
+		if err := writeScript("metadata.sh"); err != nil {
+			return "", err
+		}
+		call, err := shellCall(append([]string{"cabpi_substitute_metadata", KubeadmConfigPath}, substitutions...))
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(call)
+	}
+	if len(pre) > 0 {
+		b.WriteString("(\n")
+		for _, line := range pre {
 			b.WriteString(line)
 			b.WriteByte('\n')
 		}
-		if part.guard && len(part.lines) > 0 {
-			b.WriteByte('\n')
+		b.WriteString("\n)\n")
+	}
+	if err := writeScript(step); err != nil {
+		return "", err
+	}
+	if err := writeScript("sentinel.sh"); err != nil {
+		return "", err
+	}
+	for _, line := range post {
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	return b.String(), nil
+}
+
+// shellCall prints a simple command from a syntax tree, each word quoted as bash needs.
+func shellCall(words []string) (string, error) {
+	call := &syntax.CallExpr{}
+	for _, w := range words {
+		quoted, err := syntax.Quote(w, syntax.LangBash)
+		if err != nil {
+			return "", fmt.Errorf("quoting %q: %w", w, err)
 		}
+		call.Args = append(call.Args, &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: quoted}}})
+	}
+	var b strings.Builder
+	if err := syntax.NewPrinter().Print(&b, &syntax.File{Stmts: []*syntax.Stmt{{Cmd: call}}}); err != nil {
+		return "", fmt.Errorf("printing a shell command: %w", err)
 	}
 	return b.String(), nil
 }

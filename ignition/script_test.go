@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // Complete commands are accepted, whatever their shape.
@@ -26,17 +27,38 @@ func TestCompleteCommandAccepts(t *testing.T) {
 	}
 }
 
-// The user's commands sit between the fixed parts; the kubeadm step keeps a line of its own
-// (CAPD finds it by its text), after an empty line that guards it from the last pre-command.
+// The user's commands sit between the fixed parts. The pre-kubeadm commands run in a subshell,
+// after an empty line that guards the closing parenthesis from the last one; the kubeadm step
+// keeps a line of its own (CAPD finds it by its text) right after the sentinel is cleared; the
+// metadata substitution comes before the user's commands.
 func TestKubeadmScriptLayout(t *testing.T) {
-	script, err := kubeadmScript(RoleWorkerJoin, []string{"echo pre"}, []string{"echo post"})
+	script, err := kubeadmScript(RoleWorkerJoin, nil, []string{"echo pre"}, []string{"echo post"})
 	require.NoError(t, err)
-	assert.Contains(t, script, "\necho pre\n\nkubeadm join --config /etc/kubeadm.yml\n")
+	assert.Contains(t, script, "\n(\necho pre\n\n)\n")
+	assert.Contains(t, script, "\nrm -rf /run/cluster-api/bootstrap-success.complete\nkubeadm join --config /etc/kubeadm.yml\n")
 	assert.True(t, strings.HasSuffix(script, "\necho post\n"), script)
+	assert.NotContains(t, script, "cabpi_substitute_metadata")
 
-	script, err = kubeadmScript(RoleInit, nil, nil)
+	script, err = kubeadmScript(RoleInit, nil, nil, nil)
 	require.NoError(t, err)
-	assert.Contains(t, script, "set -euo pipefail\nkubeadm init --config /etc/kubeadm.yml\n")
+	assert.NotContains(t, script, "\n(\n", "no subshell without commands")
+	assert.Contains(t, script, "\nkubeadm init --config /etc/kubeadm.yml\n")
+
+	script, err = kubeadmScript(RoleWorkerJoin, []string{"name=COREOS_EC2_HOSTNAME", "id=COREOS_EC2_INSTANCE_ID"}, []string{"echo pre"}, nil)
+	require.NoError(t, err)
+	call := "\ncabpi_substitute_metadata /etc/kubeadm.yml 'name=COREOS_EC2_HOSTNAME' 'id=COREOS_EC2_INSTANCE_ID'\n"
+	assert.Contains(t, script, call)
+	assert.Less(t, strings.Index(script, call), strings.Index(script, "echo pre"))
+}
+
+// Every script the renderer can compose is valid bash.
+func TestKubeadmScriptParses(t *testing.T) {
+	for _, subs := range [][]string{nil, {"name=HOSTNAME"}} {
+		script, err := kubeadmScript(RoleInit, subs, []string{"echo pre"}, []string{"echo post"})
+		require.NoError(t, err)
+		_, err = syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "kubeadm.sh")
+		require.NoError(t, err, script)
+	}
 }
 
 // An apostrophe in a comment of the fixed scripts would close a quote a user's command left

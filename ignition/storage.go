@@ -15,14 +15,15 @@ import (
 const shellMetacharacters = ";&|$`'\"<>\\"
 
 // origins names who writes each path of the base config, for errors found in the merged config,
-// where the origin of an entry is no longer recorded: "" for the provider's own files,
-// "certificates[i]", "files[i]". Any other path comes from the Butane snippet.
+// where the origin of an entry is no longer recorded: "" for the provider's fixed files, the
+// field of its other files ("certificates[i]", ...), "files[i]". Any other path comes from the
+// Butane snippet.
 type origins map[string]string
 
-func baseOrigins(certificates, files []File) origins {
+func baseOrigins(provider []ownedFile, files []File) origins {
 	o := origins{KubeadmConfigPath: "", KubeadmScriptPath: ""}
-	for i, c := range certificates {
-		o[path.Clean(c.Path)] = fmt.Sprintf("certificates[%d]", i)
+	for _, p := range provider {
+		o[path.Clean(p.Path)] = p.field
 	}
 	for i, f := range files {
 		o[path.Clean(f.Path)] = fmt.Sprintf("files[%d]", i)

@@ -170,6 +170,25 @@ func blame(ierr *ignition.Error, spec, work *bootstrapv1.IgnitionConfigSpec, p *
 		work.JoinConfiguration.ControlPlane = nil
 		return field.Invalid(p.Child("joinConfiguration", "controlPlane"), field.OmitValueType{}, msg), true
 	}
+	// A field inside a section (a token, the discovery file, the node name option): the error
+	// names that field and the whole section is set aside. The value is never echoed: it may
+	// be a credential.
+	if section, _, nested := strings.Cut(ierr.Field, "."); nested || section == "nodeName" {
+		setAside := map[string]func(){
+			"joinConfiguration":    func() { work.JoinConfiguration = kubeadmv1.JoinConfiguration{} },
+			"initConfiguration":    func() { work.InitConfiguration = kubeadmv1.InitConfiguration{} },
+			"clusterConfiguration": func() { work.ClusterConfiguration = kubeadmv1.ClusterConfiguration{} },
+			"nodeName":             func() { work.NodeName = nil },
+		}[section]
+		if setAside != nil {
+			setAside()
+			fp := p
+			for _, part := range strings.Split(ierr.Field, ".") {
+				fp = fp.Child(part)
+			}
+			return field.Invalid(fp, field.OmitValueType{}, msg), true
+		}
+	}
 	if m := filesField.FindStringSubmatch(ierr.Field); m != nil {
 		i, err := strconv.Atoi(m[1])
 		if err == nil && i < len(spec.Files) && i < len(work.Files) {
@@ -177,6 +196,8 @@ func blame(ierr *ignition.Error, spec, work *bootstrapv1.IgnitionConfigSpec, p *
 			f := spec.Files[i]
 			work.Files[i] = placeholderFile(i)
 			switch {
+			case m[2] == "content":
+				return field.Invalid(fp.Child("content"), field.OmitValueType{}, msg), true
 			case m[2] == "permissions":
 				return field.Invalid(fp.Child("permissions"), f.Permissions, msg), true
 			case strings.HasPrefix(ierr.Message, "owner:"):

@@ -54,6 +54,13 @@ type IgnitionConfigSpec struct {
 	// +optional
 	JoinConfiguration bootstrapv1.JoinConfiguration `json:"joinConfiguration,omitempty,omitzero"`
 
+	// nodeName names the node, and optionally sets its provider ID, from the platform's metadata
+	// service at first boot, instead of nodeRegistration.name. kubeadm.service then waits for the
+	// variant's metadata service (Flatcar coreos-metadata.service, Fedora CoreOS afterburn.service)
+	// and only the named attributes are substituted into the kubeadm configuration.
+	// +optional
+	NodeName *NodeNameSource `json:"nodeName,omitempty"`
+
 	// butane is the provisioning part: a Butane document of the same variant, translated and
 	// merged into the generated Ignition. It may not write the paths and units cabpi owns
 	// (/etc/kubeadm.yml, /etc/kubeadm.sh, kubeadm.service, the bootstrap sentinel).
@@ -78,6 +85,37 @@ type IgnitionConfigSpec struct {
 	// +kubebuilder:validation:MaxItems=1000
 	// +kubebuilder:validation:items:MaxLength=10240
 	PostKubeadmCommands []string `json:"postKubeadmCommands,omitempty"`
+}
+
+// MetadataPlatform is a platform whose metadata service can name the node.
+// +kubebuilder:validation:Enum=aws;azure;openstack
+type MetadataPlatform string
+
+const (
+	// MetadataPlatformAWS: the node name is the instance's private DNS name
+	// (COREOS_EC2_HOSTNAME / AFTERBURN_AWS_HOSTNAME); the provider ID is
+	// aws:///<availability zone>/<instance id>.
+	MetadataPlatformAWS MetadataPlatform = "aws"
+	// MetadataPlatformAzure: the node name is the VM name, which Azure gives the machine as its
+	// hostname (the metadata service has no hostname attribute); no provider ID.
+	MetadataPlatformAzure MetadataPlatform = "azure"
+	// MetadataPlatformOpenStack: the node name is the instance's hostname
+	// (COREOS_OPENSTACK_HOSTNAME / AFTERBURN_OPENSTACK_HOSTNAME); the provider ID is
+	// openstack:///<instance uuid>.
+	MetadataPlatformOpenStack MetadataPlatform = "openstack"
+)
+
+// NodeNameSource says where the node's name comes from.
+// +kubebuilder:validation:XValidation:rule="!(self.fromMetadata == 'azure' && has(self.providerID) && self.providerID)",message="Azure's provider ID names the VM's subscription and resource group, which its metadata service does not give; leave providerID unset"
+type NodeNameSource struct {
+	// fromMetadata is the platform whose metadata service names the node: aws, azure or openstack.
+	// +required
+	FromMetadata MetadataPlatform `json:"fromMetadata"`
+
+	// providerID also sets the kubelet's provider ID from the instance's metadata, in the form
+	// the platform's infrastructure provider puts on the Machine (aws, openstack).
+	// +optional
+	ProviderID bool `json:"providerID,omitempty"`
 }
 
 // ButaneSpec is the user's Butane document, inline or from a key of a Secret or ConfigMap in the

@@ -1,4 +1,4 @@
 #!/bin/bash
-# Written by cabpi; run once at first boot by kubeadm.service.
-# Any failing command stops the bootstrap before the success sentinel is written.
+# cabpi bootstrap, run by kubeadm.service. Any failure stops it before the success sentinel.
 set -euo pipefail
+export PATH="${PATH:+${PATH}:}/opt/bin"

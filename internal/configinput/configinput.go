@@ -50,6 +50,9 @@ func FromSpec(ctx context.Context, spec *bootstrapv1.IgnitionConfigSpec, role ig
 		PostKubeadmCommands: spec.PostKubeadmCommands,
 		ButaneStrict:        spec.Butane.Strict,
 	}
+	if nn := spec.NodeName; nn != nil {
+		in.NodeName = &ignition.NodeNameFromMetadata{Platform: ignition.Platform(nn.FromMetadata), ProviderID: nn.ProviderID}
+	}
 	butane, err := butaneDocument(ctx, spec.Butane, res)
 	if err != nil {
 		return in, err

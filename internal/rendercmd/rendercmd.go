@@ -28,6 +28,7 @@ const (
 	PlaceholderToken    = "abcdef.0123456789abcdef"
 	PlaceholderEndpoint = "control-plane.invalid:6443"
 	PlaceholderCAHash   = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+	PlaceholderCACert   = "placeholder: the cluster CA certificate\n"
 	PlaceholderCluster  = "cluster"
 	DefaultVersion      = "v1.34.0"
 )
@@ -143,18 +144,20 @@ func Render(ctx context.Context, spec *bootstrapv1.IgnitionConfigSpec, role igni
 		if cc.ControlPlaneEndpoint == "" {
 			cc.ControlPlaneEndpoint = PlaceholderEndpoint
 		}
-		in.Certificates = placeholderCertificates(secret.NewCertificatesForInitialControlPlane(cc))
+		in.Certificates = configinput.PlaceholderCertificates(secret.NewCertificatesForInitialControlPlane(cc))
 	case ignition.RoleControlPlaneJoin, ignition.RoleWorkerJoin:
 		join := spec.JoinConfiguration.DeepCopy()
 		if role == ignition.RoleControlPlaneJoin {
-			in.Certificates = placeholderCertificates(secret.NewControlPlaneJoinCerts(&spec.ClusterConfiguration))
+			in.Certificates = configinput.PlaceholderCertificates(secret.NewControlPlaneJoinCerts(&spec.ClusterConfiguration))
 			if join.ControlPlane == nil {
 				join.ControlPlane = &bootstrapkubeadmv1.JoinControlPlane{}
 			}
 		} else {
 			join.ControlPlane = nil
 		}
-		if !join.Discovery.File.IsDefined() {
+		if join.Discovery.File.IsDefined() {
+			configinput.DefaultDiscoveryKubeconfig(join, PlaceholderEndpoint, []byte(PlaceholderCACert))
+		} else {
 			bt := &join.Discovery.BootstrapToken
 			if bt.APIServerEndpoint == "" {
 				bt.APIServerEndpoint = PlaceholderEndpoint
@@ -171,19 +174,6 @@ func Render(ctx context.Context, spec *bootstrapv1.IgnitionConfigSpec, role igni
 		return ignition.Output{}, fmt.Errorf("--role %q: use worker, init or control-plane", role)
 	}
 	return ignition.Render(in)
-}
-
-// placeholderCertificates writes the paths the controller would fill with the cluster's
-// certificates, with placeholder content.
-func placeholderCertificates(certs secret.Certificates) []ignition.File {
-	var files []ignition.File
-	for _, c := range certs {
-		files = append(files,
-			ignition.File{Path: c.CertFile, Mode: 0o644, Content: []byte(fmt.Sprintf("placeholder: %s certificate from the cluster\n", c.Purpose))},
-			ignition.File{Path: c.KeyFile, Mode: 0o600, Content: []byte(fmt.Sprintf("placeholder: %s key from the cluster\n", c.Purpose))},
-		)
-	}
-	return files
 }
 
 // offlineResolver has no cluster: a file's Secret content becomes a placeholder; a Butane

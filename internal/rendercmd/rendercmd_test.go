@@ -48,15 +48,29 @@ func TestRenderGolden(t *testing.T) {
 		{"worker-flatcar.yaml", "init", "v1.30.4", false},
 		{"controlplane-fcos.yaml", "control-plane", "v1.34.0", false},
 		{"controlplane-fcos.yaml", "init", "v1.34.0", true},
+		// The examples of docs/: node names from cloud metadata, the cloud providers' Flatcar
+		// drop-in, external etcd, file discovery.
+		{"docs:node-name-aws.yaml", "worker", "v1.34.0", false},
+		{"docs:node-name-aws.yaml", "init", "v1.34.0", false},
+		{"docs:node-name-azure.yaml", "worker", "v1.34.0", false},
+		{"docs:node-name-openstack.yaml", "worker", "v1.34.0", false},
+		{"docs:flatcar-metadata-dropin.yaml", "worker", "v1.34.0", false},
+		{"docs:external-etcd.yaml", "init", "v1.34.0", false},
+		{"docs:external-etcd.yaml", "control-plane", "v1.34.0", false},
+		{"docs:file-discovery-exec.yaml", "worker", "v1.34.0", false},
 	}
 	for _, tc := range cases {
-		name := strings.TrimSuffix(tc.input, ".yaml") + "-" + tc.role + "-" + tc.version
+		file := filepath.Join("testdata", tc.input)
+		if doc, ok := strings.CutPrefix(tc.input, "docs:"); ok {
+			file = filepath.Join("..", "..", "docs", "examples", doc)
+		}
+		name := strings.TrimSuffix(filepath.Base(file), ".yaml") + "-" + tc.role + "-" + tc.version
 		ext := ".json"
 		if tc.butane {
 			ext = ".bu"
 		}
 		t.Run(name+ext, func(t *testing.T) {
-			args := []string{"-f", filepath.Join("testdata", tc.input), "--role", tc.role, "--kubernetes-version", tc.version}
+			args := []string{"-f", file, "--role", tc.role, "--kubernetes-version", tc.version}
 			if tc.butane {
 				args = append(args, "--butane")
 			}

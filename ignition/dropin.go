@@ -1,0 +1,103 @@
+package ignition
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/coreos/go-systemd/v22/unit"
+)
+
+// The drop-in directories systemd reads for kubeadm.service under /etc/systemd/system: the
+// unit's own and service.d, which applies to every service. Users (and the cloud providers'
+// Flatcar templates) add ordering, dependencies and environment there, so drop-ins are allowed;
+// only what would break the bootstrap contract is refused (docs/adr/008-kubeadm-unit-drop-ins.md).
+var kubeadmDropinDirs = []string{
+	systemdUnitDir + "/" + KubeadmUnitName + ".d",
+	systemdUnitDir + "/service.d",
+}
+
+// refusedDirectives are the [Service] settings a drop-in may not set, with why.
+var refusedDirectives = map[string]string{
+	"Type":              "the unit must stay a oneshot that finishes when kubeadm does",
+	"ExecStart":         "it replaces or adds to the command that runs kubeadm and writes the bootstrap sentinel",
+	"RemainAfterExit":   "the unit must stay active after the bootstrap so that it runs once",
+	"User":              "kubeadm must run as root",
+	"Group":             "kubeadm must run as root",
+	"DynamicUser":       "kubeadm must run as root",
+	"RootDirectory":     "the bootstrap must run in the node's own root",
+	"RootImage":         "the bootstrap must run in the node's own root",
+	"SuccessExitStatus": "a failed bootstrap would count as a success",
+	"ExecStopPost":      "it also runs after a failed bootstrap, and could claim success",
+}
+
+// refusedEnvironment are variables that change how bash runs the bootstrap script before its
+// first line (a startup file, shell options), where the script cannot undo them.
+var refusedEnvironment = []string{"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS"}
+
+// kubeadmDropinPath reports whether systemd reads the clean path p as a drop-in of
+// kubeadm.service: a *.conf file directly in one of the drop-in directories.
+func kubeadmDropinPath(p string) bool {
+	return strings.HasSuffix(p, ".conf") && slices.Contains(kubeadmDropinDirs, path.Dir(p))
+}
+
+// inKubeadmDropinDir reports whether the clean path p is inside a drop-in directory of
+// kubeadm.service, at any depth.
+func inKubeadmDropinDir(p string) bool {
+	return slices.ContainsFunc(kubeadmDropinDirs, func(dir string) bool { return isBelow(p, dir) })
+}
+
+// checkDropin parses a drop-in of kubeadm.service with systemd's unit syntax and returns why it
+// is refused, or "". It is refused when it cannot be parsed, when it sets a refused directive,
+// when it resets the ConditionPathExists guard that keeps kubeadm from running twice, or when
+// its environment changes how bash starts.
+func checkDropin(p string, content []byte) string {
+	opts, err := unit.DeserializeOptions(bytes.NewReader(content))
+	if err != nil {
+		return fmt.Sprintf("the drop-in %s is not a systemd unit file: %v", p, err)
+	}
+	for _, o := range opts {
+		if problem := checkDropinOption(o); problem != "" {
+			return fmt.Sprintf("the drop-in %s for %s sets %s=%s in [%s]: %s; a drop-in may add ordering, dependencies and environment",
+				p, KubeadmUnitName, o.Name, o.Value, o.Section, problem)
+		}
+	}
+	return ""
+}
+
+func checkDropinOption(o *unit.UnitOption) string {
+	switch o.Section {
+	case "Unit":
+		if o.Name == "ConditionPathExists" && strings.TrimSpace(o.Value) == "" {
+			return fmt.Sprintf("it resets the guard ConditionPathExists=%s, and kubeadm would run again on every boot", KubeadmConfigPath)
+		}
+	case "Service":
+		if why, refused := refusedDirectives[o.Name]; refused {
+			return why
+		}
+		if o.Name == "Environment" {
+			for _, name := range refusedEnvironment {
+				if assignsVariable(o.Value, name) {
+					return fmt.Sprintf("%s changes how bash runs the bootstrap script", name)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// assignsVariable reports whether an Environment= value assigns name. systemd separates
+// assignments by spaces and lets quotes group them; an assignment may start right after a
+// separator or an opening quote, which is all that matters here.
+func assignsVariable(value, name string) bool {
+	prefix := name + "="
+	for i := 0; i < len(value); i++ {
+		atStart := i == 0 || strings.ContainsRune(" \t\"'", rune(value[i-1]))
+		if atStart && strings.HasPrefix(value[i:], prefix) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,149 @@
+package ignition
+
+import (
+	"fmt"
+	"slices"
+
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+)
+
+// Platform is a cloud whose metadata service can name the node.
+type Platform string
+
+const (
+	PlatformAWS       Platform = "aws"
+	PlatformAzure     Platform = "azure"
+	PlatformOpenStack Platform = "openstack"
+)
+
+// NodeNameFromMetadata names the node, and optionally sets its provider ID, from the platform's
+// metadata service at first boot instead of from nodeRegistration.name.
+type NodeNameFromMetadata struct {
+	Platform Platform
+	// ProviderID also sets the kubelet's --provider-id from the instance's metadata, in the form
+	// the platform's Cluster API infrastructure provider puts on the Machine.
+	ProviderID bool
+}
+
+// hostnameAttribute is the pseudo attribute for the machine's own hostname. bash sets HOSTNAME
+// to it; on Azure, whose metadata service has no hostname attribute, it is the VM name.
+const hostnameAttribute = "HOSTNAME"
+
+// metadataSource is where one variant reads one platform's attributes at boot.
+type metadataSource struct {
+	// service writes environmentFile; kubeadm.service requires and orders after it.
+	service         string
+	environmentFile string
+	// nodeName is the attribute holding the node's name.
+	nodeName string
+	// providerID is the provider ID with attributes as ${NAME} placeholders; "" where the
+	// metadata does not carry what the platform's provider ID needs.
+	providerID string
+	// idAttributes are the attributes providerID uses.
+	idAttributes []string
+}
+
+// Flatcar runs Afterburn as coreos-metadata.service with the legacy COREOS_ names (and EC2 for
+// AWS); Fedora CoreOS runs afterburn.service with AFTERBURN_ names.
+var metadataSources = map[Variant]map[Platform]metadataSource{
+	VariantFlatcar: {
+		PlatformAWS:       flatcarSource("COREOS_EC2_HOSTNAME", "aws:///%s/%s", "COREOS_EC2_AVAILABILITY_ZONE", "COREOS_EC2_INSTANCE_ID"),
+		PlatformOpenStack: flatcarSource("COREOS_OPENSTACK_HOSTNAME", "openstack:///%s", "COREOS_OPENSTACK_INSTANCE_UUID"),
+		PlatformAzure:     flatcarSource(hostnameAttribute, ""),
+	},
+	VariantFCOS: {
+		PlatformAWS:       fcosSource("AFTERBURN_AWS_HOSTNAME", "aws:///%s/%s", "AFTERBURN_AWS_AVAILABILITY_ZONE", "AFTERBURN_AWS_INSTANCE_ID"),
+		PlatformOpenStack: fcosSource("AFTERBURN_OPENSTACK_HOSTNAME", "openstack:///%s", "AFTERBURN_OPENSTACK_INSTANCE_UUID"),
+		PlatformAzure:     fcosSource(hostnameAttribute, ""),
+	},
+}
+
+func flatcarSource(nodeName, providerIDFormat string, idAttributes ...string) metadataSource {
+	return newMetadataSource("coreos-metadata.service", "/run/metadata/flatcar", nodeName, providerIDFormat, idAttributes)
+}
+
+func fcosSource(nodeName, providerIDFormat string, idAttributes ...string) metadataSource {
+	return newMetadataSource("afterburn.service", "/run/metadata/afterburn", nodeName, providerIDFormat, idAttributes)
+}
+
+func newMetadataSource(service, file, nodeName, providerIDFormat string, idAttributes []string) metadataSource {
+	s := metadataSource{service: service, environmentFile: file, nodeName: nodeName, idAttributes: idAttributes}
+	if providerIDFormat != "" {
+		args := make([]any, len(idAttributes))
+		for i, a := range idAttributes {
+			args[i] = placeholder(a)
+		}
+		s.providerID = fmt.Sprintf(providerIDFormat, args...)
+	}
+	return s
+}
+
+// placeholder is how an attribute stands in the kubeadm configuration until the bootstrap
+// script substitutes it (the form users of envsubst already know).
+func placeholder(attribute string) string { return "${" + attribute + "}" }
+
+// Platforms lists the platforms a node can be named from, sorted.
+func Platforms() []Platform {
+	out := make([]Platform, 0, len(metadataSources[VariantFlatcar]))
+	for p := range metadataSources[VariantFlatcar] {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// metadataFor resolves the input's node-name option; nil without one.
+func metadataFor(variant Variant, nn *NodeNameFromMetadata) (*metadataSource, *Error) {
+	if nn == nil {
+		return nil, nil
+	}
+	src, ok := metadataSources[variant][nn.Platform]
+	if !ok {
+		return nil, errorf(ErrInvalidInput, "nodeName.fromMetadata", "unknown platform %q; supported: %v", nn.Platform, Platforms())
+	}
+	if nn.ProviderID && src.providerID == "" {
+		return nil, errorf(ErrInvalidInput, "nodeName.providerID",
+			"the %s metadata service does not give what its provider ID is made of; leave providerID unset (the cloud provider sets it)", nn.Platform)
+	}
+	return &src, nil
+}
+
+// applyNodeName names the node registration after the metadata placeholders; reg is the
+// caller's copy. A name or provider ID the user set as well would be silently overridden on one
+// side: refused.
+func applyNodeName(reg *bootstrapv1.NodeRegistrationOptions, src *metadataSource, providerID bool, registrationField string) *Error {
+	if src == nil {
+		return nil
+	}
+	if reg.Name != "" {
+		return errorf(ErrInvalidInput, "nodeName",
+			"%s.name is set too; use one of nodeName.fromMetadata and %s.name", registrationField, registrationField)
+	}
+	reg.Name = placeholder(src.nodeName)
+	if !providerID {
+		return nil
+	}
+	if slices.ContainsFunc(reg.KubeletExtraArgs, func(a bootstrapv1.Arg) bool { return a.Name == "provider-id" }) {
+		return errorf(ErrInvalidInput, "nodeName.providerID",
+			"%s.kubeletExtraArgs sets provider-id too; use one of nodeName.providerID and the kubelet argument", registrationField)
+	}
+	id := src.providerID
+	reg.KubeletExtraArgs = append(slices.Clone(reg.KubeletExtraArgs), bootstrapv1.Arg{Name: "provider-id", Value: &id})
+	return nil
+}
+
+// substitutions lists, for the bootstrap script (scripts/metadata.sh), what to substitute in
+// the kubeadm configuration: "name=ATTRIBUTE" for the node name, "id=ATTRIBUTE" for provider ID
+// parts. Only these placeholders are replaced, never a blanket envsubst: the file also holds the
+// join token and user text. Each value is checked before (a lowercase DNS subdomain for the
+// name, a conservative token for ID parts), so it is valid in any YAML scalar, and the file is
+// replaced whole with mode 0600, so it is never half-written or readable by others.
+func (s *metadataSource) substitutions(providerID bool) []string {
+	subs := []string{"name=" + s.nodeName}
+	if providerID {
+		for _, a := range s.idAttributes {
+			subs = append(subs, "id="+a)
+		}
+	}
+	return subs
+}

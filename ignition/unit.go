@@ -1,0 +1,51 @@
+package ignition
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/coreos/go-systemd/v22/unit"
+)
+
+// kubeadmUnitExecStart runs the bootstrap script through bash. The script is not executed
+// directly: Flatcar 4628 and later mount /etc noexec, where `ExecStart=/etc/kubeadm.sh` fails
+// with "Permission denied" and kubeadm never runs (Cluster API moved CABPK the same way).
+const kubeadmUnitExecStart = "/bin/bash " + KubeadmScriptPath
+
+// kubeadmUnit is kubeadm.service: a oneshot that runs /etc/kubeadm.sh once, on the first boot
+// that finds /etc/kubeadm.yml (the script removes it after kubeadm succeeded). With a node name
+// from metadata it also waits for the variant's metadata service and reads its attributes.
+//
+// The unit is built from typed options and serialized by go-systemd, the library Ignition itself
+// uses to read units; drop-ins a user adds are checked with the same parser (dropin.go).
+func kubeadmUnit(md *metadataSource) (string, error) {
+	opts := []*unit.UnitOption{
+		unit.NewUnitOption("Unit", "Description", "Bootstrap the node with kubeadm (Cluster API, cabpi)"),
+		unit.NewUnitOption("Unit", "Wants", "network-online.target"),
+		unit.NewUnitOption("Unit", "After", "network-online.target containerd.service"),
+	}
+	if md != nil {
+		opts = append(opts,
+			unit.NewUnitOption("Unit", "Requires", md.service),
+			unit.NewUnitOption("Unit", "After", md.service),
+		)
+	}
+	opts = append(opts,
+		unit.NewUnitOption("Unit", "ConditionPathExists", KubeadmConfigPath),
+		unit.NewUnitOption("Service", "Type", "oneshot"),
+		unit.NewUnitOption("Service", "RemainAfterExit", "yes"),
+	)
+	if md != nil {
+		// Without "-": a missing attributes file fails the unit instead of naming the node wrong.
+		opts = append(opts, unit.NewUnitOption("Service", "EnvironmentFile", md.environmentFile))
+	}
+	opts = append(opts,
+		unit.NewUnitOption("Service", "ExecStart", kubeadmUnitExecStart),
+		unit.NewUnitOption("Install", "WantedBy", "multi-user.target"),
+	)
+	data, err := io.ReadAll(unit.Serialize(opts))
+	if err != nil {
+		return "", fmt.Errorf("serializing %s: %w", KubeadmUnitName, err)
+	}
+	return string(data), nil
+}
