@@ -170,6 +170,54 @@ func TestAdmission(t *testing.T) {
 			},
 		},
 		{
+			name: "control plane with external etcd",
+			obj: func(t *testing.T) client.Object {
+				owner := createMachine(t, ns, "cp-external-etcd", "v1.34.0", true)
+				return newConfig(ns, func(c *bootstrapv1.IgnitionConfig) {
+					c.OwnerReferences = []metav1.OwnerReference{owner}
+					c.Spec.ClusterConfiguration.Etcd.External = kubeadmv1.ExternalEtcd{
+						Endpoints: []string{"https://etcd-0.example.internal:2379"},
+						CAFile:    "/etc/kubernetes/pki/etcd/ca.crt",
+						CertFile:  "/etc/kubernetes/pki/apiserver-etcd-client.crt",
+						KeyFile:   "/etc/kubernetes/pki/apiserver-etcd-client.key",
+					}
+				})
+			},
+		},
+		{
+			name: "file discovery with an exec plugin",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.JoinConfiguration.Discovery.File = kubeadmv1.FileDiscovery{
+						KubeConfigPath: "/etc/kubernetes/discovery.conf",
+						KubeConfig: kubeadmv1.FileDiscoveryKubeConfig{User: kubeadmv1.KubeConfigUser{
+							Exec: kubeadmv1.KubeConfigAuthExec{Command: "/opt/bin/cluster-token"},
+						}},
+					}
+				}))
+			},
+		},
+		{
+			name: "the cloud providers' Flatcar drop-in for kubeadm.service",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.JoinConfiguration.NodeRegistration.Name = "${COREOS_EC2_HOSTNAME}"
+					s.PreKubeadmCommands = []string{"envsubst < /etc/kubeadm.yml > /etc/kubeadm.yml.tmp", "mv /etc/kubeadm.yml.tmp /etc/kubeadm.yml"}
+					s.Butane.Inline = flatcarButane + "systemd:\n  units:\n  - name: kubeadm.service\n    dropins:\n    - name: 10-flatcar.conf\n" +
+						"      contents: |\n        [Unit]\n        Requires=coreos-metadata.service\n        After=coreos-metadata.service\n" +
+						"        [Service]\n        EnvironmentFile=/run/metadata/flatcar\n"
+				}))
+			},
+		},
+		{
+			name: "node name and provider ID from AWS metadata",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.NodeName = &bootstrapv1.NodeNameSource{FromMetadata: bootstrapv1.MetadataPlatformAWS, ProviderID: true}
+				}))
+			},
+		},
+		{
 			name: "template with snippet and files",
 			obj: func(*testing.T) client.Object {
 				return newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) {
@@ -262,7 +310,7 @@ func TestAdmission(t *testing.T) {
 					s.Butane.Inline = flatcarButane + "systemd:\n  units:\n  - name: kubeadm.service\n    enabled: false\n"
 				}))
 			},
-			want: []cause{{"spec.butane.inline", "defines unit kubeadm.service, which the provider owns"}},
+			want: []cause{{"spec.butane.inline", "disables unit kubeadm.service, which the provider owns"}},
 		},
 		{
 			name: "snippet replacing the whole config",
@@ -285,13 +333,50 @@ func TestAdmission(t *testing.T) {
 		},
 
 		{
+			name: "join token that kubeadm would refuse",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.JoinConfiguration.Discovery.BootstrapToken.Token = "NOT-A-TOKEN-s3cr3t"
+				}))
+			},
+			want: []cause{{"spec.joinConfiguration.discovery.bootstrapToken.token", "must match [a-z0-9]{6}.[a-z0-9]{16}"}},
+		},
+		{
+			name: "node name from metadata and a node name",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.NodeName = &bootstrapv1.NodeNameSource{FromMetadata: bootstrapv1.MetadataPlatformOpenStack}
+					s.JoinConfiguration.NodeRegistration.Name = "node-1"
+				}))
+			},
+			want: []cause{{"spec.nodeName", "joinConfiguration.nodeRegistration.name is set too"}},
+		},
+		{
+			name: "provider ID from Azure metadata",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.NodeName = &bootstrapv1.NodeNameSource{FromMetadata: bootstrapv1.MetadataPlatformAzure, ProviderID: true}
+				}))
+			},
+			want: []cause{{"spec.nodeName", "leave providerID unset"}},
+		},
+		{
+			name: "spec file drop-in running kubeadm as another user",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Files = []bootstrapv1.File{{Path: "/etc/systemd/system/kubeadm.service.d/20-user.conf", Content: "[Service]\nUser=core\n"}}
+				}))
+			},
+			want: []cause{{"spec.files[0].content", "sets User=core in [Service]: kubeadm must run as root"}},
+		},
+		{
 			name: "snippet writing a drop-in for every service",
 			obj: func(*testing.T) client.Object {
 				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Butane.Inline = flatcarButane + "storage:\n  files:\n  - path: /etc/systemd/system/service.d/10-x.conf\n"
+					s.Butane.Inline = flatcarButane + "storage:\n  files:\n  - path: /etc/systemd/system/service.d/10-x.conf\n    contents:\n      inline: |\n        [Service]\n        ExecStart=\n"
 				}))
 			},
-			want: []cause{{"spec.butane.inline", "conflicts with /etc/systemd/system/service.d written by the provider"}},
+			want: []cause{{"spec.butane.inline", "drop-in /etc/systemd/system/service.d/10-x.conf for kubeadm.service sets ExecStart= in [Service]"}},
 		},
 		{
 			name: "snippet preset disabling kubeadm.service",
@@ -644,6 +729,7 @@ func TestAdmission(t *testing.T) {
 				return
 			}
 			requireInvalid(t, err, tc.want...)
+			assert.NotContains(t, err.Error(), "s3cr3t", "admission errors never echo a token")
 		})
 	}
 	require.GreaterOrEqual(t, bad, 20, "the table must keep at least 20 rejected objects")
@@ -704,7 +790,7 @@ func TestIgnitionConfigUpdate(t *testing.T) {
 
 	bad := obj.DeepCopy()
 	bad.Spec.Files = append(bad.Spec.Files, bootstrapv1.File{Path: "/etc/kubeadm.yml", Content: "x"})
-	bad.Spec.Butane.Inline = flatcarButane + "systemd:\n  units:\n  - name: kubeadm.service\n"
+	bad.Spec.Butane.Inline = flatcarButane + "systemd:\n  units:\n  - name: kubeadm.service\n    mask: true\n"
 	requireInvalid(t, c.Update(ctx, bad),
 		cause{"spec.files[1].path", "conflicts with /etc/kubeadm.yml"},
 		cause{"spec.butane.inline", "kubeadm.service"})

@@ -1,0 +1,82 @@
+package ignition_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+)
+
+// capdConfig is what CAPD's Ignition adapter (the quick start's infrastructure) reads of a
+// config, with its spec 2.3 field types: it dereferences every file's mode, decodes every
+// contents.source, writes every unit's contents to /etc/systemd/system, and has no field for
+// spec 3.x append (an array there fails to decode).
+type capdConfig struct {
+	Storage struct {
+		Files []struct {
+			Path     string `json:"path"`
+			Mode     *int   `json:"mode"`
+			Contents struct {
+				Source string `json:"source"`
+			} `json:"contents"`
+			Append json.RawMessage `json:"append"`
+		} `json:"files"`
+	} `json:"storage"`
+	Systemd struct {
+		Units []struct {
+			Name     string `json:"name"`
+			Contents string `json:"contents"`
+		} `json:"units"`
+	} `json:"systemd"`
+}
+
+// The provider's own output, without a user snippet, is readable by CAPD, for every role and
+// variant and with every option that adds files or changes the unit (docs/adr/010).
+func TestOutputReadableByCAPD(t *testing.T) {
+	inputs := map[string]ignition.Input{}
+	for name, in := range goldenCases() {
+		if in.Butane == "" {
+			inputs[name] = in
+		}
+	}
+	named := joinInput(ignition.VariantFlatcar, "v1.34.0")
+	named.NodeName = &ignition.NodeNameFromMetadata{Platform: ignition.PlatformAWS, ProviderID: true}
+	inputs["worker node name from metadata"] = named
+	fileDiscovery := joinInput(ignition.VariantFlatcar, "v1.34.0")
+	fileDiscovery.JoinConfiguration.Discovery = bootstrapv1.Discovery{File: bootstrapv1.FileDiscovery{
+		KubeConfigPath: "/etc/kubernetes/discovery.conf",
+		KubeConfig: bootstrapv1.FileDiscoveryKubeConfig{
+			Cluster: bootstrapv1.KubeConfigCluster{Server: "https://10.0.0.1:6443", InsecureSkipTLSVerify: ptr.To(true)},
+			User:    bootstrapv1.KubeConfigUser{Exec: bootstrapv1.KubeConfigAuthExec{Command: "/opt/bin/token"}},
+		},
+	}}
+	inputs["worker file discovery"] = fileDiscovery
+
+	for name, in := range inputs {
+		t.Run(name, func(t *testing.T) {
+			out, err := ignition.Render(in)
+			require.NoError(t, err)
+			var cfg capdConfig
+			require.NoError(t, json.Unmarshal(out.Data, &cfg))
+			require.NotEmpty(t, cfg.Storage.Files)
+			for _, f := range cfg.Storage.Files {
+				assert.NotNil(t, f.Mode, "%s has no mode: CAPD dereferences it", f.Path)
+				assert.True(t, strings.HasPrefix(f.Contents.Source, "data:"), "%s is not a data URL", f.Path)
+				_, err := decodeDataURL(f.Contents.Source)
+				assert.NoError(t, err, f.Path)
+				assert.Nil(t, f.Append, "%s appends: CAPD cannot read it", f.Path)
+			}
+			for _, u := range cfg.Systemd.Units {
+				assert.NotEmpty(t, u.Contents, "unit %s has no contents: CAPD would write an empty unit", u.Name)
+			}
+			assert.NotContains(t, string(out.Data), `"compression"`, "CAPD does not decompress")
+			assert.NotContains(t, string(out.Data), `"dropins"`, "CAPD does not write drop-ins")
+		})
+	}
+}
