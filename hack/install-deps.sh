@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build and tests need. Idempotent and quiet when everything is
-# already there: today that is libblkid-dev, which the cgo build of ignition-apply links against.
+# already there: libblkid-dev, which the cgo build of ignition-apply links against; util-linux
+# (unshare) for the boot simulation's namespaces; gettext-base (envsubst), which the cloud
+# providers' Flatcar pattern runs in the boot simulation.
 set -euo pipefail
 
-packages=(libblkid-dev)
+packages=(libblkid-dev util-linux gettext-base)
 
 missing=()
 for p in "${packages[@]}"; do
