@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/bootsim"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/manager"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/testenv"
 )
@@ -19,6 +20,8 @@ var env *testenv.Environment
 // MachineSet, MachineDeployment and MachinePool controllers and ClusterCache next to ours; the
 // API server doubles as every test cluster's workload cluster.
 func TestMain(m *testing.M) {
+	// The boot simulator re-runs this binary inside its namespaces; that run is no test run.
+	bootsim.RunChildIfRequested()
 	opts := testenv.Options{
 		ClusterController:     true,
 		MachineController:     true,

@@ -70,8 +70,11 @@ func checkDropin(p string, content []byte) string {
 func checkDropinOption(o *unit.UnitOption) string {
 	switch o.Section {
 	case "Unit":
-		if o.Name == "ConditionPathExists" && strings.TrimSpace(o.Value) == "" {
-			return fmt.Sprintf("it resets the guard ConditionPathExists=%s, and kubeadm would run again on every boot", KubeadmConfigPath)
+		// systemd clears every condition on an empty assignment of any Condition*= key, the
+		// guard included (and every assertion on an empty Assert*=).
+		if strings.HasPrefix(o.Name, "Condition") && strings.TrimSpace(o.Value) == "" {
+			return fmt.Sprintf("an empty %s= resets every condition, the guard ConditionPathExists=%s included, and kubeadm would run again on every boot",
+				o.Name, KubeadmConfigPath)
 		}
 	case "Service":
 		if why, refused := refusedDirectives[o.Name]; refused {

@@ -252,7 +252,10 @@ func TestRenderRejectsBadInput(t *testing.T) {
 		}), ignition.ErrOwnedPathConflict, "butane", 0, "sets User=core in [Service]: kubeadm must run as root"},
 		{"butane drop-in resets the guard condition", worker(func(in *ignition.Input) {
 			in.Butane = butaneDropin("kubeadm.service", "[Unit]\nConditionPathExists=\n")
-		}), ignition.ErrOwnedPathConflict, "butane", 0, "resets the guard ConditionPathExists=/etc/kubeadm.yml"},
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "guard ConditionPathExists=/etc/kubeadm.yml included"},
+		{"butane drop-in resets every condition through another one", worker(func(in *ignition.Input) {
+			in.Butane = butaneDropin("kubeadm.service", "[Unit]\nConditionFileNotEmpty=\n")
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "an empty ConditionFileNotEmpty= resets every condition"},
 		{"butane drop-in keeps the unit from being active", worker(func(in *ignition.Input) {
 			in.Butane = butaneDropin("kubeadm.service", "[Service]\nRemainAfterExit=no\n")
 		}), ignition.ErrOwnedPathConflict, "butane", 0, "RemainAfterExit"},

@@ -1,0 +1,116 @@
+package controllers_test
+
+import (
+	"encoding/base64"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	bootstrapkubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/secret"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/bootsim"
+)
+
+// A control plane on external etcd gets the etcd CA certificate (no key: the etcd cluster is run
+// elsewhere) and the API server's etcd client certificate from the Cluster's Secrets, and its
+// Secret boots into kubeadm init.
+func TestExternalEtcdBoots(t *testing.T) {
+	ctx := t.Context()
+	f := newCluster(t, clusterSetup{noCA: true, noControlPlaneInit: true})
+	for purpose, data := range map[secret.Purpose]map[string][]byte{
+		secret.EtcdCA:              {secret.TLSCrtDataName: []byte("-----BEGIN CERTIFICATE-----\nexternal etcd ca\n-----END CERTIFICATE-----\n")},
+		secret.APIServerEtcdClient: {secret.TLSCrtDataName: []byte("etcd client cert\n"), secret.TLSKeyDataName: []byte("etcd client key\n")},
+	} {
+		require.NoError(t, env.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: secret.Name(f.cluster.Name, purpose),
+				Labels: map[string]string{clusterv1.ClusterNameLabel: f.cluster.Name}},
+			Data: data,
+		}))
+	}
+	external := bootstrapkubeadmv1.ExternalEtcd{
+		Endpoints: []string{"https://etcd-0.example.internal:2379"},
+		CAFile:    "/etc/kubernetes/pki/etcd/ca.crt",
+		CertFile:  "/etc/kubernetes/pki/apiserver-etcd-client.crt",
+		KeyFile:   "/etc/kubernetes/pki/apiserver-etcd-client.key",
+	}
+	f.addMachine(t, "cp-0", true, bootstrapv1.IgnitionConfigSpec{
+		ClusterConfiguration: bootstrapkubeadmv1.ClusterConfiguration{Etcd: bootstrapkubeadmv1.Etcd{External: external}},
+	})
+	waitForCondition(t, f.ns, "cp-0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	data, ok := dataSecret(t, f.ns, "cp-0")
+	require.True(t, ok)
+
+	rep := bootsim.Boot(t, bootsim.Options{Config: data.Data["value"], KubeadmDir: "/opt/bin",
+		Inspect: []string{external.CAFile, external.CertFile, external.KeyFile, "/etc/kubernetes/pki/etcd/ca.key", "/etc/kubernetes/pki/ca.key"}})
+	require.Equal(t, "success", rep.Result, "%s %+v", rep.FailedStep, rep.Steps)
+	require.Len(t, rep.KubeadmCalls, 1)
+	assert.Equal(t, "init", rep.KubeadmCalls[0].Args[0])
+	assert.Contains(t, rep.KubeadmCalls[0].Config, "https://etcd-0.example.internal:2379")
+	assert.Contains(t, rep.Files[external.CAFile].Content, "external etcd ca")
+	assert.Equal(t, "etcd client key\n", rep.Files[external.KeyFile].Content)
+	assert.Equal(t, os.FileMode(0o600), rep.Files[external.KeyFile].Mode.Perm())
+	assert.False(t, rep.Files["/etc/kubernetes/pki/etcd/ca.key"].Exists, "no etcd CA key for external etcd")
+	assert.True(t, rep.Files["/etc/kubernetes/pki/ca.key"].Exists, "the cluster CA was generated and written")
+	assert.True(t, rep.SentinelExists)
+}
+
+// A worker using file discovery with an exec plugin gets the kubeconfig written from the spec,
+// with the Cluster's endpoint and CA, and no bootstrap token; it boots into kubeadm join.
+func TestFileDiscoveryBoots(t *testing.T) {
+	f := newCluster(t, clusterSetup{})
+	f.addMachine(t, "w-0", false, bootstrapv1.IgnitionConfigSpec{
+		JoinConfiguration: bootstrapkubeadmv1.JoinConfiguration{Discovery: bootstrapkubeadmv1.Discovery{File: bootstrapkubeadmv1.FileDiscovery{
+			KubeConfigPath: "/etc/kubernetes/discovery.conf",
+			KubeConfig: bootstrapkubeadmv1.FileDiscoveryKubeConfig{User: bootstrapkubeadmv1.KubeConfigUser{
+				Exec: bootstrapkubeadmv1.KubeConfigAuthExec{Command: "/opt/bin/cluster-token", Args: []string{"--cluster", "c1"}},
+			}},
+		}}},
+	})
+	waitForCondition(t, f.ns, "w-0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	data, ok := dataSecret(t, f.ns, "w-0")
+	require.True(t, ok)
+	assert.Empty(t, data.Annotations[bootstrapv1.BootstrapTokenIDAnnotation], "no bootstrap token for file discovery")
+	assert.Empty(t, tokensOf(t, f.ns, "w-0"))
+
+	rep := bootsim.Boot(t, bootsim.Options{Config: data.Data["value"], KubeadmDir: "/usr/bin", Inspect: []string{"/etc/kubernetes/discovery.conf"}})
+	require.Equal(t, "success", rep.Result, "%s %+v", rep.FailedStep, rep.Steps)
+	require.Len(t, rep.KubeadmCalls, 1)
+	assert.Equal(t, "join", rep.KubeadmCalls[0].Args[0])
+	assert.Contains(t, rep.KubeadmCalls[0].Config, "kubeConfigPath: /etc/kubernetes/discovery.conf")
+
+	discovery := rep.Files["/etc/kubernetes/discovery.conf"]
+	require.True(t, discovery.Exists)
+	assert.Equal(t, os.FileMode(0o600), discovery.Mode.Perm())
+	var kubeconfig struct {
+		Clusters []struct {
+			Cluster struct {
+				Server string `json:"server"`
+				CA     string `json:"certificate-authority-data"`
+			} `json:"cluster"`
+		} `json:"clusters"`
+		Users []struct {
+			User struct {
+				Exec struct {
+					Command string `json:"command"`
+				} `json:"exec"`
+			} `json:"user"`
+		} `json:"users"`
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(discovery.Content), &kubeconfig))
+	require.Len(t, kubeconfig.Clusters, 1)
+	assert.Equal(t, "https://"+f.cluster.Spec.ControlPlaneEndpoint.String(), kubeconfig.Clusters[0].Cluster.Server)
+	ca, err := base64.StdEncoding.DecodeString(kubeconfig.Clusters[0].Cluster.CA)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(ca), "-----BEGIN CERTIFICATE-----"), "the cluster CA")
+	require.Len(t, kubeconfig.Users, 1)
+	assert.Equal(t, "/opt/bin/cluster-token", kubeconfig.Users[0].User.Exec.Command)
+}
