@@ -14,6 +14,7 @@ import (
 
 	bootstrapkubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/certs"
 	"sigs.k8s.io/cluster-api/util/secret"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
@@ -26,9 +27,10 @@ import (
 func TestExternalEtcdBoots(t *testing.T) {
 	ctx := t.Context()
 	f := newCluster(t, clusterSetup{noCA: true, noControlPlaneInit: true})
+	etcdCA, etcdClient := generatedCertificate(t), generatedCertificate(t)
 	for purpose, data := range map[secret.Purpose]map[string][]byte{
-		secret.EtcdCA:              {secret.TLSCrtDataName: []byte("-----BEGIN CERTIFICATE-----\nexternal etcd ca\n-----END CERTIFICATE-----\n")},
-		secret.APIServerEtcdClient: {secret.TLSCrtDataName: []byte("etcd client cert\n"), secret.TLSKeyDataName: []byte("etcd client key\n")},
+		secret.EtcdCA:              {secret.TLSCrtDataName: etcdCA.Cert},
+		secret.APIServerEtcdClient: {secret.TLSCrtDataName: etcdClient.Cert, secret.TLSKeyDataName: etcdClient.Key},
 	} {
 		require.NoError(t, env.Client.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: secret.Name(f.cluster.Name, purpose),
@@ -55,8 +57,8 @@ func TestExternalEtcdBoots(t *testing.T) {
 	require.Len(t, rep.KubeadmCalls, 1)
 	assert.Equal(t, "init", rep.KubeadmCalls[0].Args[0])
 	assert.Contains(t, rep.KubeadmCalls[0].Config, "https://etcd-0.example.internal:2379")
-	assert.Contains(t, rep.Files[external.CAFile].Content, "external etcd ca")
-	assert.Equal(t, "etcd client key\n", rep.Files[external.KeyFile].Content)
+	assert.Equal(t, string(etcdCA.Cert), rep.Files[external.CAFile].Content)
+	assert.Equal(t, string(etcdClient.Key), rep.Files[external.KeyFile].Content)
 	assert.Equal(t, os.FileMode(0o600), rep.Files[external.KeyFile].Mode.Perm())
 	assert.False(t, rep.Files["/etc/kubernetes/pki/etcd/ca.key"].Exists, "no etcd CA key for external etcd")
 	assert.True(t, rep.Files["/etc/kubernetes/pki/ca.key"].Exists, "the cluster CA was generated and written")
@@ -113,4 +115,52 @@ func TestFileDiscoveryBoots(t *testing.T) {
 	assert.True(t, strings.HasPrefix(string(ca), "-----BEGIN CERTIFICATE-----"), "the cluster CA")
 	require.Len(t, kubeconfig.Users, 1)
 	assert.Equal(t, "/opt/bin/cluster-token", kubeconfig.Users[0].User.Exec.Command)
+}
+
+// generatedCertificate is a fresh certificate and key (a CA, the way Cluster API generates one).
+func generatedCertificate(t *testing.T) *certs.KeyPair {
+	t.Helper()
+	c := &secret.Certificate{Purpose: secret.ClusterCA}
+	require.NoError(t, c.Generate())
+	return c.KeyPair
+}
+
+// A cluster certificate Secret that holds no PEM certificate is a condition naming the Secret,
+// on workers (the CA pins their discovery) and control planes alike, and no data is rendered.
+func TestInvalidClusterCertificateGivesCondition(t *testing.T) {
+	ctx := t.Context()
+	t.Run("worker", func(t *testing.T) {
+		f := newCluster(t, clusterSetup{noCA: true})
+		require.NoError(t, env.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: secret.Name(f.cluster.Name, secret.ClusterCA)},
+			Data:       map[string][]byte{secret.TLSCrtDataName: []byte("not a certificate"), secret.TLSKeyDataName: []byte("not a key")},
+		}))
+		f.addMachine(t, "w-0", false, bootstrapv1.IgnitionConfigSpec{})
+		c := waitForCondition(t, f.ns, "w-0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.InvalidClusterCertificateReason)
+		assert.Contains(t, c.Message, "Secret c1-ca does not hold a PEM certificate in tls.crt")
+		assert.NotContains(t, c.Message, "not a key")
+		waitForCondition(t, f.ns, "w-0", bootstrapv1.ReadyCondition, metav1.ConditionFalse, bootstrapv1.NotReadyReason)
+		_, ok := dataSecret(t, f.ns, "w-0")
+		assert.False(t, ok)
+		assert.Empty(t, tokensOf(t, f.ns, "w-0"), "no join token for data never rendered")
+	})
+	t.Run("external etcd CA on a control plane", func(t *testing.T) {
+		f := newCluster(t, clusterSetup{noCA: true, noControlPlaneInit: true})
+		client := generatedCertificate(t)
+		for purpose, data := range map[secret.Purpose]map[string][]byte{
+			secret.EtcdCA:              {secret.TLSCrtDataName: []byte("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n")},
+			secret.APIServerEtcdClient: {secret.TLSCrtDataName: client.Cert, secret.TLSKeyDataName: client.Key},
+		} {
+			require.NoError(t, env.Client.Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: secret.Name(f.cluster.Name, purpose)}, Data: data}))
+		}
+		f.addMachine(t, "cp-0", true, bootstrapv1.IgnitionConfigSpec{
+			ClusterConfiguration: bootstrapkubeadmv1.ClusterConfiguration{Etcd: bootstrapkubeadmv1.Etcd{External: bootstrapkubeadmv1.ExternalEtcd{
+				Endpoints: []string{"https://etcd:2379"}, CAFile: "/etc/etcd/ca.crt", CertFile: "/etc/etcd/client.crt", KeyFile: "/etc/etcd/client.key",
+			}}},
+		})
+		c := waitForCondition(t, f.ns, "cp-0", bootstrapv1.CertificatesAvailableCondition, metav1.ConditionFalse, bootstrapv1.InvalidClusterCertificateReason)
+		assert.Contains(t, c.Message, "Secret c1-etcd")
+		waitForCondition(t, f.ns, "cp-0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.InvalidClusterCertificateReason)
+	})
 }

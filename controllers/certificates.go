@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	certutil "k8s.io/client-go/util/cert"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
@@ -15,23 +16,10 @@ import (
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
-// clusterCA returns the certificate of the <cluster>-ca Secret; nil when the Secret does not
-// exist (yet) or holds no certificate.
-func (r *Reconciler) clusterCA(ctx context.Context, cluster *clusterv1.Cluster) (*secret.Certificate, error) {
-	certs := secret.NewCertificatesForWorker("")
-	if err := certs.Lookup(ctx, r.Client, util.ObjectKey(cluster)); err != nil {
-		return nil, fmt.Errorf("looking up the CA of Cluster %s: %w", cluster.Name, err)
-	}
-	ca := certs.GetByPurpose(secret.ClusterCA)
-	if ca.KeyPair == nil || len(ca.KeyPair.Cert) == 0 {
-		return nil, nil
-	}
-	return ca, nil
-}
-
 // lookupCertificates finds certs; when generate is true the missing ones are created (owned by
 // the Cluster, so they outlive the first control-plane Machine). A missing certificate is a
-// waiting outcome, not an error.
+// waiting outcome, a certificate that is not PEM an InvalidClusterCertificate outcome; neither
+// is an error.
 func (r *Reconciler) lookupCertificates(ctx context.Context, s *scope, certs secret.Certificates, generate bool) (*outcome, error) {
 	key := util.ObjectKey(s.cluster)
 	var err error
@@ -53,8 +41,29 @@ func (r *Reconciler) lookupCertificates(ctx context.Context, s *scope, certs sec
 		setCertificatesFalse(s.config, bootstrapv1.CertificatesInternalErrorReason, fmt.Sprintf("Certificates unusable: %v", err))
 		return nil, fmt.Errorf("certificates of Cluster %s: %w", s.cluster.Name, err)
 	}
+	if o := invalidCertificates(s, certs); o != nil {
+		return o, nil
+	}
 	setCertificatesAvailable(s.config)
 	return nil, nil
+}
+
+// invalidCertificates checks that every certificate to be written is PEM x509 (the
+// service-account "certificate" is a public key and is left alone): a node given anything else
+// would fail at boot while the config said Ready. The message names the Secret, never its data.
+func invalidCertificates(s *scope, certs secret.Certificates) *outcome {
+	for _, c := range certs {
+		if c.KeyPair == nil || len(c.KeyPair.Cert) == 0 || c.Purpose == secret.ServiceAccount {
+			continue
+		}
+		if _, err := certutil.ParseCertsPEM(c.KeyPair.Cert); err != nil {
+			msg := fmt.Sprintf("Secret %s does not hold a PEM certificate in %s (%v): fix or delete it",
+				secret.Name(s.cluster.Name, c.Purpose), secret.TLSCrtDataName, err)
+			setCertificatesFalse(s.config, bootstrapv1.InvalidClusterCertificateReason, msg)
+			return &outcome{reason: bootstrapv1.InvalidClusterCertificateReason, message: msg, requeue: renderErrorRetry, warn: true}
+		}
+	}
+	return nil
 }
 
 func setCertificatesAvailable(config *bootstrapv1.IgnitionConfig) {

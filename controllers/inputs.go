@@ -9,31 +9,98 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"sigs.k8s.io/cluster-api/util/secret"
+
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
 
-// baseInput resolves what every role renders: variant, version, Butane, files and commands.
-// A non-nil outcome says why the config cannot be rendered yet.
-func (r *Reconciler) baseInput(ctx context.Context, s *scope, role ignition.Role) (ignition.Input, *outcome, error) {
+// placeholderToken stands in for the join token until the input is known to render: the token
+// is created in the workload cluster only then, so bad input leaves no token behind.
+const placeholderToken = configinput.PlaceholderToken
+
+// nodeInput gathers what the role needs from the Cluster, waiting (a non-nil outcome) for what
+// is not there yet, and builds the renderer's input with configinput.Build, the builder the
+// webhook and `cabpi render` use too. needs says what the spec takes from the Cluster; with
+// needs.JoinToken the input carries placeholderToken, for the caller to replace.
+func (r *Reconciler) nodeInput(ctx context.Context, s *scope, role ignition.Role) (in ignition.Input, needs configinput.Needs, o *outcome, err error) {
 	version := s.kubernetesVersion()
 	if version == "" {
-		return ignition.Input{}, waitFor(bootstrapv1.WaitingForKubernetesVersionReason,
+		return in, needs, waitFor(bootstrapv1.WaitingForKubernetesVersionReason,
 			"Neither the owner (spec.version) nor the Cluster topology sets a Kubernetes version"), nil
 	}
-	in, err := configinput.FromSpec(ctx, &s.config.Spec, role, version, apiResolver{c: r.Client, ns: s.config.Namespace})
+	spec := &s.config.Spec
+	needs = configinput.ClusterNeeds(spec, role)
+	net := s.cluster.Spec.ClusterNetwork
+	cluster := configinput.Cluster{Name: s.cluster.Name, ServiceDomain: net.ServiceDomain}
+	if len(net.Services.CIDRBlocks) > 0 {
+		cluster.ServiceSubnet = net.Services.String()
+	}
+	if len(net.Pods.CIDRBlocks) > 0 {
+		cluster.PodSubnet = net.Pods.String()
+	}
+
+	switch {
+	case s.cluster.Spec.ControlPlaneEndpoint.IsValid():
+		cluster.ControlPlaneEndpoint = s.cluster.Spec.ControlPlaneEndpoint.String()
+	case needs.Endpoint:
+		return in, needs, waitFor(bootstrapv1.WaitingForControlPlaneEndpointReason,
+			"Waiting for Cluster spec.controlPlaneEndpoint to be set"), nil
+	}
+	if needs.CACertificate || needs.CACertHashes {
+		ca, o, err := r.clusterCA(ctx, s)
+		if err != nil || o != nil {
+			return in, needs, o, err
+		}
+		cluster.CACertificate = ca.KeyPair.Cert
+		if cluster.CACertHashes, err = ca.Hashes(); err != nil {
+			return in, needs, nil, fmt.Errorf("hashing the CA of Cluster %s: %w", s.cluster.Name, err)
+		}
+	}
+	if certs := configinput.CertificatesFor(spec, role); certs != nil {
+		// Without a control-plane provider nobody else creates the cluster certificates.
+		generate := role == ignition.RoleInit && !s.cluster.Spec.ControlPlaneRef.IsDefined()
+		if o, err := r.lookupCertificates(ctx, s, certs, generate); err != nil || o != nil {
+			return in, needs, o, err
+		}
+		cluster.Certificates = certs
+	}
+	if needs.JoinToken {
+		cluster.JoinToken = placeholderToken
+	}
+
+	in, err = configinput.Build(ctx, spec, role, version, cluster, apiResolver{c: r.Client, ns: s.config.Namespace})
 	var missing *configinput.MissingReferenceError
 	var invalid *ignition.Error
 	switch {
 	case errors.As(err, &missing):
-		return in, &outcome{reason: bootstrapv1.ReferenceNotFoundReason, message: missing.Error(), requeue: waitRequeue, warn: true}, nil
+		return in, needs, &outcome{reason: bootstrapv1.ReferenceNotFoundReason, message: missing.Error(), requeue: waitRequeue, warn: true}, nil
 	case errors.As(err, &invalid):
-		return in, renderFailed(invalid), nil
+		return in, needs, renderFailed(invalid), nil
 	case err != nil:
-		return in, nil, err
+		return in, needs, nil, err
 	}
-	return in, nil, nil
+	return in, needs, nil, nil
+}
+
+// clusterCA returns the cluster CA certificate of the <cluster>-ca Secret, or why not: waiting
+// while the Secret is missing or holds no certificate, InvalidClusterCertificate when what it
+// holds is not a PEM certificate.
+func (r *Reconciler) clusterCA(ctx context.Context, s *scope) (*secret.Certificate, *outcome, error) {
+	certs := secret.NewCertificatesForWorker("")
+	if err := certs.Lookup(ctx, r.Client, client.ObjectKeyFromObject(s.cluster)); err != nil {
+		return nil, nil, fmt.Errorf("looking up the CA of Cluster %s: %w", s.cluster.Name, err)
+	}
+	ca := certs.GetByPurpose(secret.ClusterCA)
+	if ca.KeyPair == nil || len(ca.KeyPair.Cert) == 0 {
+		return nil, waitFor(bootstrapv1.WaitingForClusterCAReason,
+			fmt.Sprintf("Waiting for Secret %s to hold the cluster CA certificate", secret.Name(s.cluster.Name, secret.ClusterCA))), nil
+	}
+	if o := invalidCertificates(s, secret.Certificates{ca}); o != nil {
+		return nil, o, nil
+	}
+	return ca, nil, nil
 }
 
 // apiResolver reads referenced keys from the config's namespace (uncached: the manager does not

@@ -18,10 +18,10 @@ import (
 // join with it; the failure is logged (a render failure is also an event) and retried. Once the
 // token is expired or gone, the data no longer joins anything and the condition says why.
 func (r *Reconciler) rotatePoolToken(ctx context.Context, s *scope, currentUsable bool) (ctrl.Result, error) {
-	in, o, err := r.joinInput(ctx, s, ignition.RoleWorkerJoin)
+	in, needs, o, err := r.nodeInput(ctx, s, ignition.RoleWorkerJoin)
 	if o == nil && err == nil {
 		var res ctrl.Result
-		res, o, err = r.renderJoin(ctx, s, in)
+		res, o, err = r.renderJoin(ctx, s, in, needs.JoinToken)
 		if o == nil && err == nil {
 			return res, nil
 		}

@@ -43,31 +43,10 @@ func (s *scope) isControlPlane() bool {
 	return ok
 }
 
-// ownerDataSecretName is the data Secret name Cluster API already copied to the owner, if any.
-func (s *scope) ownerDataSecretName() string {
-	if s.machinePool != nil {
-		if n := s.machinePool.Spec.Template.Spec.Bootstrap.DataSecretName; n != nil {
-			return *n
-		}
-		return ""
-	}
-	if n := s.machine.Spec.Bootstrap.DataSecretName; n != nil {
-		return *n
-	}
-	return ""
-}
-
-// hasJoined is true once the owner's node(s) joined: a Machine with a nodeRef, or a MachinePool
-// with as many nodeRefs as replicas. After that a Machine's join token is left to expire.
-func (s *scope) hasJoined() bool {
-	if s.machinePool != nil {
-		replicas := int32(1)
-		if s.machinePool.Spec.Replicas != nil {
-			replicas = *s.machinePool.Spec.Replicas
-		}
-		return len(s.machinePool.Status.NodeRefs) == int(replicas)
-	}
-	return s.machine.Status.NodeRef.IsDefined()
+// machineJoined is true once a Machine's node joined (it has a nodeRef): its join token is then
+// left to expire. A MachinePool never is: it keeps creating instances from the same data.
+func (s *scope) machineJoined() bool {
+	return s.machine != nil && s.machine.Status.NodeRef.IsDefined()
 }
 
 // kubernetesVersion is the owner's version, falling back to the Cluster topology's version.

@@ -83,7 +83,7 @@ func (r *Reconciler) refreshWhenLeft() time.Duration    { return r.TokenTTL * 5 
 // a Machine's node joined (then left to expire), rotated for MachinePools, which keep creating
 // instances from the same data.
 func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *corev1.Secret) (ctrl.Result, error) {
-	if data == nil && !s.isMachinePool() && s.hasJoined() {
+	if data == nil && s.machineJoined() {
 		// The node booted from that data long ago and needs it no more: nothing to render again
 		// (its role may have changed since, e.g. from kubeadm init to join).
 		ctrl.LoggerFrom(ctx).V(1).Info("Data Secret deleted after the node joined; not rendering it again")
@@ -105,7 +105,7 @@ func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *cor
 		// kubeadm init, or a join with a user-provided discovery: no token of ours to look after.
 		return ctrl.Result{}, nil
 	}
-	if !s.isMachinePool() && s.hasJoined() {
+	if s.machineJoined() {
 		return ctrl.Result{}, nil
 	}
 

@@ -313,52 +313,67 @@ func presetDisablesKubeadm(content []byte) string {
 // kubeadm.service that keep its contract.
 func checkFiles(provider []ownedFile, files []File) *Error {
 	seen := map[string]string{}
-	check := func(field string, f File, owned []string) *Error {
+	// part names the field at fault inside a user's file ("files[2].owner"); a provider file
+	// (certificates[i], the discovery kubeconfig) is named as a whole.
+	check := func(f File, owned []string, part func(string) string) *Error {
+		field := part("")
 		if !path.IsAbs(f.Path) {
-			return errorf(ErrInvalidInput, field, "path %q is not absolute", f.Path)
+			return errorf(ErrInvalidInput, part("path"), "path %q is not absolute", f.Path)
 		}
 		clean := path.Clean(f.Path)
 		if clean == "/" {
-			return errorf(ErrInvalidInput, field, "path %q is the root directory", f.Path)
+			return errorf(ErrInvalidInput, part("path"), "path %q is the root directory", f.Path)
 		}
 		if o := ownedConflict(clean, nodeFile, owned); o != "" {
-			return errorf(ErrOwnedPathConflict, field, "path %s conflicts with %s written by the provider", f.Path, o)
+			return errorf(ErrOwnedPathConflict, part("path"), "path %s conflicts with %s written by the provider", f.Path, o)
 		}
 		if other, dup := seen[clean]; dup {
-			return errorf(ErrInvalidInput, field, "path %s is also written by %s", f.Path, other)
+			return errorf(ErrInvalidInput, part("path"), "path %s is also written by %s", f.Path, other)
 		}
 		seen[clean] = field
 		if isBelow(clean, systemdPresetDir) {
 			if line := presetDisablesKubeadm(f.Content); line != "" {
-				return errorf(ErrOwnedPathConflict, field, "preset file %s has line %q, which disables %s, which the provider enables",
+				return errorf(ErrOwnedPathConflict, part("content"), "preset file %s has line %q, which disables %s, which the provider enables",
 					f.Path, line, KubeadmUnitName)
 			}
 		}
 		if kubeadmDropinPath(clean) {
 			if problem := checkDropin(clean, f.Content); problem != "" {
-				return errorf(ErrOwnedPathConflict, field+".content", "%s", problem)
+				return errorf(ErrOwnedPathConflict, part("content"), "%s", problem)
 			}
 		}
 		if f.Mode < 0 || f.Mode > 0o7777 {
-			return errorf(ErrInvalidInput, field, "mode %#o is not a file mode (0 to 07777)", f.Mode)
+			return errorf(ErrInvalidInput, part("permissions"), "mode %#o is not a file mode (0 to 07777)", f.Mode)
 		}
 		if _, _, err := parseOwner(f.Owner); err != nil {
-			return errorf(ErrInvalidInput, field, "owner: %v", err)
+			return errorf(ErrInvalidInput, part("owner"), "owner: %v", err)
 		}
 		return nil
 	}
 	for _, p := range provider {
-		if err := check(p.field, p.File, ownedPaths); err != nil {
+		whole := func(string) string { return p.field }
+		if err := check(p.File, ownedPaths, whole); err != nil {
 			return err
 		}
 	}
 	owned := append(append([]string(nil), ownedPaths...), ownedFilePaths(provider)...)
 	for i, f := range files {
-		if err := check(fmt.Sprintf("files[%d]", i), f, owned); err != nil {
+		if err := check(f, owned, userFileField(i)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// userFileField names spec.files[i], or one of its fields: userFileField(2)("owner") is
+// "files[2].owner", userFileField(2)("") is "files[2]".
+func userFileField(i int) func(string) string {
+	return func(part string) string {
+		if part == "" {
+			return fmt.Sprintf("files[%d]", i)
+		}
+		return fmt.Sprintf("files[%d].%s", i, part)
+	}
 }
 
 // checkSnippetAgainstFiles rejects a snippet writing a file, directory or link at the path of

@@ -231,7 +231,7 @@ func TestRenderRejectsBadInput(t *testing.T) {
 		}), ignition.ErrInvalidButane, "butane", 5, "not fully simplified"},
 		{"file at an owned path through a dotted path", worker(func(in *ignition.Input) {
 			in.Files = []ignition.File{{Path: "/etc/./kubeadm.sh", Content: []byte("x")}}
-		}), ignition.ErrOwnedPathConflict, "files[0]", 0, "/etc/kubeadm.sh"},
+		}), ignition.ErrOwnedPathConflict, "files[0].path", 0, "/etc/kubeadm.sh"},
 		{"butane links the sentinel", worker(func(in *ignition.Input) {
 			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  links:\n    - path: /run/cluster-api/bootstrap-success.complete\n      target: /dev/null\n"
 		}), ignition.ErrOwnedPathConflict, "butane", 0, ignition.SentinelPath},
@@ -297,22 +297,22 @@ func TestRenderRejectsBadInput(t *testing.T) {
 		}), ignition.ErrInvalidButane, "butane", 7, "files directory"},
 		{"file at an owned path", worker(func(in *ignition.Input) {
 			in.Files = []ignition.File{{Path: "/etc/kubeadm.yml", Content: []byte("x")}}
-		}), ignition.ErrOwnedPathConflict, "files[0]", 0, "/etc/kubeadm.yml"},
+		}), ignition.ErrOwnedPathConflict, "files[0].path", 0, "/etc/kubeadm.yml"},
 		{"spec file drop-in runs kubeadm as another user", worker(func(in *ignition.Input) {
 			in.Files = []ignition.File{{Path: "/etc/systemd/system/kubeadm.service.d/10-x.conf", Content: []byte("[Service]\nUser=core\n")}}
 		}), ignition.ErrOwnedPathConflict, "files[0].content", 0, "sets User=core"},
 		{"spec file replaces kubeadm.service", worker(func(in *ignition.Input) {
 			in.Files = []ignition.File{{Path: "/etc/systemd/system/kubeadm.service", Content: []byte("[Service]\n")}}
-		}), ignition.ErrOwnedPathConflict, "files[0]", 0, "/etc/systemd/system/kubeadm.service"},
+		}), ignition.ErrOwnedPathConflict, "files[0].path", 0, "/etc/systemd/system/kubeadm.service"},
 		{"relative file path", worker(func(in *ignition.Input) { in.Files = []ignition.File{{Path: "etc/x"}} }),
-			ignition.ErrInvalidInput, "files[0]", 0, "not absolute"},
+			ignition.ErrInvalidInput, "files[0].path", 0, "not absolute"},
 		{"file written twice", worker(func(in *ignition.Input) {
 			in.Files = []ignition.File{{Path: "/etc/x"}, {Path: "/etc//x"}}
-		}), ignition.ErrInvalidInput, "files[1]", 0, "also written"},
+		}), ignition.ErrInvalidInput, "files[1].path", 0, "also written"},
 		{"file mode out of range", worker(func(in *ignition.Input) { in.Files = []ignition.File{{Path: "/etc/x", Mode: 0o17777}} }),
-			ignition.ErrInvalidInput, "files[0]", 0, ""},
+			ignition.ErrInvalidInput, "files[0].permissions", 0, ""},
 		{"bad owner", worker(func(in *ignition.Input) { in.Files = []ignition.File{{Path: "/etc/x", Owner: "a:b:c"}} }),
-			ignition.ErrInvalidInput, "files[0]", 0, ""},
+			ignition.ErrInvalidInput, "files[0].owner", 0, ""},
 		{"snippet file clashes with a spec file", worker(func(in *ignition.Input) {
 			in.Files = []ignition.File{{Path: "/etc/x", Content: []byte("a")}}
 			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/x\n"
@@ -377,7 +377,7 @@ func TestRenderRejectsBadInput(t *testing.T) {
 		}), ignition.ErrOwnedPathConflict, "butane", 0, "cannot be checked"},
 		{"spec file preset disables kubeadm.service", worker(func(in *ignition.Input) {
 			in.Files = []ignition.File{{Path: "/etc/systemd/system-preset/10-x.preset", Content: []byte("disable kubeadm.service\n")}}
-		}), ignition.ErrOwnedPathConflict, "files[0]", 0, "disables kubeadm.service"},
+		}), ignition.ErrOwnedPathConflict, "files[0].content", 0, "disables kubeadm.service"},
 		{"butane hard link to the kubeadm config", worker(func(in *ignition.Input) {
 			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  links:\n    - path: /etc/x\n      target: /etc/kubeadm.yml\n      hard: true\n"
 		}), ignition.ErrOwnedPathConflict, "butane", 0, "hard link at /etc/x to /etc/kubeadm.yml"},
@@ -403,7 +403,7 @@ func TestRenderRejectsBadInput(t *testing.T) {
 		// Configs Ignition accepts but fails on at boot.
 		{"file inside another file", worker(func(in *ignition.Input) {
 			in.Files = []ignition.File{{Path: "/opt/a", Content: []byte("a")}, {Path: "/opt/a/b", Content: []byte("b")}}
-		}), ignition.ErrInvalidInput, "files[1]", 0, "file /opt/a/b (written by files[1]) is inside /opt/a, a file written by files[0]"},
+		}), ignition.ErrInvalidInput, "files[1].path", 0, "file /opt/a/b (written by files[1]) is inside /opt/a, a file written by files[0]"},
 		{"snippet directory at a spec file", worker(func(in *ignition.Input) {
 			in.Files = []ignition.File{{Path: "/opt/a", Content: []byte("a")}}
 			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  directories:\n    - path: /opt/a\n"
@@ -424,13 +424,13 @@ func TestRenderRejectsBadInput(t *testing.T) {
 		// Paths a shell would split or expand.
 		{"file path with a space", worker(func(in *ignition.Input) {
 			in.Files = []ignition.File{{Path: "/etc/a b", Content: []byte("a")}}
-		}), ignition.ErrInvalidInput, "files[0]", 0, `file path "/etc/a b" contains ' '`},
+		}), ignition.ErrInvalidInput, "files[0].path", 0, `file path "/etc/a b" contains ' '`},
 		{"file path with a command substitution", worker(func(in *ignition.Input) {
 			in.Files = []ignition.File{{Path: "/etc/$(reboot)", Content: []byte("a")}}
-		}), ignition.ErrInvalidInput, "files[0]", 0, `contains '$'`},
+		}), ignition.ErrInvalidInput, "files[0].path", 0, `contains '$'`},
 		{"file path with a newline", worker(func(in *ignition.Input) {
 			in.Files = []ignition.File{{Path: "/etc/a\nb", Content: []byte("a")}}
-		}), ignition.ErrInvalidInput, "files[0]", 0, `contains '\n'`},
+		}), ignition.ErrInvalidInput, "files[0].path", 0, `contains '\n'`},
 		{"snippet directory with a semicolon", worker(func(in *ignition.Input) {
 			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  directories:\n    - path: /opt/a;b\n"
 		}), ignition.ErrInvalidInput, "butane", 0, `directory path "/opt/a;b" contains ';'`},

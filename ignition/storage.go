@@ -2,7 +2,6 @@ package ignition
 
 import (
 	"encoding/json"
-	"fmt"
 	"path"
 	"strconv"
 	"strings"
@@ -16,7 +15,7 @@ const shellMetacharacters = ";&|$`'\"<>\\"
 
 // origins names who writes each path of the base config, for errors found in the merged config,
 // where the origin of an entry is no longer recorded: "" for the provider's fixed files, the
-// field of its other files ("certificates[i]", ...), "files[i]". Any other path comes from the
+// field of its other files ("certificates[i]", ...), "files[i].path". Any other path comes from the
 // Butane snippet.
 type origins map[string]string
 
@@ -26,7 +25,7 @@ func baseOrigins(provider []ownedFile, files []File) origins {
 		o[path.Clean(p.Path)] = p.field
 	}
 	for i, f := range files {
-		o[path.Clean(f.Path)] = fmt.Sprintf("files[%d]", i)
+		o[path.Clean(f.Path)] = userFileField(i)("path")
 	}
 	return o
 }
@@ -47,7 +46,7 @@ func (o origins) describe(p string) string {
 	case butaneField:
 		return "the Butane snippet"
 	default:
-		return f
+		return strings.TrimSuffix(f, ".path") // the entry, not its field
 	}
 }
 

@@ -13,11 +13,13 @@ import (
 
 // redactedKeys are the fields whose values a diff does not show: file contents, the Butane
 // document, bootstrap tokens (discovery, TLS bootstrap), kubeadm's certificate key, kubeconfig
-// credentials and name/value pairs (extra args, extra environment variables) may hold secrets,
-// and an admission error ends up in logs (the topology controller's, the API server's audit log).
+// credentials, name/value pairs (extra args, extra environment variables) and the pre- and
+// post-kubeadm commands (which carry registry passwords in practice) may hold secrets, and an
+// admission error ends up in logs (the topology controller's, the API server's audit log).
 var redactedKeys = map[string]bool{
 	"content": true, "inline": true, "token": true, "tlsBootstrapToken": true, "certificateKey": true,
 	"authProvider": true, "exec": true, "value": true,
+	"preKubeadmCommands": true, "postKubeadmCommands": true,
 }
 
 // specDiff is a readable diff of two specs in their JSON form (-old +new), with the values of
@@ -40,7 +42,7 @@ func specDiff(oldSpec, newSpec *bootstrapv1.IgnitionConfigSpec) string {
 }
 
 // redact walks the old and new JSON trees side by side and replaces the values of redactedKeys
-// by "<redacted>" where both sides agree and by "<redacted: changed>" where they differ.
+// by "<redacted>", and the new value by "<redacted: changed>" where the two differ.
 // Elements of lists are paired by index.
 func redact(o, n any) (any, any) {
 	switch om := o.(type) {
@@ -56,11 +58,12 @@ func redact(o, n any) (any, any) {
 			case !inNew:
 				ro[k] = redactValue(k, ov, "<redacted: changed>")
 			case redactedKeys[k]:
-				marker := "<redacted>"
+				// A change must still show as a line of the diff, without the value: the old
+				// side says "<redacted>", the new one "<redacted: changed>".
+				ro[k], rn[k] = "<redacted>", "<redacted>"
 				if !reflect.DeepEqual(ov, nv) {
-					marker = "<redacted: changed>"
+					rn[k] = "<redacted: changed>"
 				}
-				ro[k], rn[k] = marker, marker
 			default:
 				ro[k], rn[k] = redact(ov, nv)
 			}

@@ -26,14 +26,14 @@ func TestSpecDiffRedactsSecrets(t *testing.T) {
 		return s
 	}
 	diff := specDiff(
-		spec("abcdef.0123456789abcdef", "http://user:old-password@proxy", "old-file-secret", "echo old"),
-		spec("ghijkl.0123456789ghijkl", "http://user:new-password@proxy", "new-file-secret", "echo new"))
+		spec("abcdef.0123456789abcdef", "http://user:old-password@proxy", "old-file-secret", "docker login -p old-registry-pass reg.example.com"),
+		spec("ghijkl.0123456789ghijkl", "http://user:new-password@proxy", "new-file-secret", "docker login -p new-registry-pass reg.example.com"))
 
-	for _, secret := range []string{"abcdef", "ghijkl", "old-password", "new-password", "old-file-secret", "new-file-secret"} {
+	for _, secret := range []string{"abcdef", "ghijkl", "old-password", "new-password", "old-file-secret", "new-file-secret",
+		"old-registry-pass", "new-registry-pass"} {
 		assert.NotContains(t, diff, secret)
 	}
-	assert.Contains(t, diff, `"echo old"`, "what is not secret is shown")
-	assert.Contains(t, diff, `"echo new"`)
+	assert.Contains(t, diff, `"/etc/app.conf"`, "what is not secret is shown")
 	assert.Contains(t, diff, "HTTPS_PROXY", "names are shown")
 	assert.GreaterOrEqual(t, strings.Count(diff, "<redacted: changed>"), 4, diff)
 }

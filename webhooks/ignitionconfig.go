@@ -18,7 +18,6 @@ import (
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/rendercmd"
 )
 
 // +kubebuilder:webhook:path=/mutate-bootstrap-cluster-x-k8s-io-v1alpha1-ignitionconfig,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,sideEffects=None,groups=bootstrap.cluster.x-k8s.io,resources=ignitionconfigs,verbs=create;update,versions=v1alpha1,name=default.ignitionconfig.bootstrap.cluster.x-k8s.io,admissionReviewVersions=v1
@@ -130,7 +129,7 @@ func (w *IgnitionConfigWebhook) ValidateDelete(context.Context, *bootstrapv1.Ign
 // ownerInfo is what the owner of a config says about it.
 type ownerInfo struct {
 	// version is the Kubernetes version to render for: the owner's when known and supported,
-	// else rendercmd.DefaultVersion.
+	// else configinput.DefaultKubernetesVersion.
 	version string
 	// controlPlane is true when the owner Machine has the control-plane label.
 	controlPlane bool
@@ -141,7 +140,7 @@ type ownerInfo struct {
 // owner reads the first owner Machine or MachinePool of c that exists and has a version. Read
 // errors are not admission errors: the version is then unknown, as for a config without owner.
 func (w *IgnitionConfigWebhook) owner(ctx context.Context, c *bootstrapv1.IgnitionConfig) ownerInfo {
-	info := ownerInfo{version: rendercmd.DefaultVersion}
+	info := ownerInfo{version: configinput.DefaultKubernetesVersion}
 	if w.Reader == nil {
 		return info
 	}

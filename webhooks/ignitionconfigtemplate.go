@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/topology"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/rendercmd"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
 
 // +kubebuilder:webhook:path=/validate-bootstrap-cluster-x-k8s-io-v1alpha1-ignitionconfigtemplate,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,sideEffects=None,groups=bootstrap.cluster.x-k8s.io,resources=ignitionconfigtemplates,verbs=create;update,versions=v1alpha1,name=validation.ignitionconfigtemplate.bootstrap.cluster.x-k8s.io,admissionReviewVersions=v1
@@ -83,6 +83,6 @@ func validateTemplate(t *bootstrapv1.IgnitionConfigTemplate) field.ErrorList {
 		spec:              &t.Spec.Template.Spec,
 		path:              tp.Child("spec"),
 		controlPlane:      isControlPlane(t.Spec.Template.ObjectMeta.Labels),
-		kubernetesVersion: rendercmd.DefaultVersion,
+		kubernetesVersion: configinput.DefaultKubernetesVersion,
 	})...)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"regexp"
 	"strconv"
@@ -17,7 +16,6 @@ import (
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/rendercmd"
 )
 
 // maxRenderErrors bounds the errors collected by rendering (one render per error found), so a
@@ -33,7 +31,7 @@ type specCheck struct {
 	// the cluster certificates) instead of a worker.
 	controlPlane bool
 	// kubernetesVersion is the version the spec is rendered for: the owner's when it is known
-	// and supported, else rendercmd.DefaultVersion.
+	// and supported, else configinput.DefaultKubernetesVersion.
 	kubernetesVersion string
 }
 
@@ -117,7 +115,10 @@ func validateSpec(chk specCheck) field.ErrorList {
 func renderErrors(spec, work *bootstrapv1.IgnitionConfigSpec, role ignition.Role, version string, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for len(errs) < maxRenderErrors {
-		_, err := rendercmd.Render(context.Background(), work, role, version, io.Discard)
+		in, err := configinput.Offline(context.Background(), work, role, version, configinput.OfflineResolver{})
+		if err == nil {
+			_, err = ignition.Render(in)
+		}
 		if err == nil {
 			return errs
 		}
@@ -195,15 +196,14 @@ func blame(ierr *ignition.Error, spec, work *bootstrapv1.IgnitionConfigSpec, p *
 			fp := p.Child("files").Index(i)
 			f := spec.Files[i]
 			work.Files[i] = placeholderFile(i)
-			switch {
-			case m[2] == "content":
-				return field.Invalid(fp.Child("content"), field.OmitValueType{}, msg), true
-			case m[2] == "permissions":
+			switch m[2] {
+			case "permissions":
 				return field.Invalid(fp.Child("permissions"), f.Permissions, msg), true
-			case strings.HasPrefix(ierr.Message, "owner:"):
+			case "owner":
 				return field.Invalid(fp.Child("owner"), f.Owner, msg), true
-			case strings.HasPrefix(ierr.Message, "mode "):
-				return field.Invalid(fp.Child("permissions"), f.Permissions, msg), true
+			case "content":
+				// A file's content may be secret: never echoed.
+				return field.Invalid(fp.Child("content"), field.OmitValueType{}, msg), true
 			default:
 				return field.Invalid(fp.Child("path"), f.Path, msg), true
 			}
@@ -217,7 +217,8 @@ func blame(ierr *ignition.Error, spec, work *bootstrapv1.IgnitionConfigSpec, p *
 		}
 		if err == nil && i < len(specCommands) && i < len(workCommands) {
 			workCommands[i] = placeholderCommand
-			return field.Invalid(p.Child(m[1]).Index(i), specCommands[i], msg), true
+			// Commands carry registry passwords and tokens in practice: never echoed.
+			return field.Invalid(p.Child(m[1]).Index(i), field.OmitValueType{}, msg), true
 		}
 	}
 	// The merged configuration, the variant or anything else: blame the spec as a whole.

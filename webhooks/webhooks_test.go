@@ -333,6 +333,15 @@ func TestAdmission(t *testing.T) {
 		},
 
 		{
+			name: "pre-kubeadm command with a password and an unclosed quote",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.PreKubeadmCommands = []string{"docker login -u ci -p s3cr3t 'registry.example.com"}
+				}))
+			},
+			want: []cause{{"spec.preKubeadmCommands[0]", "not a complete shell command"}},
+		},
+		{
 			name: "join token that kubeadm would refuse",
 			obj: func(*testing.T) client.Object {
 				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
@@ -836,8 +845,8 @@ func TestIgnitionConfigTemplateImmutable(t *testing.T) {
 		cause{"spec.template.spec", "spec.template.spec is immutable"},
 		cause{"spec.template.spec", "Diff (-old +new)"},
 		cause{"spec.template.spec", "<redacted: changed>"})
-	assertDiffLine(t, err, `-\s+"preKubeadmCommands":\s+\[\]any\{string\("echo old"\)\}`)
-	assertDiffLine(t, err, `\+\s+"preKubeadmCommands":\s+\[\]any\{string\("echo new"\)\}`)
+	assertDiffLine(t, err, `-\s+"preKubeadmCommands":\s+string\("<redacted>"\)`)
+	assertDiffLine(t, err, `\+\s+"preKubeadmCommands":\s+string\("<redacted: changed>"\)`)
 	assert.NotContains(t, err.Error(), "secret-value", "file contents are not shown")
 
 	variant := tpl.DeepCopy()
@@ -896,7 +905,7 @@ func TestIgnitionConfigTemplateTopologyDryRun(t *testing.T) {
 	t.Run("the annotation without dry-run is rejected", func(t *testing.T) {
 		err := apply(true, nil)
 		requireInvalid(t, err, cause{"spec.template.spec", "immutable"})
-		assertDiffLine(t, err, `\+\s+"preKubeadmCommands":\s+\[\]any\{string\("echo new"\)\}`)
+		assertDiffLine(t, err, `\+\s+"preKubeadmCommands":\s+string\("<redacted: changed>"\)`)
 		assert.Equal(t, []string{"echo old"}, stored(t))
 	})
 	t.Run("dry-run without the annotation is rejected", func(t *testing.T) {

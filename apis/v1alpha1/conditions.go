@@ -36,6 +36,11 @@ const (
 	// WaitingForKubernetesVersionReason (False): neither the Machine (MachinePool template) nor
 	// the Cluster topology names a Kubernetes version.
 	WaitingForKubernetesVersionReason = "WaitingForKubernetesVersion"
+	// InvalidClusterCertificateReason (False, also on CertificatesAvailable): a cluster
+	// certificate Secret (<cluster>-ca, -etcd, -proxy, ...) holds no valid PEM certificate in
+	// tls.crt; the message names the Secret. Fix or delete it (a deleted one is generated again
+	// when cabpi generates the cluster's certificates).
+	InvalidClusterCertificateReason = "InvalidClusterCertificate"
 	// ReferenceNotFoundReason (False): a Secret or ConfigMap the spec references (butane.contentFrom,
 	// files[].contentFrom) or one of its keys does not exist; the message names it.
 	ReferenceNotFoundReason = "ReferenceNotFound"

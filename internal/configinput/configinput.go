@@ -35,6 +35,9 @@ func (e *MissingReferenceError) Error() string {
 	return fmt.Sprintf("%s: %s %q not found", e.Field, e.Kind, e.Name)
 }
 
+// butaneSecretField is the spec path of a Butane document read from a Secret.
+const butaneSecretField = "spec.butane.contentFrom.secret"
+
 // DefaultFileMode is the mode of spec.files without permissions.
 const DefaultFileMode = 0o644
 
@@ -81,7 +84,7 @@ func butaneDocument(ctx context.Context, b bootstrapv1.ButaneSpec, res Resolver)
 	case b.ContentFrom == nil:
 		return b.Inline, nil
 	case b.ContentFrom.Secret != nil:
-		data, err := res.SecretKey(ctx, "spec.butane.contentFrom.secret", *b.ContentFrom.Secret)
+		data, err := res.SecretKey(ctx, butaneSecretField, *b.ContentFrom.Secret)
 		return string(data), err
 	case b.ContentFrom.ConfigMap != nil:
 		return res.ConfigMapKey(ctx, "spec.butane.contentFrom.configMap", *b.ContentFrom.ConfigMap)

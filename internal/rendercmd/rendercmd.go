@@ -13,25 +13,13 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
-	bootstrapkubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
-	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/types/upstream"
-	"sigs.k8s.io/cluster-api/util/secret"
-
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
 
-// Placeholders stand in for what only a cluster has. They are valid in form, so the output
-// passes the same validation the controller's does, and obviously fake.
-const (
-	PlaceholderToken    = "abcdef.0123456789abcdef"
-	PlaceholderEndpoint = "control-plane.invalid:6443"
-	PlaceholderCAHash   = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
-	PlaceholderCACert   = "placeholder: the cluster CA certificate\n"
-	PlaceholderCluster  = "cluster"
-	DefaultVersion      = "v1.34.0"
-)
+// DefaultVersion is the Kubernetes version rendered for when none is given.
+const DefaultVersion = configinput.DefaultKubernetesVersion
 
 // Options are the command's flags.
 type Options struct {
@@ -131,65 +119,14 @@ func SpecFromYAML(doc []byte) (*bootstrapv1.IgnitionConfigSpec, error) {
 // Render renders spec for role the way the controller would, with placeholder credentials.
 // Warnings about placeholders go to warn.
 func Render(ctx context.Context, spec *bootstrapv1.IgnitionConfigSpec, role ignition.Role, version string, warn io.Writer) (ignition.Output, error) {
-	in, err := configinput.FromSpec(ctx, spec, role, version, offlineResolver{warn: warn})
-	if err != nil {
-		return ignition.Output{}, err
-	}
 	switch role {
-	case ignition.RoleInit:
-		cc := spec.ClusterConfiguration.DeepCopy()
-		in.ClusterConfiguration = cc
-		in.InitConfiguration = spec.InitConfiguration.DeepCopy()
-		in.ClusterData = &upstream.AdditionalData{ClusterName: ptr(PlaceholderCluster), KubernetesVersion: ptr(version)}
-		if cc.ControlPlaneEndpoint == "" {
-			cc.ControlPlaneEndpoint = PlaceholderEndpoint
-		}
-		in.Certificates = configinput.PlaceholderCertificates(secret.NewCertificatesForInitialControlPlane(cc))
-	case ignition.RoleControlPlaneJoin, ignition.RoleWorkerJoin:
-		join := spec.JoinConfiguration.DeepCopy()
-		if role == ignition.RoleControlPlaneJoin {
-			in.Certificates = configinput.PlaceholderCertificates(secret.NewControlPlaneJoinCerts(&spec.ClusterConfiguration))
-			if join.ControlPlane == nil {
-				join.ControlPlane = &bootstrapkubeadmv1.JoinControlPlane{}
-			}
-		} else {
-			join.ControlPlane = nil
-		}
-		if join.Discovery.File.IsDefined() {
-			configinput.DefaultDiscoveryKubeconfig(join, PlaceholderEndpoint, []byte(PlaceholderCACert))
-		} else {
-			bt := &join.Discovery.BootstrapToken
-			if bt.APIServerEndpoint == "" {
-				bt.APIServerEndpoint = PlaceholderEndpoint
-			}
-			if bt.Token == "" {
-				bt.Token = PlaceholderToken
-			}
-			if len(bt.CACertHashes) == 0 {
-				bt.CACertHashes = []string{PlaceholderCAHash}
-			}
-		}
-		in.JoinConfiguration = join
+	case ignition.RoleInit, ignition.RoleControlPlaneJoin, ignition.RoleWorkerJoin:
 	default:
 		return ignition.Output{}, fmt.Errorf("--role %q: use worker, init or control-plane", role)
 	}
+	in, err := configinput.Offline(ctx, spec, role, version, configinput.OfflineResolver{Warn: warn})
+	if err != nil {
+		return ignition.Output{}, err
+	}
 	return ignition.Render(in)
 }
-
-// offlineResolver has no cluster: a file's Secret content becomes a placeholder; a Butane
-// document from a Secret or ConfigMap cannot be previewed and is an error.
-type offlineResolver struct{ warn io.Writer }
-
-func (o offlineResolver) SecretKey(_ context.Context, field string, ref bootstrapv1.KeyReference) ([]byte, error) {
-	if field == "spec.butane.contentFrom.secret" {
-		return nil, fmt.Errorf("%s: render works offline and cannot read Secret %q; put the Butane inline to preview it", field, ref.Name)
-	}
-	fmt.Fprintf(o.warn, "warning: %s: Secret %s key %s replaced by a placeholder\n", field, ref.Name, ref.Key)
-	return []byte(fmt.Sprintf("placeholder: Secret %s key %s\n", ref.Name, ref.Key)), nil
-}
-
-func (o offlineResolver) ConfigMapKey(_ context.Context, field string, ref bootstrapv1.KeyReference) (string, error) {
-	return "", fmt.Errorf("%s: render works offline and cannot read ConfigMap %q; put the Butane inline to preview it", field, ref.Name)
-}
-
-func ptr[T any](v T) *T { return &v }

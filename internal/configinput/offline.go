@@ -1,0 +1,39 @@
+package configinput
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+)
+
+// DefaultKubernetesVersion is the version rendered for when none is known (cabpi render without
+// --kubernetes-version, admission of a config whose owner is not known yet).
+const DefaultKubernetesVersion = "v1.34.0"
+
+// OfflineResolver resolves references without a cluster: a file's Secret content becomes a
+// placeholder (noted on Warn); a Butane document from a Secret or ConfigMap cannot be read and
+// is an error.
+type OfflineResolver struct{ Warn io.Writer }
+
+func (o OfflineResolver) SecretKey(_ context.Context, field string, ref bootstrapv1.KeyReference) ([]byte, error) {
+	if field == butaneSecretField {
+		return nil, fmt.Errorf("%s: rendering offline cannot read Secret %q; put the Butane inline to preview it", field, ref.Name)
+	}
+	if o.Warn != nil {
+		fmt.Fprintf(o.Warn, "warning: %s: Secret %s key %s replaced by a placeholder\n", field, ref.Name, ref.Key)
+	}
+	return fmt.Appendf(nil, "placeholder: Secret %s key %s\n", ref.Name, ref.Key), nil
+}
+
+func (o OfflineResolver) ConfigMapKey(_ context.Context, field string, ref bootstrapv1.KeyReference) (string, error) {
+	return "", fmt.Errorf("%s: rendering offline cannot read ConfigMap %q; put the Butane inline to preview it", field, ref.Name)
+}
+
+// Offline builds the input of spec for role and version with placeholder credentials, the way
+// the controller would with a real cluster.
+func Offline(ctx context.Context, spec *bootstrapv1.IgnitionConfigSpec, role ignition.Role, version string, res Resolver) (ignition.Input, error) {
+	return Build(ctx, spec, role, version, Placeholders(spec, role), res)
+}
