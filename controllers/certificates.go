@@ -74,6 +74,7 @@ func setCertificatesAvailable(config *bootstrapv1.IgnitionConfig) {
 
 func setCertificatesFalse(config *bootstrapv1.IgnitionConfig, reason, message string) {
 	conditions.Set(config, metav1.Condition{
-		Type: bootstrapv1.CertificatesAvailableCondition, Status: metav1.ConditionFalse, Reason: reason, Message: message,
+		Type: bootstrapv1.CertificatesAvailableCondition, Status: metav1.ConditionFalse, Reason: reason,
+		Message: bounded(message, maxConditionMessage),
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
@@ -112,4 +113,68 @@ func TestForeignDataSecretIsNotOverwritten(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, []byte("not ours"), s.Data["value"])
 	assert.Nil(t, getConfig(t, f.ns, "w0").Status.Initialization.DataSecretCreated)
+}
+
+// An uncontrolled Secret with the data Secret's name is adopted only when it is bootstrap data in
+// form (type cluster.x-k8s.io/secret, format ignition, a value that parses as Ignition): anything
+// else would be served to the machine. It is a DataSecretConflict, left as it is.
+func TestUncontrolledSecretNotOursIsNotAdopted(t *testing.T) {
+	ctx := t.Context()
+	valid := []byte(`{"ignition":{"version":"3.3.0"}}`)
+	cases := map[string]*corev1.Secret{
+		"an Opaque cloud-config": {Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{"value": []byte("#cloud-config\n"), "format": []byte("cloud-config")}},
+		"the right type with format cloud-config": {Type: clusterv1.ClusterSecretType,
+			Data: map[string][]byte{"value": []byte("#cloud-config\n"), "format": []byte("cloud-config")}},
+		"format ignition but not Ignition": {Type: clusterv1.ClusterSecretType,
+			Data: map[string][]byte{"value": []byte("#cloud-config\n"), "format": []byte("ignition")}},
+		"Ignition but Opaque": {Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{"value": valid, "format": []byte("ignition")}},
+	}
+	for name, foreign := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newCluster(t, clusterSetup{})
+			foreign.ObjectMeta = metav1.ObjectMeta{Namespace: f.ns, Name: "w0"}
+			require.NoError(t, env.Client.Create(ctx, foreign))
+			f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
+
+			cond := waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.DataSecretConflictReason)
+			assert.Contains(t, cond.Message, "is not bootstrap data of this kind")
+			s, ok := dataSecret(t, f.ns, "w0")
+			require.True(t, ok)
+			assert.Equal(t, foreign.Data, s.Data, "left as it is")
+			assert.Nil(t, metav1.GetControllerOf(s), "not adopted")
+			assert.Nil(t, getConfig(t, f.ns, "w0").Status.Initialization.DataSecretCreated)
+			assert.Empty(t, tokensOf(t, f.ns, "w0"))
+		})
+	}
+}
+
+// Data once delivered stays delivered when the Cluster's infrastructureProvisioned turns false
+// (around a clusterctl move): only data not rendered yet waits for the infrastructure.
+func TestDeliveredDataSurvivesInfrastructureNotProvisioned(t *testing.T) {
+	ctx := t.Context()
+	f := newCluster(t, clusterSetup{})
+	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
+	waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+
+	cluster := &clusterv1.Cluster{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(f.cluster), cluster))
+	before := cluster.DeepCopy()
+	cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(false)
+	require.NoError(t, env.Client.Status().Patch(ctx, cluster, client.MergeFrom(before)))
+	// A new config, not rendered yet, waits; its reconcile also proves the controller saw the flip.
+	f.addMachine(t, "w1", false, bootstrapv1.IgnitionConfigSpec{})
+	waitForCondition(t, f.ns, "w1", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.WaitingForClusterInfrastructureReason)
+
+	// Make the delivered config reconcile after the flip, then check it kept its data.
+	cfg := getConfig(t, f.ns, "w0")
+	patch := client.MergeFrom(cfg.DeepCopy())
+	cfg.Annotations = map[string]string{"example.com/touch": "1"}
+	require.NoError(t, env.Client.Patch(ctx, cfg, patch))
+	never(t, 3*time.Second, tick, func() bool {
+		c := conditions.Get(getConfig(t, f.ns, "w0"), bootstrapv1.DataSecretAvailableCondition)
+		return c == nil || c.Status != metav1.ConditionTrue
+	}, "delivered data stays available")
+	assert.True(t, conditions.IsTrue(getConfig(t, f.ns, "w0"), bootstrapv1.ReadyCondition))
 }

@@ -34,9 +34,9 @@ func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (_ ctrl.Result
 		return o.apply(r, s.config), nil
 	}
 
-	out, err := ignition.Render(in)
-	if err != nil {
-		return renderFailed(err).apply(r, s.config), nil
+	out, o := renderStorable(in)
+	if o != nil {
+		return o.apply(r, s.config), nil
 	}
 	if err := r.storeDataSecret(ctx, s, out.Data, ""); err != nil {
 		storeFailed(err).apply(r, s.config)

@@ -36,12 +36,9 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{}, err
 	}
 
+	// Delivered data stays delivered whatever the Cluster does next: the gates below are for
+	// data not rendered yet (infrastructureProvisioned turns false around a clusterctl move).
 	switch {
-	case !ptr.Deref(s.cluster.Status.Initialization.InfrastructureProvisioned, false):
-		setDataSecretFalse(config, bootstrapv1.WaitingForClusterInfrastructureReason,
-			"Waiting for Cluster status.initialization.infrastructureProvisioned to be true")
-		return ctrl.Result{}, nil
-
 	case ptr.Deref(config.Status.Initialization.DataSecretCreated, false) && config.Status.DataSecretName != "":
 		setDataSecretTrue(config)
 		return r.reconcileJoinToken(ctx, s, existing)
@@ -52,6 +49,11 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 		if err := r.adoptDataSecret(ctx, s, existing); err != nil {
 			return ctrl.Result{}, err
 		}
+		return ctrl.Result{}, nil
+
+	case !s.clusterInfrastructureProvisioned():
+		setDataSecretFalse(config, bootstrapv1.WaitingForClusterInfrastructureReason,
+			"Waiting for Cluster status.initialization.infrastructureProvisioned to be true")
 		return ctrl.Result{}, nil
 	}
 
@@ -120,7 +122,8 @@ func storeFailed(err error) *outcome {
 
 func setDataSecretFalse(config *bootstrapv1.IgnitionConfig, reason, message string) {
 	conditions.Set(config, metav1.Condition{
-		Type: bootstrapv1.DataSecretAvailableCondition, Status: metav1.ConditionFalse, Reason: reason, Message: message,
+		Type: bootstrapv1.DataSecretAvailableCondition, Status: metav1.ConditionFalse, Reason: reason,
+		Message: bounded(message, maxConditionMessage),
 	})
 }
 

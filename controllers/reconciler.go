@@ -174,6 +174,6 @@ func (r *Reconciler) patch(ctx context.Context, h *patch.Helper, config *bootstr
 // warn records a warning event on the config. Messages must never carry secret material.
 func (r *Reconciler) warn(config *bootstrapv1.IgnitionConfig, reason, message string) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(config, nil, corev1.EventTypeWarning, reason, "Render", "%s", message)
+		r.Recorder.Eventf(config, nil, corev1.EventTypeWarning, reason, "Render", "%s", bounded(message, maxEventNote))
 	}
 }

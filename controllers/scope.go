@@ -6,6 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -132,4 +133,17 @@ func (s *scope) clusterName() string {
 		return s.machinePool.Spec.ClusterName
 	}
 	return s.machine.Spec.ClusterName
+}
+
+// clusterInfrastructureProvisioned is the Cluster's status.initialization.infrastructureProvisioned.
+func (s *scope) clusterInfrastructureProvisioned() bool {
+	return ptr.Deref(s.cluster.Status.Initialization.InfrastructureProvisioned, false)
+}
+
+// machineProvisioned is true once the Machine's infrastructure exists (Cluster API contract:
+// spec.providerID or status.initialization.infrastructureProvisioned): from then on the machine
+// may have booted with its data, which must not change under it.
+func (s *scope) machineProvisioned() bool {
+	return s.machine != nil &&
+		(s.machine.Spec.ProviderID != "" || ptr.Deref(s.machine.Status.Initialization.InfrastructureProvisioned, false))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	ignconfig "github.com/coreos/ignition/v2/config"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,8 +47,9 @@ var errDataSecretConflict = errors.New("data Secret conflict")
 
 // getDataSecret returns the config's data Secret, or nil when there is none. A Secret without a
 // controller (restored from a backup or moved) gets this config as controller and the
-// cluster-name label the contract asks for; a Secret controlled by something else is an
-// errDataSecretConflict, never overwritten.
+// cluster-name label the contract asks for, if it is a data Secret in form (notOurs); any other
+// Secret, or one controlled by something else, is an errDataSecretConflict, never adopted,
+// served or overwritten.
 func (r *Reconciler) getDataSecret(ctx context.Context, config *bootstrapv1.IgnitionConfig, clusterName string) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: config.Namespace, Name: dataSecretName(config)}
@@ -65,6 +67,10 @@ func (r *Reconciler) getDataSecret(ctx context.Context, config *bootstrapv1.Igni
 		return nil, fmt.Errorf("%w: Secret %s is controlled by %s %s, not by this IgnitionConfig: delete or rename it",
 			errDataSecretConflict, key, ctl.Kind, ctl.Name)
 	}
+	if why := notOurs(secret); why != "" {
+		return nil, fmt.Errorf("%w: Secret %s has no controller but is not bootstrap data of this kind (%s): delete or rename it",
+			errDataSecretConflict, key, why)
+	}
 	original := secret.DeepCopy()
 	secret.OwnerReferences = util.EnsureOwnerRef(secret.OwnerReferences, ref)
 	if secret.Labels == nil {
@@ -75,6 +81,22 @@ func (r *Reconciler) getDataSecret(ctx context.Context, config *bootstrapv1.Igni
 		return nil, fmt.Errorf("adopting data Secret %s: %w", key, err)
 	}
 	return secret, nil
+}
+
+// notOurs says why secret is not a data Secret as this controller writes them: type
+// cluster.x-k8s.io/secret, format ignition, and a value that parses as Ignition; "" when it is.
+// Only such a Secret is adopted: anything else would be served to a machine as its bootstrap data.
+func notOurs(secret *corev1.Secret) string {
+	switch {
+	case secret.Type != clusterv1.ClusterSecretType:
+		return fmt.Sprintf("type %q, not %q", secret.Type, clusterv1.ClusterSecretType)
+	case string(secret.Data[dataSecretFormatKey]) != bootstrapv1.DataSecretFormat:
+		return fmt.Sprintf("format %q, not %q", secret.Data[dataSecretFormatKey], bootstrapv1.DataSecretFormat)
+	}
+	if _, _, err := ignconfig.Parse(secret.Data[dataSecretValueKey]); err != nil {
+		return fmt.Sprintf("its value is not an Ignition config: %v", err)
+	}
+	return ""
 }
 
 // adoptDataSecret records an existing data Secret in the status without re-rendering it.

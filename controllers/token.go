@@ -65,6 +65,15 @@ func createJoinToken(ctx context.Context, remote client.Client, owner client.Obj
 	return joinToken{ID: id, Value: value}, nil
 }
 
+// deleteJoinToken removes the bootstrap token id from the workload cluster; gone already is fine.
+func deleteJoinToken(ctx context.Context, remote client.Client, id string) error {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: bootstraputil.BootstrapTokenSecretName(id), Namespace: metav1.NamespaceSystem}}
+	if err := remote.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting bootstrap token %s in the workload cluster: %w", id, err)
+	}
+	return nil
+}
+
 // tokenExpiration reads the expiration of the token Secret; zero when unset or unreadable.
 func tokenExpiration(secret *corev1.Secret) time.Time {
 	t, err := time.Parse(time.RFC3339, string(secret.Data[bootstrapapi.BootstrapTokenExpirationKey]))
@@ -95,7 +104,8 @@ func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *cor
 		s.config.Status.Initialization.DataSecretCreated = nil
 		s.config.Status.DataSecretName = ""
 		setDataSecretFalse(s.config, bootstrapv1.DataSecretInternalErrorReason, "The data Secret was deleted; rendering it again")
-		return ctrl.Result{Requeue: true}, nil
+		// The status change comes back as an event; the delay only bounds the wait if it does not.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	if s.isControlPlane() {
 		setCertificatesAvailable(s.config)
@@ -107,6 +117,11 @@ func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *cor
 	}
 	if s.machineJoined() {
 		return ctrl.Result{}, nil
+	}
+	if !s.clusterInfrastructureProvisioned() {
+		// The workload cluster is not reachable through the ClusterCache until it is again
+		// (around a clusterctl move): look at the token then, keep the data as delivered.
+		return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil
 	}
 
 	log := ctrl.LoggerFrom(ctx).WithValues("tokenID", tokenID)
@@ -121,10 +136,18 @@ func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *cor
 	case apierrors.IsNotFound(err) && s.isMachinePool():
 		log.Info("Join token of the MachinePool is gone, rotating it")
 		return r.rotatePoolToken(ctx, s, false)
+	case apierrors.IsNotFound(err) && !s.machineProvisioned():
+		// Nothing has booted with the data yet: new data with a fresh token, in place.
+		log.Info("Join token is gone before the Machine was provisioned; rendering its data again with a fresh token")
+		return r.reconcileJoin(ctx, s, s.role())
 	case apierrors.IsNotFound(err):
-		// The Machine's data was handed out with this token; a new token would not reach the node.
-		log.Info("Join token is gone before the node joined; the Machine may need to be replaced")
-		return ctrl.Result{}, nil
+		// The machine was handed the data with this token; a new token would not reach it.
+		msg := fmt.Sprintf("The join token %s of the bootstrap data was deleted or expired before the node joined, "+
+			"and the machine was already provisioned with that data, so it cannot join: delete the Machine so that it is replaced", tokenID)
+		setDataSecretFalse(s.config, bootstrapv1.JoinTokenLostReason, msg)
+		r.warn(s.config, bootstrapv1.JoinTokenLostReason, msg)
+		// Its node may still show up (it joined just before the token went): look again.
+		return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("getting join token %s: %w", tokenID, err)
 	}

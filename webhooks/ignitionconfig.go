@@ -105,13 +105,11 @@ func (w *IgnitionConfigWebhook) ValidateUpdate(ctx context.Context, oldObj, newO
 	if equality.Semantic.DeepEqual(oldObj.Spec, newObj.Spec) {
 		return nil, nil
 	}
+	owner := w.owner(ctx, newObj)
 	var warnings admission.Warnings
 	if created := oldObj.Status.Initialization.DataSecretCreated; created != nil && *created {
-		warnings = append(warnings, fmt.Sprintf(
-			"the bootstrap data Secret of IgnitionConfig %s already exists and is not rendered again: this spec change has no effect on the Machine",
-			newObj.Name))
+		warnings = append(warnings, changeAfterDataWarning(newObj.Name, owner.machinePool))
 	}
-	owner := w.owner(ctx, newObj)
 	errs := validateSpec(specCheck{
 		spec:              &newObj.Spec,
 		path:              field.NewPath("spec"),
@@ -119,6 +117,19 @@ func (w *IgnitionConfigWebhook) ValidateUpdate(ctx context.Context, oldObj, newO
 		kubernetesVersion: owner.version,
 	})
 	return warnings, invalid(bootstrapv1.GroupVersion.WithKind("IgnitionConfig").GroupKind(), newObj.Name, errs)
+}
+
+// changeAfterDataWarning says what a spec change does once the data Secret exists. A Machine's
+// data is never rendered again (it may have booted with it); a MachinePool's is rendered again
+// from the current spec at each join-token rotation, for the instances created after it.
+func changeAfterDataWarning(name string, machinePool bool) string {
+	if machinePool {
+		return fmt.Sprintf("the bootstrap data Secret of IgnitionConfig %s already exists: this spec change reaches the MachinePool's "+
+			"instances created after its next join-token rotation, which renders the data again from the current spec; "+
+			"instances created before keep the data they booted with", name)
+	}
+	return fmt.Sprintf("the bootstrap data Secret of IgnitionConfig %s already exists and is not rendered again: "+
+		"this spec change has no effect on the Machine; change the MachineDeployment's template to roll out new data", name)
 }
 
 // ValidateDelete implements admission.Validator.
@@ -133,6 +144,8 @@ type ownerInfo struct {
 	version string
 	// controlPlane is true when the owner Machine has the control-plane label.
 	controlPlane bool
+	// machinePool is true when the owner is a MachinePool.
+	machinePool bool
 	// errs reports an owner whose Kubernetes version is not supported.
 	errs field.ErrorList
 }
@@ -173,6 +186,7 @@ func (w *IgnitionConfigWebhook) owner(ctx context.Context, c *bootstrapv1.Igniti
 		if ref.Kind == "Machine" {
 			info.controlPlane = isControlPlane(obj.GetLabels())
 		}
+		info.machinePool = ref.Kind == "MachinePool"
 		v := version()
 		if v == "" {
 			continue

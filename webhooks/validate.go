@@ -116,10 +116,16 @@ func renderErrors(spec, work *bootstrapv1.IgnitionConfigSpec, role ignition.Role
 	var errs field.ErrorList
 	for len(errs) < maxRenderErrors {
 		in, err := configinput.Offline(context.Background(), work, role, version, configinput.OfflineResolver{})
+		var out ignition.Output
 		if err == nil {
-			_, err = ignition.Render(in)
+			out, err = ignition.Render(in)
 		}
 		if err == nil {
+			// What renders must also fit in the data Secret (placeholders are as long as what
+			// they stand for, but for certificates, which only control-plane nodes have).
+			if msg := configinput.DataTooLarge(out.Size.Bytes); msg != "" {
+				errs = append(errs, field.Invalid(p, field.OmitValueType{}, msg))
+			}
 			return errs
 		}
 		var ierr *ignition.Error

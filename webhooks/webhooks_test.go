@@ -342,6 +342,16 @@ func TestAdmission(t *testing.T) {
 			want: []cause{{"spec.preKubeadmCommands[0]", "not a complete shell command"}},
 		},
 		{
+			name: "data larger than a Secret holds",
+			obj: func(*testing.T) client.Object {
+				big := strings.Repeat("a", 600*1024)
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Files = []bootstrapv1.File{{Path: "/opt/big-1", Content: big}, {Path: "/opt/big-2", Content: big}}
+				}))
+			},
+			want: []cause{{"spec", "over the 1048568 a Secret holds"}},
+		},
+		{
 			name: "join token that kubeadm would refuse",
 			obj: func(*testing.T) client.Object {
 				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
@@ -769,6 +779,12 @@ type warningRecorder struct {
 	warnings []string
 }
 
+func (w *warningRecorder) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.warnings = nil
+}
+
 func (w *warningRecorder) HandleWarningHeader(_ int, _, text string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -820,10 +836,38 @@ func TestIgnitionConfigUpdate(t *testing.T) {
 	warnings := rec.all()
 	require.Len(t, warnings, 1)
 	assert.Contains(t, warnings[0], "is not rendered again")
+	assert.Contains(t, warnings[0], "no effect on the Machine")
 
 	bad = obj.DeepCopy()
 	bad.Spec.IgnitionVersion = "3.0.0"
 	requireInvalid(t, c.Update(ctx, bad), cause{"spec.ignitionVersion", "not supported for flatcar"})
+
+	// A MachinePool's data is rendered again from the current spec at each token rotation: the
+	// warning says so instead of "no effect".
+	pool := &clusterv1.MachinePool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool"},
+		Spec: clusterv1.MachinePoolSpec{ClusterName: "cluster", Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
+			ClusterName: "cluster", Version: "v1.34.0",
+			Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: bootstrapv1.GroupVersion.Group, Kind: "IgnitionConfig", Name: "pool"}},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "GenericInfrastructureMachinePool", Name: "pool"},
+		}}},
+	}
+	require.NoError(t, c.Create(ctx, pool))
+	poolCfg := newConfig(ns, func(cfg *bootstrapv1.IgnitionConfig) {
+		cfg.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachinePool", Name: pool.Name, UID: pool.UID}}
+	})
+	require.NoError(t, c.Create(ctx, poolCfg))
+	poolCfg.Status.Initialization.DataSecretCreated = ptr.To(true)
+	poolCfg.Status.DataSecretName = poolCfg.Name
+	require.NoError(t, c.Status().Update(ctx, poolCfg))
+	rec.reset()
+	poolCfg.Spec.PreKubeadmCommands = []string{"echo for new instances"}
+	require.NoError(t, c.Update(ctx, poolCfg))
+	warnings = rec.all()
+	require.Len(t, warnings, 1)
+	assert.Contains(t, warnings[0], "instances created after its next join-token rotation")
+	assert.NotContains(t, warnings[0], "no effect")
 }
 
 // TestIgnitionConfigTemplateImmutable: spec.template.spec cannot change; the rejection shows a

@@ -57,6 +57,15 @@ const (
 	UnsupportedIgnitionVersionReason = "UnsupportedIgnitionVersion"
 	// InvalidConfigReason (False): any other rendering error (e.g. the merged Ignition fails validation).
 	InvalidConfigReason = "InvalidConfig"
+	// DataTooLargeReason (False): the rendered data is larger than a Secret holds (1 MiB); the
+	// message gives both sizes. No join token is created for it.
+	DataTooLargeReason = "DataTooLarge"
+	// JoinTokenLostReason (False): the join token in the data of a Machine that has already been
+	// provisioned was deleted or expired before its node joined (the manager was down past the
+	// token's TTL, or the token cleaner removed it): that machine cannot join with the data it
+	// booted with. Delete the Machine so that it is replaced. A Machine not provisioned yet gets
+	// new data with a fresh token instead.
+	JoinTokenLostReason = "JoinTokenLost"
 	// BootstrapTokenFailedReason (False): the join token could not be created in the workload
 	// cluster (not reachable yet); retried with backoff.
 	BootstrapTokenFailedReason = "BootstrapTokenFailed"

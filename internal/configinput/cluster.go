@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	bootstrapkubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/types/upstream"
@@ -217,4 +218,18 @@ func Placeholders(spec *bootstrapv1.IgnitionConfigSpec, role ignition.Role) Clus
 		Certificates:         certificates,
 		JoinToken:            PlaceholderToken,
 	}
+}
+
+// MaxDataBytes is the most rendered data a data Secret holds: the API server refuses a Secret
+// whose values add up to more than 1 MiB (corev1.MaxSecretSize), and the format key takes its
+// share.
+const MaxDataBytes = corev1.MaxSecretSize - len(bootstrapv1.DataSecretFormat)
+
+// DataTooLarge says why rendered data of size bytes cannot be stored in a Secret, or "".
+func DataTooLarge(size int) string {
+	if size <= MaxDataBytes {
+		return ""
+	}
+	return fmt.Sprintf("the rendered bootstrap data is %d bytes, over the %d a Secret holds: "+
+		"make the Butane snippet or spec.files smaller (fetch large files at boot, e.g. Butane contents.source)", size, MaxDataBytes)
 }

@@ -1,0 +1,123 @@
+package controllers_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+)
+
+// A snippet with thousands of errors (from a Secret, which admission never sees) gives a bounded
+// condition message and event note: the status patch and the event go through, and say how much
+// was left out.
+func TestLongMessagesAreBounded(t *testing.T) {
+	ctx := t.Context()
+	f := newCluster(t, clusterSetup{})
+	var doc strings.Builder
+	doc.WriteString("variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n")
+	for i := range 1500 {
+		fmt.Fprintf(&doc, "    - path: relative/path/number/%d\n", i)
+	}
+	require.NoError(t, env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "butane"}, Data: map[string][]byte{"config.bu": []byte(doc.String())}}))
+	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{Butane: bootstrapv1.ButaneSpec{ContentFrom: &bootstrapv1.ButaneSource{
+		Secret: &bootstrapv1.KeyReference{Name: "butane", Key: "config.bu"}}}})
+
+	c := waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.InvalidButaneReason)
+	assert.LessOrEqual(t, len(c.Message), 8*1024)
+	assert.Regexp(t, `… and \d+ more$`, c.Message)
+	assert.Contains(t, c.Message, "error at $.storage.files.0.path", "the first errors are kept")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		list := &eventsv1.EventList{}
+		if !assert.NoError(c, env.Client.List(ctx, list, client.InNamespace(f.ns))) {
+			return
+		}
+		found := false
+		for _, e := range list.Items {
+			if e.Regarding.Name == "w0" && e.Reason == bootstrapv1.InvalidButaneReason {
+				found = true
+				assert.LessOrEqual(c, len(e.Note), 1024)
+			}
+		}
+		assert.True(c, found, "a warning event reached the API server")
+	}, eventually, tick)
+}
+
+// Data larger than a Secret holds is refused before any join token exists: a DataTooLarge
+// condition with the sizes, no Secret, no token, however often it is retried.
+func TestOversizeDataIsRefusedWithoutTokens(t *testing.T) {
+	f := newCluster(t, clusterSetup{})
+	big := strings.Repeat("a", 600*1024)
+	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{Files: []bootstrapv1.File{
+		{Path: "/opt/big-1", Content: big}, {Path: "/opt/big-2", Content: big},
+	}})
+	c := waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.DataTooLargeReason)
+	assert.Contains(t, c.Message, "over the 1048568 a Secret holds")
+	never(t, 3*time.Second, 200*time.Millisecond, func() bool { return len(tokensOf(t, f.ns, "w0")) > 0 }, "no join token for data that cannot be stored")
+	_, ok := dataSecret(t, f.ns, "w0")
+	assert.False(t, ok)
+}
+
+// A Machine's join token that disappears before its node joined (the manager was down past the
+// TTL, the token cleaner removed it): a Machine not provisioned yet gets new data with a fresh
+// token; one already provisioned with the data is a JoinTokenLost condition, data untouched.
+func TestLostJoinToken(t *testing.T) {
+	ctx := t.Context()
+	deleteToken := func(t *testing.T, id string) {
+		t.Helper()
+		require.NoError(t, env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+			Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id}}))
+	}
+	t.Run("machine not provisioned: new data, fresh token", func(t *testing.T) {
+		f := newCluster(t, clusterSetup{})
+		f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
+		waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+		before, _ := dataSecret(t, f.ns, "w0")
+		oldID := before.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+		deleteToken(t, oldID)
+
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			after, ok := dataSecret(t, f.ns, "w0")
+			if !assert.True(c, ok) {
+				return
+			}
+			newID := after.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+			assert.NotEqual(c, oldID, newID, "a fresh token")
+			assert.Equal(c, []string{newID}, tokenIDs(tokensOf(t, f.ns, "w0")), "the fresh token exists, and only it")
+			assert.Contains(c, fileIn(t, after.Data["value"], "/etc/kubeadm.yml"), "token: "+newID+".")
+		}, 3*tokenTTL, tick)
+		waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+	})
+	t.Run("machine provisioned: JoinTokenLost", func(t *testing.T) {
+		f := newCluster(t, clusterSetup{})
+		m := f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
+		waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+		latest := &clusterv1.Machine{}
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(m), latest))
+		patch := client.MergeFrom(latest.DeepCopy())
+		latest.Spec.ProviderID = "test:///w0"
+		require.NoError(t, env.Client.Patch(ctx, latest, patch))
+		before, _ := dataSecret(t, f.ns, "w0")
+		id := before.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+		deleteToken(t, id)
+
+		c := waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.JoinTokenLostReason)
+		assert.Contains(t, c.Message, "join token "+id)
+		assert.Contains(t, c.Message, "delete the Machine")
+		waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionFalse, bootstrapv1.NotReadyReason)
+		after, _ := dataSecret(t, f.ns, "w0")
+		assert.Equal(t, before.Data["value"], after.Data["value"], "the data the machine booted with is not changed")
+		assert.Empty(t, tokensOf(t, f.ns, "w0"), "no token the machine could not use")
+	})
+}
