@@ -8,10 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/external"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
@@ -158,6 +160,13 @@ func TestDeliveredDataSurvivesInfrastructureNotProvisioned(t *testing.T) {
 	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
 	waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
 
+	// Both the infrastructure cluster and the Cluster say not provisioned (CAPI's Cluster
+	// controller, running here, would otherwise set the Cluster's field back from the former).
+	infra, err := external.GetObjectFromContractVersionedRef(ctx, env.Client, f.cluster.Spec.InfrastructureRef, f.ns)
+	require.NoError(t, err)
+	infraBefore := infra.DeepCopy()
+	require.NoError(t, unstructured.SetNestedField(infra.Object, false, "status", "initialization", "provisioned"))
+	require.NoError(t, env.Client.Status().Patch(ctx, infra, client.MergeFrom(infraBefore)))
 	cluster := &clusterv1.Cluster{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(f.cluster), cluster))
 	before := cluster.DeepCopy()

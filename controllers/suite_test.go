@@ -1,9 +1,14 @@
 package controllers_test
 
 import (
+	"flag"
+	"fmt"
+	"io"
 	"os"
 	"testing"
 	"time"
+
+	"k8s.io/klog/v2/textlogger"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/bootsim"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/manager"
@@ -22,17 +27,60 @@ var env *testenv.Environment
 func TestMain(m *testing.M) {
 	// The boot simulator re-runs this binary inside its namespaces; that run is no test run.
 	bootsim.RunChildIfRequested()
-	opts := testenv.Options{
+	os.Exit(run(m))
+}
+
+// logs holds every manager log line of the suite, for the leak check.
+var logs = &logCapture{}
+
+func run(m *testing.M) int {
+	var out io.Writer = logs
+	if os.Getenv("CABPI_TEST_LOG") != "" {
+		out = io.MultiWriter(logs, os.Stderr)
+	}
+	// Verbosity 5 is everything the manager itself logs (debug included); from 8 on, client-go
+	// dumps request and response bodies, which is Kubernetes' own behaviour, not the manager's.
+	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(5), textlogger.Output(out)))
+	e := testenv.New(testenv.Options{
 		ClusterController:     true,
 		MachineController:     true,
 		MachinePoolController: true,
+		Logger:                &logger,
+	})
+	env = e
+	defer func() {
+		if err := e.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}()
+	err := manager.SetupControllers(e.Context(), e.Manager, e.ClusterCache, manager.Options{
+		WebhookPort:       0,
+		Concurrency:       5,
+		BootstrapTokenTTL: tokenTTL,
+	})
+	if err == nil {
+		err = e.StartManager(e.Context())
 	}
-	os.Exit(testenv.Run(m, opts, func(e *testenv.Environment) error {
-		env = e
-		return manager.SetupControllers(e.Context(), e.Manager, e.ClusterCache, manager.Options{
-			WebhookPort:       0,
-			Concurrency:       5,
-			BootstrapTokenTTL: tokenTTL,
-		})
-	}))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	if code != 0 || flag.Lookup("test.run").Value.String() != "" {
+		return code // a partial run made too few secrets to look for
+	}
+	// Nothing the suite created may show up in a log line or an event.
+	leaks, err := findLeaks(e.Context(), e.Client, logs.String())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "leak check:", err)
+		return 1
+	}
+	for _, l := range leaks {
+		fmt.Fprintln(os.Stderr, "--- FAIL: secret material leaked:", l)
+	}
+	if len(leaks) > 0 {
+		return 1
+	}
+	fmt.Printf("leak check: no secret material in %d bytes of manager logs nor in any event\n", len(logs.String()))
+	return 0
 }

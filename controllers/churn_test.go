@@ -1,0 +1,101 @@
+package controllers_test
+
+import (
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+)
+
+// Once converged, events on the Machines and the Cluster make no writes: configs, data Secrets
+// and the tokens of joined nodes keep their resourceVersion; the token of a node that has not
+// joined changes only by its scheduled refresh (the expiration).
+func TestNoChurnAfterConvergence(t *testing.T) {
+	ctx := t.Context()
+	f := newCluster(t, clusterSetup{})
+	joined := f.addMachine(t, "joined", false, bootstrapv1.IgnitionConfigSpec{})
+	waiting := f.addMachine(t, "waiting", false, bootstrapv1.IgnitionConfigSpec{})
+	for _, name := range []string{"joined", "waiting"} {
+		waitForCondition(t, f.ns, name, bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+	}
+	_, err := env.MarkMachineNodeJoined(ctx, joined)
+	require.NoError(t, err)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		m := &clusterv1.Machine{}
+		assert.NoError(c, env.Client.Get(ctx, client.ObjectKeyFromObject(joined), m))
+		assert.True(c, m.Status.NodeRef.IsDefined())
+	}, eventually, tick)
+	// Let the reconciles the join caused settle.
+	time.Sleep(time.Second)
+
+	type snapshot struct {
+		configs, dataSecrets map[string]string // name → resourceVersion
+		tokens               map[string]corev1.Secret
+	}
+	take := func() snapshot {
+		s := snapshot{configs: map[string]string{}, dataSecrets: map[string]string{}, tokens: map[string]corev1.Secret{}}
+		for _, name := range []string{"joined", "waiting"} {
+			s.configs[name] = getConfig(t, f.ns, name).ResourceVersion
+			d, ok := dataSecret(t, f.ns, name)
+			require.True(t, ok)
+			s.dataSecrets[name] = d.ResourceVersion
+			maps.Copy(s.tokens, tokensOf(t, f.ns, name))
+		}
+		return s
+	}
+	before := take()
+	require.Len(t, before.tokens, 2)
+
+	// Events: the Machines and the Cluster change (labels), again and again, for longer than a
+	// token check interval.
+	deadline := time.Now().Add(tokenTTL/3 + 2*time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		for _, key := range []client.ObjectKey{client.ObjectKeyFromObject(joined), client.ObjectKeyFromObject(waiting)} {
+			m := &clusterv1.Machine{}
+			require.NoError(t, env.Client.Get(ctx, key, m))
+			p := client.MergeFrom(m.DeepCopy())
+			m.Labels["example.com/poke"] = fmt.Sprint(i)
+			require.NoError(t, env.Client.Patch(ctx, m, p))
+		}
+		c := &clusterv1.Cluster{}
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(f.cluster), c))
+		p := client.MergeFrom(c.DeepCopy())
+		if c.Labels == nil {
+			c.Labels = map[string]string{}
+		}
+		c.Labels["example.com/poke"] = fmt.Sprint(i)
+		require.NoError(t, env.Client.Patch(ctx, c, p))
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+
+	after := take()
+	assert.Equal(t, before.configs, after.configs, "no config writes")
+	assert.Equal(t, before.dataSecrets, after.dataSecrets, "no data Secret writes")
+	require.Len(t, after.tokens, 2)
+	joinedData, _ := dataSecret(t, f.ns, "joined")
+	joinedID := joinedData.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+	for id, tok := range after.tokens {
+		was := before.tokens[id]
+		if id == joinedID {
+			assert.Equal(t, was.ResourceVersion, tok.ResourceVersion, "the token of a joined node is left alone")
+			continue
+		}
+		// The waiting node's token: only its expiration may have moved (a scheduled refresh).
+		delete(was.Data, bootstrapapi.BootstrapTokenExpirationKey)
+		got := tok.DeepCopy()
+		delete(got.Data, bootstrapapi.BootstrapTokenExpirationKey)
+		assert.Equal(t, was.Data, got.Data, "a refresh changes the expiration only")
+	}
+}

@@ -1,0 +1,108 @@
+package controllers_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/secret"
+)
+
+// logCapture keeps every line the manager logs during the suite, at every verbosity.
+type logCapture struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logCapture) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logCapture) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// tokenInData finds the join token in rendered data; its second group is the secret half.
+var tokenInData = regexp.MustCompile(`\b([a-z0-9]{6})\.([a-z0-9]{16})\b`)
+
+// renderedValueMarker appears in every rendered config and nowhere else: a file's data URL.
+const renderedValueMarker = `"contents":{"source":"data:`
+
+// findLeaks looks, in logs and in every event the suite produced, for the secret material that
+// exists at the end of the suite: the secret half of every join token (in the workload cluster
+// and in data Secrets), the body of every private key of the cluster certificate Secrets, and
+// rendered data. It returns what it found, described without the secret itself.
+func findLeaks(ctx context.Context, c client.Client, logs string) ([]string, error) {
+	type needle struct{ what, value string }
+	var needles []needle
+	secrets := &corev1.SecretList{}
+	if err := c.List(ctx, secrets); err != nil {
+		return nil, fmt.Errorf("listing Secrets: %w", err)
+	}
+	for _, s := range secrets.Items {
+		switch {
+		case s.Type == bootstrapapi.SecretTypeBootstrapToken:
+			needles = append(needles, needle{"join token secret of " + s.Name, string(s.Data[bootstrapapi.BootstrapTokenSecretKey])})
+		case s.Type == clusterv1.ClusterSecretType && len(s.Data[secret.TLSKeyDataName]) > 0:
+			// The first line of the key's base64 body is unique to it.
+			lines := strings.Split(string(s.Data[secret.TLSKeyDataName]), "\n")
+			if len(lines) > 1 && len(lines[1]) >= 32 {
+				needles = append(needles, needle{"private key of Secret " + s.Namespace + "/" + s.Name, lines[1]})
+			}
+		case s.Type == clusterv1.ClusterSecretType && string(s.Data["format"]) == "ignition":
+			for _, m := range tokenInData.FindAllStringSubmatch(string(s.Data["value"]), -1) {
+				needles = append(needles, needle{"join token in data Secret " + s.Namespace + "/" + s.Name, m[2]})
+			}
+		}
+	}
+	needles = append(needles, needle{"rendered data", renderedValueMarker})
+
+	events := &eventsv1.EventList{}
+	if err := c.List(ctx, events); err != nil {
+		return nil, fmt.Errorf("listing events: %w", err)
+	}
+	var notes strings.Builder
+	for _, e := range events.Items {
+		notes.WriteString(e.Note)
+		notes.WriteByte('\n')
+	}
+	coreEvents := &corev1.EventList{}
+	if err := c.List(ctx, coreEvents, &client.ListOptions{Namespace: metav1.NamespaceAll}); err != nil {
+		return nil, fmt.Errorf("listing core events: %w", err)
+	}
+	for _, e := range coreEvents.Items {
+		notes.WriteString(e.Message)
+		notes.WriteByte('\n')
+	}
+
+	var leaks []string
+	for _, n := range needles {
+		if n.value == "" {
+			continue
+		}
+		if strings.Contains(logs, n.value) {
+			leaks = append(leaks, n.what+" appears in the manager's log")
+		}
+		if strings.Contains(notes.String(), n.value) {
+			leaks = append(leaks, n.what+" appears in an event")
+		}
+	}
+	if len(needles) < 3 {
+		return nil, fmt.Errorf("only %d secrets to look for: the suite made too few to prove anything", len(needles))
+	}
+	return leaks, nil
+}
