@@ -1,0 +1,90 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/secret"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+)
+
+// A workload cluster that cannot be reached (its kubeconfig points nowhere) is a condition that
+// says so, and the config converges once the cluster can be reached again.
+func TestUnreachableWorkloadClusterConverges(t *testing.T) {
+	ctx := t.Context()
+	f := newCluster(t, clusterSetup{noInfra: true})
+	kubeconfig := &corev1.Secret{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: secret.Name(f.cluster.Name, secret.Kubeconfig)}, kubeconfig))
+	cfg, err := clientcmd.Load(kubeconfig.Data[secret.KubeconfigDataName])
+	require.NoError(t, err)
+	for _, c := range cfg.Clusters {
+		c.Server = "https://127.0.0.1:1" // nothing listens there
+	}
+	kubeconfig.Data[secret.KubeconfigDataName], err = clientcmd.Write(*cfg)
+	require.NoError(t, err)
+	require.NoError(t, env.Client.Update(ctx, kubeconfig))
+	require.NoError(t, env.MarkInfrastructureProvisioned(ctx, f.cluster))
+
+	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
+	c := waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.BootstrapTokenFailedReason)
+	assert.Contains(t, c.Message, "Workload cluster not reachable")
+	_, ok := dataSecret(t, f.ns, "w0")
+	assert.False(t, ok, "no data without a token")
+
+	_, err = env.CreateWorkloadKubeconfigSecret(ctx, f.cluster)
+	require.NoError(t, err)
+	waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+	d, ok := dataSecret(t, f.ns, "w0")
+	require.True(t, ok)
+	assert.NotEmpty(t, d.Annotations[bootstrapv1.BootstrapTokenIDAnnotation])
+}
+
+// Another writer of the config's status (a policy engine, an operator's tooling) keeps what it
+// wrote: the controller patches the conditions it owns and never overwrites the status.
+func TestConcurrentStatusWritersArePatchedNotOverwritten(t *testing.T) {
+	ctx := t.Context()
+	f := newCluster(t, clusterSetup{noControlPlaneInit: true})
+	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
+	waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.WaitingForControlPlaneInitializedReason)
+
+	// The other writer keeps updating its own condition while the controller renders.
+	writerCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var last int
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; writerCtx.Err() == nil && i < 200; i++ {
+			obj := &bootstrapv1.IgnitionConfig{}
+			if env.Client.Get(writerCtx, client.ObjectKey{Namespace: f.ns, Name: "w0"}, obj) != nil {
+				continue
+			}
+			p := client.MergeFrom(obj.DeepCopy())
+			conditions.Set(obj, metav1.Condition{Type: "example.com/Audited", Status: metav1.ConditionTrue,
+				Reason: "Audited", Message: fmt.Sprint(i)})
+			if env.Client.Status().Patch(writerCtx, obj, p) == nil {
+				last = i
+			}
+		}
+	}()
+	require.NoError(t, env.MarkControlPlaneInitialized(ctx, f.cluster))
+	waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+	stop()
+	wg.Wait()
+
+	got := conditions.Get(getConfig(t, f.ns, "w0"), "example.com/Audited")
+	require.NotNil(t, got, "the other writer's condition is kept")
+	assert.Equal(t, fmt.Sprint(last), got.Message, "and its last write")
+	assert.True(t, conditions.IsTrue(getConfig(t, f.ns, "w0"), bootstrapv1.DataSecretAvailableCondition))
+}
