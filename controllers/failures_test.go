@@ -11,11 +11,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/controllers"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/testenv"
 )
 
 // A snippet with thousands of errors (from a Secret, which admission never sees) gives a bounded
@@ -120,4 +123,37 @@ func TestLostJoinToken(t *testing.T) {
 		assert.Equal(t, before.Data["value"], after.Data["value"], "the data the machine booted with is not changed")
 		assert.Empty(t, tokensOf(t, f.ns, "w0"), "no token the machine could not use")
 	})
+}
+
+// A manager that died after creating a config's join token and before storing its data leaves
+// that token behind; the next try finds it (same ID) and puts it in the data, so retries leave
+// one token per config.
+func TestTokenOfAnInterruptedRenderIsReused(t *testing.T) {
+	ctx := t.Context()
+	f := newCluster(t, clusterSetup{})
+	f.addConfig(t, "w0", bootstrapv1.IgnitionConfigSpec{})
+	cfg := getConfig(t, f.ns, "w0")
+	id := controllers.TokenIDFor(cfg.UID, "")
+	left := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id},
+		Type:       bootstrapapi.SecretTypeBootstrapToken,
+		Data: map[string][]byte{
+			bootstrapapi.BootstrapTokenIDKey:               []byte(id),
+			bootstrapapi.BootstrapTokenSecretKey:           []byte("0123456789abcdef"),
+			bootstrapapi.BootstrapTokenExpirationKey:       []byte(time.Now().Add(time.Minute).UTC().Format(time.RFC3339)),
+			bootstrapapi.BootstrapTokenUsageAuthentication: []byte("true"),
+			bootstrapapi.BootstrapTokenUsageSigningKey:     []byte("true"),
+			bootstrapapi.BootstrapTokenDescriptionKey:      []byte(fmt.Sprintf("join token created by cabpi for IgnitionConfig %s/w0", f.ns)),
+		},
+	}
+	require.NoError(t, env.Client.Create(ctx, left))
+	require.NoError(t, env.Client.Create(ctx, testenv.NewGenericInfraMachine(f.ns, "w0")))
+	require.NoError(t, env.Client.Create(ctx, testenv.NewMachine(f.cluster, "w0", false)))
+
+	waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+	data, ok := dataSecret(t, f.ns, "w0")
+	require.True(t, ok)
+	assert.Equal(t, id, data.Annotations[bootstrapv1.BootstrapTokenIDAnnotation])
+	assert.Contains(t, fileIn(t, data.Data["value"], "/etc/kubeadm.yml"), "token: "+id+".0123456789abcdef")
+	assert.Equal(t, []string{id}, tokenIDs(tokensOf(t, f.ns, "w0")), "one token")
 }

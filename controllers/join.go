@@ -59,7 +59,7 @@ func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input
 		return ctrl.Result{}, &outcome{reason: bootstrapv1.BootstrapTokenFailedReason, requeue: waitRequeue,
 			message: fmt.Sprintf("Workload cluster not reachable to create the join token: %v", err)}, nil
 	}
-	token, err := createJoinToken(ctx, remote, util.ObjectKey(s.config), r.TokenTTL, nowFunc())
+	token, err := ensureJoinToken(ctx, remote, s.config, s.currentTokenID(), r.TokenTTL, nowFunc())
 	if err != nil {
 		return ctrl.Result{}, &outcome{reason: bootstrapv1.BootstrapTokenFailedReason, message: err.Error()}, err
 	}

@@ -27,6 +27,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 
 	// A data Secret restored without owner (backup, move) is adopted before anything else.
 	existing, err := r.getDataSecret(ctx, config, s.cluster.Name)
+	s.dataSecret = existing
 	if errors.Is(err, errDataSecretConflict) {
 		setDataSecretFalse(config, bootstrapv1.DataSecretConflictReason, err.Error())
 		r.warn(config, bootstrapv1.DataSecretConflictReason, err.Error())

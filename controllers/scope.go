@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -23,6 +24,16 @@ type scope struct {
 	// Exactly one of machine and machinePool is set.
 	machine     *clusterv1.Machine
 	machinePool *clusterv1.MachinePool
+	// dataSecret is the config's data Secret; nil while there is none.
+	dataSecret *corev1.Secret
+}
+
+// currentTokenID is the ID of the join token in the config's data, "" without one.
+func (s *scope) currentTokenID() string {
+	if s.dataSecret == nil {
+		return ""
+	}
+	return s.dataSecret.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
 }
 
 // owner returns the config's owner as a client.Object (for logging and events).

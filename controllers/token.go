@@ -2,12 +2,14 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,9 +36,50 @@ func tokenDescription(config client.ObjectKey) string {
 	return fmt.Sprintf("join token created by cabpi for IgnitionConfig %s", config)
 }
 
-// createJoinToken creates a new bootstrap token Secret in the workload cluster's kube-system for
-// the config named by owner.
-func createJoinToken(ctx context.Context, remote client.Client, owner client.ObjectKey, ttl time.Duration, now time.Time) (joinToken, error) {
+// tokenIDAlphabet is what a bootstrap token ID is made of ([a-z0-9]{6}).
+const tokenIDAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+// tokenIDFor derives the ID (the public half) of the join token the config's next data carries,
+// from the config's UID and the ID of the token that data replaces ("" for the first). A
+// manager that dies after creating the token and before storing the data computes the same ID
+// on its next try and reuses that token: retries never leave a second token behind. The secret
+// half stays random.
+func tokenIDFor(uid types.UID, previous string) string {
+	sum := sha256.Sum256([]byte(string(uid) + "/" + previous))
+	id := make([]byte, 6)
+	for i := range id {
+		id[i] = tokenIDAlphabet[int(sum[i])%len(tokenIDAlphabet)]
+	}
+	return string(id)
+}
+
+// ensureJoinToken returns the join token for the config's next data, replacing previous: the
+// token of ID tokenIDFor(config, previous) in the workload cluster's kube-system, reused (with a
+// fresh expiration) when an earlier try created it, else created. A token of that ID made for
+// something else (an ID collision) is left alone, and a random ID used instead.
+func ensureJoinToken(ctx context.Context, remote client.Client, config *bootstrapv1.IgnitionConfig, previous string, ttl time.Duration, now time.Time) (joinToken, error) {
+	id := tokenIDFor(config.UID, previous)
+	description := tokenDescription(client.ObjectKeyFromObject(config))
+	existing := &corev1.Secret{}
+	err := remote.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: bootstraputil.BootstrapTokenSecretName(id)}, existing)
+	switch {
+	case err == nil && string(existing.Data[bootstrapapi.BootstrapTokenDescriptionKey]) == description:
+		existing.Data[bootstrapapi.BootstrapTokenExpirationKey] = []byte(now.UTC().Add(ttl).Format(time.RFC3339))
+		if err := remote.Update(ctx, existing); err != nil {
+			return joinToken{}, fmt.Errorf("reusing bootstrap token %s in the workload cluster: %w", id, err)
+		}
+		return joinToken{ID: id, Value: id + "." + string(existing.Data[bootstrapapi.BootstrapTokenSecretKey])}, nil
+	case err == nil:
+		id = "" // taken by another token: a random one
+	case !apierrors.IsNotFound(err):
+		return joinToken{}, fmt.Errorf("looking up bootstrap token %s in the workload cluster: %w", id, err)
+	}
+	return createJoinToken(ctx, remote, id, description, ttl, now)
+}
+
+// createJoinToken creates a bootstrap token Secret in the workload cluster's kube-system, with
+// the given ID ("" for a random one) and a random secret.
+func createJoinToken(ctx context.Context, remote client.Client, id, description string, ttl time.Duration, now time.Time) (joinToken, error) {
 	value, err := bootstraputil.GenerateBootstrapToken()
 	if err != nil {
 		return joinToken{}, fmt.Errorf("generating bootstrap token: %w", err)
@@ -45,7 +88,10 @@ func createJoinToken(ctx context.Context, remote client.Client, owner client.Obj
 	if len(parts) != 3 {
 		return joinToken{}, fmt.Errorf("generated bootstrap token does not match %s", bootstrapapi.BootstrapTokenPattern)
 	}
-	id, secretPart := parts[1], parts[2]
+	secretPart := parts[2]
+	if id == "" {
+		id = parts[1]
+	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: bootstraputil.BootstrapTokenSecretName(id), Namespace: metav1.NamespaceSystem},
 		Type:       bootstrapapi.SecretTypeBootstrapToken,
@@ -56,13 +102,13 @@ func createJoinToken(ctx context.Context, remote client.Client, owner client.Obj
 			bootstrapapi.BootstrapTokenUsageSigningKey:     []byte("true"),
 			bootstrapapi.BootstrapTokenUsageAuthentication: []byte("true"),
 			bootstrapapi.BootstrapTokenExtraGroupsKey:      []byte("system:bootstrappers:kubeadm:default-node-token"),
-			bootstrapapi.BootstrapTokenDescriptionKey:      []byte(tokenDescription(owner)),
+			bootstrapapi.BootstrapTokenDescriptionKey:      []byte(description),
 		},
 	}
 	if err := remote.Create(ctx, secret); err != nil {
 		return joinToken{}, fmt.Errorf("creating bootstrap token %s in the workload cluster: %w", id, err)
 	}
-	return joinToken{ID: id, Value: value}, nil
+	return joinToken{ID: id, Value: id + "." + secretPart}, nil
 }
 
 // deleteJoinToken removes the bootstrap token id from the workload cluster; gone already is fine.
