@@ -80,6 +80,13 @@ test: tools clusterctl ## Run all tests against a real kube-apiserver, etcd, CAP
 	CABPI_CLUSTERCTL="$$(bash hack/clusterctl.sh)" \
 		go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) ./...
 
+.PHONY: test-reliability
+test-reliability: tools ## The long reliability runs: the real manager SIGKILLed 200 times while 50 configs reconcile (CABPI_CRASH_SEED replays one).
+	KUBEBUILDER_ASSETS="$$(bash hack/envtest-assets.sh)" \
+	CABPI_IGNITION_APPLY="$$(IGNITION_VER=$(IGNITION_VER) bash hack/ignition-apply.sh)" \
+	CABPI_CRASH_KILLS=$${CABPI_CRASH_KILLS:-200} \
+		go test $(GO_TEST_FLAGS) -timeout 60m -v -run TestCrashConsistency ./test/crash/
+
 .PHONY: test-update-golden
 test-update-golden: ## Rewrite golden files from the current renderer (review the diff!).
 	go test ./ignition/... ./internal/rendercmd/... -run Golden -update
