@@ -38,7 +38,10 @@ func (r *Reconciler) lookupCertificates(ctx context.Context, s *scope, certs sec
 		}
 	}
 	if err != nil {
-		setCertificatesFalse(s.config, bootstrapv1.CertificatesInternalErrorReason, fmt.Sprintf("Certificates unusable: %v", err))
+		// Retried with backoff; both conditions say why meanwhile (Ready summarises them).
+		msg := fmt.Sprintf("Certificates unusable: %v", err)
+		setCertificatesFalse(s.config, bootstrapv1.CertificatesInternalErrorReason, msg)
+		setDataSecretFalse(s.config, bootstrapv1.DataSecretInternalErrorReason, msg)
 		return nil, fmt.Errorf("certificates of Cluster %s: %w", s.cluster.Name, err)
 	}
 	if o := invalidCertificates(s, certs); o != nil {

@@ -90,6 +90,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	return nil
 }
 
+// The manager's permissions: exactly what the code uses. test/rbac/allowlist_test.go lists each
+// with its reason and fails on any change that does not update it.
 // +kubebuilder:rbac:groups=bootstrap.cluster.x-k8s.io,resources=ignitionconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=bootstrap.cluster.x-k8s.io,resources=ignitionconfigs/status,verbs=patch
 // +kubebuilder:rbac:groups=bootstrap.cluster.x-k8s.io,resources=ignitionconfigs/finalizers,verbs=update

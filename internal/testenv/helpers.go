@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/retry"
@@ -303,6 +304,16 @@ func (e *Environment) MarkControlPlaneInitialized(ctx context.Context, cluster *
 		patch.WithOwnedConditions{Conditions: []string{clusterv1.ClusterControlPlaneInitializedCondition}},
 		patch.WithOwnedV1Beta1Conditions{Conditions: []clusterv1.ConditionType{clusterv1.ControlPlaneInitializedV1Beta1Condition}},
 	)
+}
+
+// ImpersonatedConfig returns a copy of the admin Config whose requests the API server
+// authorizes as user (impersonation; the admin may impersonate anyone). For a ServiceAccount pass
+// "system:serviceaccount:<namespace>:<name>": the API server adds the account's groups itself.
+// The ServiceAccount need not exist; what it may do is what RBAC bindings to it allow.
+func (e *Environment) ImpersonatedConfig(user string) *rest.Config {
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	return cfg
 }
 
 // Kubeconfig returns a kubeconfig for the envtest API server (admin client certificate), with

@@ -90,6 +90,13 @@ type Options struct {
 	// ManagerOptions may adjust the Manager options before the Manager is created.
 	ManagerOptions func(*ctrl.Options)
 
+	// APIServerArgs sets kube-apiserver flags (name without the leading dashes, e.g.
+	// "enable-admission-plugins"), each replacing envtest's default for that flag, if any.
+	// envtest's defaults include authorization-mode=RBAC and disable-admission-plugins=ServiceAccount;
+	// enable-admission-plugins has no default there, and the API server adds what it names to the
+	// plugins it enables by default.
+	APIServerArgs map[string][]string
+
 	// Logger for controllers and client-go; default: discard, or stderr with
 	// CABPI_TEST_LOG=<verbosity>. Logging is set up once per process.
 	Logger *logr.Logger
@@ -237,6 +244,9 @@ func Start(ctx context.Context, opts Options) (_ *Environment, retErr error) {
 	}
 	if opts.Webhooks != nil {
 		te.WebhookInstallOptions = *opts.Webhooks
+	}
+	for flag, values := range opts.APIServerArgs {
+		te.ControlPlane.GetAPIServer().Configure().Set(flag, values...)
 	}
 	cfg, err := te.Start()
 	if err != nil {
