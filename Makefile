@@ -41,6 +41,13 @@ $(KUSTOMIZE):
 	GOBIN=$(TOOLS_DIR)/tmp-kz go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VER)
 	mv $(TOOLS_DIR)/tmp-kz/kustomize $@ && rm -rf $(TOOLS_DIR)/tmp-kz
 
+STATICCHECK_VER := v0.8.2
+STATICCHECK := $(TOOLS_DIR)/staticcheck-$(STATICCHECK_VER)
+
+$(STATICCHECK):
+	GOBIN=$(TOOLS_DIR)/tmp-sc go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VER)
+	mv $(TOOLS_DIR)/tmp-sc/staticcheck $@ && rm -rf $(TOOLS_DIR)/tmp-sc
+
 .PHONY: controller-gen kustomize ignition-apply envtest-assets tools
 controller-gen: $(CONTROLLER_GEN)
 kustomize: $(KUSTOMIZE)
@@ -71,6 +78,10 @@ build: ## Build the manager binary into bin/.
 .PHONY: vet
 vet:
 	go vet ./...
+
+.PHONY: lint
+lint: $(STATICCHECK) ## Find dead code (staticcheck U1000): code nothing uses is deleted, not kept.
+	$(STATICCHECK) -checks U1000 ./...
 
 .PHONY: test
 test: tools clusterctl ## Run all tests against a real kube-apiserver, etcd, CAPI controllers and ignition-apply.
