@@ -54,27 +54,29 @@ func tokenIDFor(uid types.UID, previous string) string {
 }
 
 // ensureJoinToken returns the join token for the config's next data, replacing previous: the
-// token of ID tokenIDFor(config, previous) in the workload cluster's kube-system, reused (with a
-// fresh expiration) when an earlier try created it, else created. A token of that ID made for
-// something else (an ID collision) is left alone, and a random ID used instead.
+// token of ID tokenIDFor(config, previous) in the workload cluster's kube-system, created, or,
+// when an earlier try created it already, reused with a fresh expiration. Creating first keeps
+// the common case at one request. A token of that ID made for something else (an ID collision)
+// is left alone, and a random ID used instead.
 func ensureJoinToken(ctx context.Context, remote client.Client, config *bootstrapv1.IgnitionConfig, previous string, ttl time.Duration, now time.Time) (joinToken, error) {
 	id := tokenIDFor(config.UID, previous)
 	description := tokenDescription(client.ObjectKeyFromObject(config))
+	token, err := createJoinToken(ctx, remote, id, description, ttl, now)
+	if !apierrors.IsAlreadyExists(err) {
+		return token, err
+	}
 	existing := &corev1.Secret{}
-	err := remote.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: bootstraputil.BootstrapTokenSecretName(id)}, existing)
-	switch {
-	case err == nil && string(existing.Data[bootstrapapi.BootstrapTokenDescriptionKey]) == description:
-		existing.Data[bootstrapapi.BootstrapTokenExpirationKey] = []byte(now.UTC().Add(ttl).Format(time.RFC3339))
-		if err := remote.Update(ctx, existing); err != nil {
-			return joinToken{}, fmt.Errorf("reusing bootstrap token %s in the workload cluster: %w", id, err)
-		}
-		return joinToken{ID: id, Value: id + "." + string(existing.Data[bootstrapapi.BootstrapTokenSecretKey])}, nil
-	case err == nil:
-		id = "" // taken by another token: a random one
-	case !apierrors.IsNotFound(err):
+	if err := remote.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: bootstraputil.BootstrapTokenSecretName(id)}, existing); err != nil {
 		return joinToken{}, fmt.Errorf("looking up bootstrap token %s in the workload cluster: %w", id, err)
 	}
-	return createJoinToken(ctx, remote, id, description, ttl, now)
+	if string(existing.Data[bootstrapapi.BootstrapTokenDescriptionKey]) != description {
+		return createJoinToken(ctx, remote, "", description, ttl, now) // taken: a random ID
+	}
+	existing.Data[bootstrapapi.BootstrapTokenExpirationKey] = []byte(now.UTC().Add(ttl).Format(time.RFC3339))
+	if err := remote.Update(ctx, existing); err != nil {
+		return joinToken{}, fmt.Errorf("reusing bootstrap token %s in the workload cluster: %w", id, err)
+	}
+	return joinToken{ID: id, Value: id + "." + string(existing.Data[bootstrapapi.BootstrapTokenSecretKey])}, nil
 }
 
 // createJoinToken creates a bootstrap token Secret in the workload cluster's kube-system, with
@@ -106,6 +108,7 @@ func createJoinToken(ctx context.Context, remote client.Client, id, description 
 		},
 	}
 	if err := remote.Create(ctx, secret); err != nil {
+		// Wrapped with %w: ensureJoinToken tells an existing token apart (AlreadyExists).
 		return joinToken{}, fmt.Errorf("creating bootstrap token %s in the workload cluster: %w", id, err)
 	}
 	return joinToken{ID: id, Value: id + "." + secretPart}, nil
