@@ -20,7 +20,8 @@ import (
 )
 
 // A data Secret deleted before the node joined is rendered again (the infrastructure may still
-// need it); one deleted after the node joined is not (the node needs it no more).
+// need it), with the config's join token while it is valid; one deleted after the node joined is
+// not (the node needs it no more).
 func TestDeletedDataSecret(t *testing.T) {
 	ctx := t.Context()
 	f := newCluster(t, clusterSetup{})
@@ -49,8 +50,10 @@ func TestDeletedDataSecret(t *testing.T) {
 		s := &corev1.Secret{}
 		if assert.NoError(c, env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "pending"}, s)) {
 			assert.NotEqual(c, pending.UID, s.UID, "a new Secret")
-			assert.NotEqual(c, pending.Annotations[bootstrapv1.BootstrapTokenIDAnnotation], s.Annotations[bootstrapv1.BootstrapTokenIDAnnotation],
-				"with a new join token")
+			// The config's token is still valid: the new data carries it rather than a second one.
+			id := pending.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+			assert.Equal(c, id, s.Annotations[bootstrapv1.BootstrapTokenIDAnnotation], "with the config's join token")
+			assert.Equal(c, []string{id}, tokenIDs(tokensOf(t, f.ns, "pending")), "and no second token")
 		}
 	}, eventually, tick, "the data Secret of a Machine whose node has not joined is rendered again")
 	waitForCondition(t, f.ns, "pending", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
