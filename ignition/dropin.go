@@ -104,3 +104,36 @@ func assignsVariable(value, name string) bool {
 	}
 	return false
 }
+
+// systemd's own configuration: its DefaultEnvironment= is every service's environment,
+// kubeadm.service's included.
+const (
+	managerConfigFile = "/etc/systemd/system.conf"
+	managerConfigDir  = "/etc/systemd/system.conf.d"
+)
+
+// managerConfigPath reports whether systemd reads the clean path p as its configuration.
+func managerConfigPath(p string) bool {
+	return p == managerConfigFile || (path.Dir(p) == managerConfigDir && strings.HasSuffix(p, ".conf"))
+}
+
+// checkManagerConfig returns why systemd configuration at p is refused, or "": a
+// DefaultEnvironment= that sets a variable changing how bash starts the bootstrap script.
+func checkManagerConfig(p string, content []byte) string {
+	opts, err := unit.DeserializeOptions(bytes.NewReader(content))
+	if err != nil {
+		return fmt.Sprintf("%s, which is not a systemd configuration file: %v", p, err)
+	}
+	for _, o := range opts {
+		if o.Section != "Manager" || o.Name != "DefaultEnvironment" {
+			continue
+		}
+		for _, name := range refusedEnvironment {
+			if assignsVariable(o.Value, name) {
+				return fmt.Sprintf("%s, which sets %s for every service with DefaultEnvironment=: it changes how bash runs the bootstrap script of %s",
+					p, name, KubeadmUnitName)
+			}
+		}
+	}
+	return ""
+}

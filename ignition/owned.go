@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 
 	exptypes "github.com/coreos/ignition/v2/config/v3_7_experimental/types"
@@ -98,6 +99,9 @@ func checkSnippet(s *snippet, providerPaths []string) *Error {
 		if ierr := checkSnippetDropinFile(f); ierr != nil {
 			return ierr
 		}
+		if ierr := checkSnippetManagerConfig(f); ierr != nil {
+			return ierr
+		}
 	}
 	for _, u := range s.config.Systemd.Units {
 		if ierr := checkSnippetUnit(u, owned); ierr != nil {
@@ -107,6 +111,12 @@ func checkSnippet(s *snippet, providerPaths []string) *Error {
 	if replace := s.config.Ignition.Config.Replace.Source; replace != nil && *replace != "" {
 		return errorf(ErrInvalidButane, butaneField,
 			"the Butane snippet sets ignition.config.replace, which would discard the bootstrap configuration")
+	}
+	if len(s.config.Ignition.Config.Merge) > 0 {
+		// A merged config is fetched and applied at boot, after every check here: it could
+		// rewrite the provider's files or add drop-ins to kubeadm.service.
+		return errorf(ErrInvalidButane, butaneField,
+			"the Butane snippet sets ignition.config.merge, a config the provider cannot check before boot: put its contents in the snippet")
 	}
 	return nil
 }
@@ -124,6 +134,24 @@ func checkSnippetDropinFile(f exptypes.File) *Error {
 			"the Butane snippet writes the drop-in %s for %s, whose contents cannot be checked (%s)", f.Path, KubeadmUnitName, unreadable)
 	}
 	if problem := checkDropin(p, content); problem != "" {
+		return errorf(ErrOwnedPathConflict, butaneField, "the Butane snippet writes %s", problem)
+	}
+	return nil
+}
+
+// checkSnippetManagerConfig checks a snippet file that systemd reads as its own configuration
+// (system.conf and its drop-ins), whose DefaultEnvironment= reaches every service.
+func checkSnippetManagerConfig(f exptypes.File) *Error {
+	p := path.Clean(f.Path)
+	if !managerConfigPath(p) {
+		return nil
+	}
+	content, unreadable := snippetFileContent(f)
+	if unreadable != "" {
+		return errorf(ErrOwnedPathConflict, butaneField,
+			"the Butane snippet writes %s, systemd's configuration, whose contents cannot be checked (%s)", f.Path, unreadable)
+	}
+	if problem := checkManagerConfig(p, content); problem != "" {
 		return errorf(ErrOwnedPathConflict, butaneField, "the Butane snippet writes %s", problem)
 	}
 	return nil
@@ -148,9 +176,9 @@ func snippetFileContent(f exptypes.File) (content []byte, unreadable string) {
 // relative target from the root. A link in the preset directory is rejected too: what it points
 // to cannot be checked for a line disabling kubeadm.service.
 func checkSnippetLink(l exptypes.Link, owned []string) *Error {
-	if inKubeadmDropinDir(path.Clean(l.Path)) {
+	if p := path.Clean(l.Path); inKubeadmDropinDir(p) || slices.Contains(kubeadmDropinDirs, p) {
 		return errorf(ErrOwnedPathConflict, butaneField,
-			"the Butane snippet writes a link at %s, a drop-in directory of %s: what a link points to cannot be checked", l.Path, KubeadmUnitName)
+			"the Butane snippet writes a link at %s, in or at a drop-in directory of %s: what a link points to cannot be checked", l.Path, KubeadmUnitName)
 	}
 	if isBelow(path.Clean(l.Path), systemdPresetDir) {
 		return errorf(ErrOwnedPathConflict, butaneField,
@@ -339,6 +367,11 @@ func checkFiles(provider []ownedFile, files []File) *Error {
 		}
 		if kubeadmDropinPath(clean) {
 			if problem := checkDropin(clean, f.Content); problem != "" {
+				return errorf(ErrOwnedPathConflict, part("content"), "%s", problem)
+			}
+		}
+		if managerConfigPath(clean) {
+			if problem := checkManagerConfig(clean, f.Content); problem != "" {
 				return errorf(ErrOwnedPathConflict, part("content"), "%s", problem)
 			}
 		}

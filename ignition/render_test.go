@@ -286,6 +286,21 @@ func TestRenderRejectsBadInput(t *testing.T) {
 		{"butane drop-in from a remote source", worker(func(in *ignition.Input) {
 			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/systemd/system/kubeadm.service.d/10-x.conf\n      contents:\n        source: https://example.com/10-x.conf\n"
 		}), ignition.ErrOwnedPathConflict, "butane", 0, "cannot be checked"},
+		{"butane links the drop-in directory of kubeadm.service", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  links:\n    - path: /etc/systemd/system/kubeadm.service.d\n      target: /opt/dropins\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "in or at a drop-in directory of kubeadm.service"},
+		{"butane links the drop-in directory of every service", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  links:\n    - path: /etc/systemd/system/service.d\n      target: /opt/dropins\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "what a link points to cannot be checked"},
+		{"butane merges a remote config", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nignition:\n  config:\n    merge:\n      - source: https://example.com/extra.ign\n"
+		}), ignition.ErrInvalidButane, "butane", 0, "ignition.config.merge"},
+		{"butane sets BASH_ENV for every service", worker(func(in *ignition.Input) {
+			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/systemd/system.conf.d/10-env.conf\n      contents:\n        inline: \"[Manager]\\nDefaultEnvironment=BASH_ENV=/opt/x\\n\"\n"
+		}), ignition.ErrOwnedPathConflict, "butane", 0, "sets BASH_ENV for every service"},
+		{"spec file sets BASH_ENV for every service", worker(func(in *ignition.Input) {
+			in.Files = []ignition.File{{Path: "/etc/systemd/system.conf", Content: []byte("[Manager]\nDefaultEnvironment=\"A=1\" BASH_ENV=/opt/x\n")}}
+		}), ignition.ErrOwnedPathConflict, "files[0].content", 0, "sets BASH_ENV for every service"},
 		{"butane links a drop-in", worker(func(in *ignition.Input) {
 			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  links:\n    - path: /etc/systemd/system/kubeadm.service.d/10-x.conf\n      target: /opt/x.conf\n"
 		}), ignition.ErrOwnedPathConflict, "butane", 0, "what a link points to cannot be checked"},
