@@ -139,32 +139,22 @@ func dataSecret(t *testing.T, ns, name string) (*corev1.Secret, bool) {
 	return s, true
 }
 
-// tokensOf lists the join tokens cabpi created for one config.
+// tokensOf returns the join tokens of the config namespace/name, by ID.
 func tokensOf(t *testing.T, namespace, name string) map[string]corev1.Secret {
 	t.Helper()
-	want := tokenDescriptionPrefix + namespace + "/" + name
-	return tokensWhere(t, func(description string) bool { return description == want })
+	all, err := testenv.JoinTokens(t.Context(), env.Client)
+	require.NoError(t, err)
+	out := map[string]corev1.Secret{}
+	for _, s := range all[namespace+"/"+name] {
+		out[string(s.Data[bootstrapapi.BootstrapTokenIDKey])] = s
+	}
+	return out
 }
 
 // tokenIDs are the IDs of tokens, sorted: what an assertion prints instead of the token Secrets.
 func tokenIDs(tokens map[string]corev1.Secret) []string {
 	return slices.Sorted(maps.Keys(tokens))
 }
-
-func tokensWhere(t *testing.T, match func(description string) bool) map[string]corev1.Secret {
-	t.Helper()
-	list := &corev1.SecretList{}
-	require.NoError(t, env.Client.List(t.Context(), list, client.InNamespace(metav1.NamespaceSystem)))
-	out := map[string]corev1.Secret{}
-	for _, s := range list.Items {
-		if s.Type == bootstrapapi.SecretTypeBootstrapToken && match(string(s.Data[bootstrapapi.BootstrapTokenDescriptionKey])) {
-			out[string(s.Data[bootstrapapi.BootstrapTokenIDKey])] = s
-		}
-	}
-	return out
-}
-
-const tokenDescriptionPrefix = "join token created by cabpi for IgnitionConfig "
 
 func tokenSecret(t *testing.T, id string) *corev1.Secret {
 	t.Helper()

@@ -33,8 +33,12 @@ var nowFunc = time.Now
 // tokenDescription marks the tokens cabpi creates in workload clusters with the config they were
 // made for, so `kubeadm token list` in the workload cluster tells an operator whose token it is.
 func tokenDescription(config client.ObjectKey) string {
-	return fmt.Sprintf("join token created by cabpi for IgnitionConfig %s", config)
+	return TokenDescriptionPrefix + config.String()
 }
+
+// TokenDescriptionPrefix starts the description of every join token cabpi creates; the
+// namespace/name of its IgnitionConfig follows.
+const TokenDescriptionPrefix = "join token created by cabpi for IgnitionConfig "
 
 // tokenIDAlphabet is what a bootstrap token ID is made of ([a-z0-9]{6}).
 const tokenIDAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"

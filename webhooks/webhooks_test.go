@@ -3,7 +3,6 @@ package webhooks_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"regexp"
 	"strings"
 	"sync"
@@ -29,7 +28,17 @@ const flatcarButane = "variant: flatcar\nversion: 1.0.0\n"
 
 // cause is one expected entry of an Invalid error's causes: the exact field and a substring of
 // the message.
+// cause is an admission error cause a case expects: the field path and part of the message.
 type cause struct{ field, msg string }
+
+// asTestenvCauses converts causes for testenv.RequireRejected.
+func asTestenvCauses(causes []cause) []testenv.Cause {
+	out := make([]testenv.Cause, 0, len(causes))
+	for _, c := range causes {
+		out = append(out, testenv.Cause{Field: c.field, Msg: c.msg})
+	}
+	return out
+}
 
 // newConfig returns an IgnitionConfig in ns with a generated name, edited by mutate.
 func newConfig(ns string, mutate func(*bootstrapv1.IgnitionConfig)) *bootstrapv1.IgnitionConfig {
@@ -68,22 +77,7 @@ func createMachine(t *testing.T, ns, name, version string, controlPlane bool) me
 // requireInvalid asserts err is the API's Invalid error with (at least) the causes in want.
 func requireInvalid(t *testing.T, err error, want ...cause) {
 	t.Helper()
-	require.Error(t, err, "expected the API server to reject the object")
-	var status *apierrors.StatusError
-	require.True(t, errors.As(err, &status), "not a StatusError: %v", err)
-	require.Equal(t, metav1.StatusReasonInvalid, status.ErrStatus.Reason, "error: %v", err)
-	require.NotNil(t, status.ErrStatus.Details, "error: %v", err)
-	causes := status.ErrStatus.Details.Causes
-	for _, w := range want {
-		found := false
-		for _, c := range causes {
-			if c.Field == w.field && strings.Contains(c.Message, w.msg) {
-				found = true
-				break
-			}
-		}
-		assert.True(t, found, "no cause on %s containing %q; causes: %s", w.field, w.msg, formatCauses(causes))
-	}
+	testenv.RequireRejected(t, err, metav1.StatusReasonInvalid, asTestenvCauses(want)...)
 }
 
 // assertDiffLine asserts that the spec.template.spec cause of err has a line matching pattern
@@ -99,15 +93,7 @@ func assertDiffLine(t *testing.T, err error, pattern string) {
 			return
 		}
 	}
-	t.Errorf("no diff line matching %s; causes: %s", re, formatCauses(status.ErrStatus.Details.Causes))
-}
-
-func formatCauses(causes []metav1.StatusCause) string {
-	var b strings.Builder
-	for _, c := range causes {
-		fmt.Fprintf(&b, "\n  %s: %s", c.Field, c.Message)
-	}
-	return b.String()
+	t.Errorf("no diff line matching %s; causes: %s", re, testenv.FormatCauses(status.ErrStatus.Details.Causes))
 }
 
 // TestAdmission creates good and bad IgnitionConfigs and IgnitionConfigTemplates through the

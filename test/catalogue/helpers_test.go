@@ -2,7 +2,6 @@ package catalogue_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -160,21 +159,13 @@ func dataSecret(t require.TestingT, ns, name string) (*corev1.Secret, bool) {
 	return s, true
 }
 
-// tokenDescriptionPrefix starts the description of every join token cabpi creates; the config's
-// namespace/name follows.
-const tokenDescriptionPrefix = "join token created by cabpi for IgnitionConfig "
-
-// joinTokens lists the join tokens in kube-system by the config ("<ns>/<name>") their description
-// names, as token IDs.
+// joinTokens lists the IDs of cabpi's join tokens, by config ("namespace/name").
 func joinTokens(t require.TestingT) map[string][]string {
-	list := &corev1.SecretList{}
-	require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(metav1.NamespaceSystem)))
+	all, err := testenv.JoinTokens(context.Background(), env.Client)
+	require.NoError(t, err)
 	out := map[string][]string{}
-	for _, s := range list.Items {
-		if s.Type != bootstrapapi.SecretTypeBootstrapToken {
-			continue
-		}
-		if config, ok := strings.CutPrefix(string(s.Data[bootstrapapi.BootstrapTokenDescriptionKey]), tokenDescriptionPrefix); ok {
+	for config, list := range all {
+		for _, s := range list {
 			out[config] = append(out[config], string(s.Data[bootstrapapi.BootstrapTokenIDKey]))
 		}
 	}
@@ -226,36 +217,23 @@ func sumCounters(ms []*dto.Metric) float64 {
 
 // cause is one expected entry of an admission error's causes: the exact field and a substring
 // of the message.
+// cause is an admission error cause a case expects: the field path and part of the message.
 type cause struct{ field, msg string }
+
+// asTestenvCauses converts causes for testenv.RequireRejected.
+func asTestenvCauses(causes []cause) []testenv.Cause {
+	out := make([]testenv.Cause, 0, len(causes))
+	for _, c := range causes {
+		out = append(out, testenv.Cause{Field: c.field, Msg: c.msg})
+	}
+	return out
+}
 
 // requireRejected asserts err is the API's error of reason (Invalid, Forbidden) with at least
 // the causes in want.
 func requireRejected(t *testing.T, err error, reason metav1.StatusReason, want ...cause) {
 	t.Helper()
-	require.Error(t, err, "expected the API server to reject the object")
-	var status *apierrors.StatusError
-	require.True(t, errors.As(err, &status), "not a StatusError: %v", err)
-	require.Equal(t, reason, status.ErrStatus.Reason, "error: %v", err)
-	require.NotNil(t, status.ErrStatus.Details, "error: %v", err)
-	causes := status.ErrStatus.Details.Causes
-	for _, w := range want {
-		found := false
-		for _, c := range causes {
-			if c.Field == w.field && strings.Contains(c.Message, w.msg) {
-				found = true
-				break
-			}
-		}
-		assert.True(t, found, "no cause on %s containing %q; causes: %s", w.field, w.msg, formatCauses(causes))
-	}
-}
-
-func formatCauses(causes []metav1.StatusCause) string {
-	var b strings.Builder
-	for _, c := range causes {
-		fmt.Fprintf(&b, "\n  %s: %s", c.Field, c.Message)
-	}
-	return b.String()
+	testenv.RequireRejected(t, err, reason, asTestenvCauses(want)...)
 }
 
 var notDNS = regexp.MustCompile(`[^a-z0-9]+`)

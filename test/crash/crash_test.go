@@ -26,7 +26,6 @@ import (
 	"github.com/vincent-petithory/dataurl"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -191,16 +190,12 @@ func TestCrashConsistency(t *testing.T) {
 	assert.LessOrEqual(t, nodes.initsSeen(), 1, "no second init was ever rendered, even for a moment")
 
 	// At most one join token per config whose node has not joined (none of the workers has).
-	tokens := &corev1.SecretList{}
-	require.NoError(t, env.Client.List(ctx, tokens, client.InNamespace(metav1.NamespaceSystem)))
+	tokens, err := testenv.JoinTokens(ctx, env.Client)
+	require.NoError(t, err)
 	perConfig := map[string]int{}
-	for _, tok := range tokens.Items {
-		if tok.Type != bootstrapapi.SecretTypeBootstrapToken {
-			continue
-		}
-		desc := string(tok.Data[bootstrapapi.BootstrapTokenDescriptionKey])
-		if name, ok := strings.CutPrefix(desc, "join token created by cabpi for IgnitionConfig "+ns+"/"); ok {
-			perConfig[name]++
+	for config, list := range tokens {
+		if name, ok := strings.CutPrefix(config, ns+"/"); ok {
+			perConfig[name] = len(list)
 		}
 	}
 	for name, n := range perConfig {

@@ -13,10 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
-	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -89,8 +87,10 @@ func TestAPIServerOutage(t *testing.T) {
 		}
 	}, 2*time.Minute, 500*time.Millisecond)
 	assert.Positive(t, proxy.cutConnections(), "the cut broke live connections of the manager")
+	tokens, err := testenv.JoinTokens(ctx, env.Client)
+	require.NoError(t, err)
 	for _, name := range names {
-		assert.LessOrEqual(t, len(joinTokensOf(t, ns, name)), 1, "join tokens of %s", name)
+		assert.LessOrEqual(t, len(tokens[ns+"/"+name]), 1, "join tokens of %s", name)
 	}
 }
 
@@ -177,19 +177,4 @@ func (p *tcpProxy) cutConnections() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.cutCount
-}
-
-// joinTokensOf lists the join tokens cabpi made for the config ns/name in kube-system.
-func joinTokensOf(t *testing.T, ns, name string) []corev1.Secret {
-	t.Helper()
-	list := &corev1.SecretList{}
-	require.NoError(t, env.Client.List(t.Context(), list, client.InNamespace(metav1.NamespaceSystem)))
-	var out []corev1.Secret
-	for _, s := range list.Items {
-		if s.Type == bootstrapapi.SecretTypeBootstrapToken &&
-			string(s.Data[bootstrapapi.BootstrapTokenDescriptionKey]) == "join token created by cabpi for IgnitionConfig "+ns+"/"+name {
-			out = append(out, s)
-		}
-	}
-	return out
 }
