@@ -58,6 +58,13 @@ type Options struct {
 	ClusterConcurrency      int
 	SyncPeriod              time.Duration
 	BootstrapTokenTTL       time.Duration
+	// KubeAPIQPS and KubeAPIBurst limit the management cluster client; ClusterCacheClientQPS
+	// and ClusterCacheClientBurst each workload cluster's (join tokens). Zero keeps client-go's
+	// default; the flags default to what Cluster API's managers use.
+	KubeAPIQPS              float32
+	KubeAPIBurst            int
+	ClusterCacheClientQPS   float32
+	ClusterCacheClientBurst int
 }
 
 func (o *Options) addFlags(fs *pflag.FlagSet) {
@@ -75,6 +82,11 @@ func (o *Options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.ClusterConcurrency, "clustercache-concurrency", 100, "Workload cluster connections set up at once.")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "How often every watched object is reconciled again.")
 	fs.DurationVar(&o.BootstrapTokenTTL, "bootstrap-token-ttl", controllers.DefaultTokenTTL, "Lifetime of join tokens; refreshed until the node joined, rotated for MachinePools.")
+	// Cluster API's managers' flags and defaults.
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", 100, "Maximum queries per second from the controller client to the Kubernetes API server.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 200, "Maximum number of queries that should be allowed in one burst from the controller client to the Kubernetes API server.")
+	fs.Float32Var(&o.ClusterCacheClientQPS, "clustercache-client-qps", 20, "Maximum queries per second from the cluster cache clients to the Kubernetes API server of workload clusters.")
+	fs.IntVar(&o.ClusterCacheClientBurst, "clustercache-client-burst", 30, "Maximum number of queries that should be allowed in one burst from the cluster cache clients to the Kubernetes API server of workload clusters.")
 }
 
 // Main parses the command line and runs the manager (or a subcommand).
@@ -99,6 +111,7 @@ func Main(args []string) error {
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
+	cfg.QPS, cfg.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
 	return Run(ctrl.SetupSignalHandler(), cfg, opts)
 }
 
@@ -172,6 +185,8 @@ func NewClusterCache(ctx context.Context, mgr ctrl.Manager, opts Options) (clust
 		SecretClient:     mgr.GetAPIReader(),
 		WatchFilterValue: opts.WatchFilter,
 		Client: clustercache.ClientOptions{
+			QPS:       opts.ClusterCacheClientQPS,
+			Burst:     opts.ClusterCacheClientBurst,
 			UserAgent: "cabpi",
 			Cache:     clustercache.ClientCacheOptions{DisableFor: []client.Object{&corev1.Secret{}}},
 		},
