@@ -102,9 +102,22 @@ test-reliability: tools ## The long reliability runs: the real manager SIGKILLed
 test-update-golden: ## Rewrite golden files from the current renderer (review the diff!).
 	go test ./ignition/... ./internal/rendercmd/... -run Golden -update
 
+# Fuzz targets as package:target, run one after another. Their seeds (f.Add and
+# <package>/testdata/fuzz/<target>/) run in `make test` as unit tests. A new interesting input
+# is minimized for FUZZMINIMIZETIME only, or minimizing would eat most of a short run.
+FUZZ_TARGETS := ./ignition:FuzzRender ./ignition:FuzzButaneMerge ./webhooks:FuzzValidateSpec
+FUZZTIME ?= 60s
+FUZZMINIMIZETIME ?= 1s
+
 .PHONY: fuzz
-fuzz: ## Run the renderer fuzz target for FUZZTIME (default 60s).
-	go test ./ignition/ -run '^$$' -fuzz FuzzRender -fuzztime $${FUZZTIME:-60s} -fuzzminimizetime 10s
+fuzz: ## Run every fuzz target for FUZZTIME each (default 60s; a release needs 10m each, no crasher).
+	@assets="$$(bash hack/envtest-assets.sh)"; \
+	for t in $(FUZZ_TARGETS); do \
+		pkg="$${t%%:*}"; name="$${t##*:}"; \
+		echo "--- fuzz $$name ($$pkg) for $(FUZZTIME)"; \
+		KUBEBUILDER_ASSETS="$$assets" go test "$$pkg" -run '^$$' -fuzz "^$$name\$$" \
+			-fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 || exit 1; \
+	done
 
 .PHONY: verify-gen
 verify-gen: generate manifests ## Fail when generated files are out of date.

@@ -1,6 +1,7 @@
 package webhooks_test
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,6 +18,13 @@ var env *testenv.Environment
 // `make manifests` generates (config/webhook/manifests.yaml), pointed by envtest at the
 // Manager's webhook server. No controller runs: the tests look at admission only.
 func TestMain(m *testing.M) {
+	// A fuzz worker runs nothing but the fuzz target (which needs no API server), and the fuzzing
+	// engine kills it within a second when it restarts workers: an envtest started there would
+	// outlive it, and the engine would wait for it forever.
+	flag.Parse()
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		os.Exit(m.Run())
+	}
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		panic(err)
