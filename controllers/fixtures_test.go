@@ -45,14 +45,14 @@ func newCluster(t *testing.T, s clusterSetup) *clusterFixture {
 	t.Helper()
 	ctx := t.Context()
 	ns := env.CreateNamespace(t, "cabpi").Name
-	cluster := env.NewCluster(ns, "c1")
-	if s.noEndpoint {
-		cluster.Spec.ControlPlaneEndpoint = clusterv1.APIEndpoint{}
-	}
-	cluster.Spec.Paused = &s.paused
-	require.NoError(t, env.Client.Create(ctx, testenv.NewGenericInfraCluster(ns, "c1")))
-	require.NoError(t, env.Client.Create(ctx, cluster))
-	_, err := env.CreateWorkloadKubeconfigSecret(ctx, cluster)
+	cluster, err := env.CreateCluster(ctx, ns, "c1", func(c *clusterv1.Cluster) {
+		if s.noEndpoint {
+			c.Spec.ControlPlaneEndpoint = clusterv1.APIEndpoint{}
+		}
+		c.Spec.Paused = &s.paused
+	})
+	require.NoError(t, err)
+	_, err = env.CreateWorkloadKubeconfigSecret(ctx, cluster)
 	require.NoError(t, err)
 	if !s.noCA {
 		_, err := env.CreateClusterCA(ctx, cluster)

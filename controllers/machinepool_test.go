@@ -111,21 +111,7 @@ func (f *clusterFixture) addMachinePool(t *testing.T, name string, spec bootstra
 	ctx := t.Context()
 	f.addConfig(t, name, spec)
 	require.NoError(t, env.Client.Create(ctx, builder.InfrastructureMachinePool(f.ns, name).Build()))
-	pool := &clusterv1.MachinePool{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: f.cluster.Name}},
-		Spec: clusterv1.MachinePoolSpec{
-			ClusterName: f.cluster.Name,
-			Replicas:    ptr.To[int32](2),
-			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
-				ClusterName: f.cluster.Name,
-				Version:     testenv.KubernetesVersion,
-				Bootstrap:   clusterv1.Bootstrap{ConfigRef: testenv.IgnitionConfigRef(name)},
-				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-					APIGroup: builder.InfrastructureGroupVersion.Group, Kind: builder.GenericInfrastructureMachinePoolKind, Name: name,
-				},
-			}},
-		},
-	}
+	pool := testenv.NewMachinePool(f.cluster, name, 2)
 	require.NoError(t, env.Client.Create(ctx, pool))
 	return pool
 }

@@ -86,16 +86,41 @@ func (e *Environment) NewCluster(namespace, name string) *clusterv1.Cluster {
 	}
 }
 
-// CreateCluster creates the GenericInfrastructureCluster and the Cluster of NewCluster.
-func (e *Environment) CreateCluster(ctx context.Context, namespace, name string) (*clusterv1.Cluster, error) {
+// CreateCluster creates the GenericInfrastructureCluster and the Cluster of NewCluster, changed
+// by mutate before it is created.
+func (e *Environment) CreateCluster(ctx context.Context, namespace, name string, mutate ...func(*clusterv1.Cluster)) (*clusterv1.Cluster, error) {
 	if err := e.Client.Create(ctx, NewGenericInfraCluster(namespace, name)); err != nil {
 		return nil, fmt.Errorf("testenv: creating GenericInfrastructureCluster %s/%s: %w", namespace, name, err)
 	}
 	cluster := e.NewCluster(namespace, name)
+	for _, m := range mutate {
+		m(cluster)
+	}
 	if err := e.Client.Create(ctx, cluster); err != nil {
 		return nil, fmt.Errorf("testenv: creating Cluster %s/%s: %w", namespace, name, err)
 	}
 	return cluster, nil
+}
+
+// NewMachinePool returns (does not create) a MachinePool of cluster with replicas, version
+// KubernetesVersion, whose bootstrap configRef is the IgnitionConfig name and whose
+// infrastructureRef the GenericInfrastructureMachinePool name (builder.InfrastructureMachinePool).
+func NewMachinePool(cluster *clusterv1.Cluster, name string, replicas int32) *clusterv1.MachinePool {
+	return &clusterv1.MachinePool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.Namespace, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster.Name}},
+		Spec: clusterv1.MachinePoolSpec{
+			ClusterName: cluster.Name,
+			Replicas:    &replicas,
+			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
+				ClusterName: cluster.Name,
+				Version:     KubernetesVersion,
+				Bootstrap:   clusterv1.Bootstrap{ConfigRef: IgnitionConfigRef(name)},
+				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+					APIGroup: builder.InfrastructureGroupVersion.Group, Kind: builder.GenericInfrastructureMachinePoolKind, Name: name,
+				},
+			}},
+		},
+	}
 }
 
 // NewGenericInfraCluster returns a GenericInfrastructureCluster (infrastructure.cluster.x-k8s.io/v1beta2).

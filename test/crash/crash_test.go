@@ -86,10 +86,9 @@ func TestCrashConsistency(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(seed, 0))
 
 	ns := env.CreateNamespace(t, "crash").Name
-	cluster := env.NewCluster(ns, "c1")
-	require.NoError(t, env.Client.Create(ctx, testenv.NewGenericInfraCluster(ns, "c1")))
-	require.NoError(t, env.Client.Create(ctx, cluster))
-	_, err := env.CreateWorkloadKubeconfigSecret(ctx, cluster)
+	cluster, err := env.CreateCluster(ctx, ns, "c1")
+	require.NoError(t, err)
+	_, err = env.CreateWorkloadKubeconfigSecret(ctx, cluster)
 	require.NoError(t, err)
 	require.NoError(t, env.MarkInfrastructureProvisioned(ctx, cluster))
 
@@ -210,21 +209,7 @@ func addPool(t *testing.T, cluster *clusterv1.Cluster, name string) {
 	require.NoError(t, env.Client.Create(ctx, &bootstrapv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{
 		Namespace: cluster.Namespace, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster.Name}}}))
 	require.NoError(t, env.Client.Create(ctx, builder.InfrastructureMachinePool(cluster.Namespace, name).Build()))
-	require.NoError(t, env.Client.Create(ctx, &clusterv1.MachinePool{
-		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.Namespace, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster.Name}},
-		Spec: clusterv1.MachinePoolSpec{
-			ClusterName: cluster.Name,
-			Replicas:    ptr.To[int32](2),
-			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
-				ClusterName: cluster.Name,
-				Version:     testenv.KubernetesVersion,
-				Bootstrap:   clusterv1.Bootstrap{ConfigRef: testenv.IgnitionConfigRef(name)},
-				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-					APIGroup: builder.InfrastructureGroupVersion.Group, Kind: builder.GenericInfrastructureMachinePoolKind, Name: name,
-				},
-			}},
-		},
-	}))
+	require.NoError(t, env.Client.Create(ctx, testenv.NewMachinePool(cluster, name, 2)))
 }
 
 // manager is one run of the cabpi binary.

@@ -47,9 +47,8 @@ func TestAPIServerOutage(t *testing.T) {
 	require.NoError(t, os.WriteFile(kubeconfig, data, 0o600))
 
 	ns := env.CreateNamespace(t, "outage").Name
-	cluster := env.NewCluster(ns, "c1")
-	require.NoError(t, env.Client.Create(ctx, testenv.NewGenericInfraCluster(ns, "c1")))
-	require.NoError(t, env.Client.Create(ctx, cluster))
+	cluster, err := env.CreateCluster(ctx, ns, "c1")
+	require.NoError(t, err)
 	_, err = env.CreateWorkloadKubeconfigSecret(ctx, cluster)
 	require.NoError(t, err)
 	_, err = env.CreateClusterCA(ctx, cluster)
