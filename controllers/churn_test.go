@@ -29,13 +29,7 @@ func TestNoChurnAfterConvergence(t *testing.T) {
 	for _, name := range []string{"joined", "waiting"} {
 		waitForCondition(t, f.ns, name, bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
 	}
-	_, err := env.MarkMachineNodeJoined(ctx, joined)
-	require.NoError(t, err)
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		m := &clusterv1.Machine{}
-		assert.NoError(c, env.Client.Get(ctx, client.ObjectKeyFromObject(joined), m))
-		assert.True(c, m.Status.NodeRef.IsDefined())
-	}, eventually, tick)
+	joinNode(t, joined)
 	// Let the reconciles the join caused settle.
 	time.Sleep(time.Second)
 

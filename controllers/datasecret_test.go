@@ -30,13 +30,7 @@ func TestDeletedDataSecret(t *testing.T) {
 	for _, name := range []string{"pending", "joined"} {
 		waitForCondition(t, f.ns, name, bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
 	}
-	_, err := env.MarkMachineNodeJoined(ctx, joined)
-	require.NoError(t, err)
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		m := &clusterv1.Machine{}
-		assert.NoError(c, env.Client.Get(ctx, client.ObjectKeyFromObject(joined), m))
-		assert.True(c, m.Status.NodeRef.IsDefined())
-	}, eventually, tick)
+	joinNode(t, joined)
 
 	pending, _ := dataSecret(t, f.ns, "pending")
 	for _, name := range []string{"pending", "joined"} {

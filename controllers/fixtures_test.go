@@ -185,3 +185,16 @@ func fileIn(t *testing.T, data []byte, path string) string {
 	t.Fatalf("%s is not in the config", path)
 	return ""
 }
+
+// joinNode plays the machine's node joining: the Node exists and CAPI has set the Machine's
+// nodeRef.
+func joinNode(t *testing.T, machine *clusterv1.Machine) {
+	t.Helper()
+	_, err := env.MarkMachineNodeJoined(t.Context(), machine)
+	require.NoError(t, err)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		m := &clusterv1.Machine{}
+		assert.NoError(c, env.Client.Get(t.Context(), client.ObjectKeyFromObject(machine), m))
+		assert.True(c, m.Status.NodeRef.IsDefined())
+	}, eventually, tick)
+}

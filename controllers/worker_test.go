@@ -132,13 +132,7 @@ func TestJoinTokenRefreshedUntilNodeJoins(t *testing.T) {
 		}
 	}, 3*tokenTTL, tick, "the token's expiration is extended while the node has not joined")
 
-	_, err := env.MarkMachineNodeJoined(t.Context(), machine)
-	require.NoError(t, err)
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		m := &clusterv1.Machine{}
-		assert.NoError(c, env.Client.Get(t.Context(), client.ObjectKeyFromObject(machine), m))
-		assert.True(c, m.Status.NodeRef.IsDefined())
-	}, eventually, tick)
+	joinNode(t, machine)
 	settled := tokenExpiration(t, id)
 	// Two full check intervals (TTL/3 each) without a refresh: the token is left to expire.
 	never(t, tokenTTL*2/3+2*time.Second, 500*time.Millisecond,
