@@ -1,9 +1,9 @@
 package controllers_test
 
 import (
-	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -58,29 +58,32 @@ func TestConcurrentStatusWritersArePatchedNotOverwritten(t *testing.T) {
 	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
 	waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.WaitingForControlPlaneInitializedReason)
 
-	// The other writer keeps updating its own condition while the controller renders.
-	writerCtx, stop := context.WithCancel(ctx)
+	// The other writer keeps updating its own condition while the controller renders. It
+	// writes as a well-behaved writer does, with optimistic locking (a merge patch replaces the
+	// whole conditions list, so a stale one would itself overwrite the controller's), and its
+	// requests are never cancelled half-way, so "last" is exactly its last stored write.
+	var stop atomic.Bool
 	var wg sync.WaitGroup
 	var last int
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for i := 0; writerCtx.Err() == nil && i < 200; i++ {
+		for i := 0; !stop.Load() && i < 200; i++ {
 			obj := &bootstrapv1.IgnitionConfig{}
-			if env.Client.Get(writerCtx, client.ObjectKey{Namespace: f.ns, Name: "w0"}, obj) != nil {
+			if env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "w0"}, obj) != nil {
 				continue
 			}
-			p := client.MergeFrom(obj.DeepCopy())
+			p := client.MergeFromWithOptions(obj.DeepCopy(), client.MergeFromWithOptimisticLock{})
 			conditions.Set(obj, metav1.Condition{Type: "example.com/Audited", Status: metav1.ConditionTrue,
 				Reason: "Audited", Message: fmt.Sprint(i)})
-			if env.Client.Status().Patch(writerCtx, obj, p) == nil {
+			if env.Client.Status().Patch(ctx, obj, p) == nil {
 				last = i
 			}
 		}
 	}()
 	require.NoError(t, env.MarkControlPlaneInitialized(ctx, f.cluster))
 	waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
-	stop()
+	stop.Store(true)
 	wg.Wait()
 
 	got := conditions.Get(getConfig(t, f.ns, "w0"), "example.com/Audited")
