@@ -10,7 +10,6 @@ import (
 	ignconfig "github.com/coreos/ignition/v2/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/vincent-petithory/dataurl"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/testenv"
 )
 
@@ -170,20 +170,19 @@ func tokenExpiration(t *testing.T, id string) time.Time {
 	return exp
 }
 
-// fileIn returns the decoded content of path in a rendered Ignition config (which parses).
+// fileIn returns the decoded content of path in rendered Ignition data (which parses), gzipped
+// or wrapped as it may be.
 func fileIn(t *testing.T, data []byte, path string) string {
 	t.Helper()
-	cfg, rpt, err := ignconfig.Parse(data)
+	_, rpt, err := ignconfig.Parse(data)
 	require.NoError(t, err, rpt.String())
-	for _, f := range cfg.Storage.Files {
-		if f.Path == path && f.Contents.Source != nil {
-			u, err := dataurl.DecodeString(*f.Contents.Source)
-			require.NoError(t, err)
-			return string(u.Data)
-		}
+	files, err := ignition.ReadFiles(data)
+	require.NoError(t, err)
+	content, ok := files[path]
+	if !ok {
+		t.Fatalf("%s is not in the config", path)
 	}
-	t.Fatalf("%s is not in the config", path)
-	return ""
+	return string(content)
 }
 
 // joinNode plays the machine's node joining: the Node exists and CAPI has set the Machine's

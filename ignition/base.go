@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	types "github.com/coreos/ignition/v2/config/v3_0/types"
-	"github.com/vincent-petithory/dataurl"
 )
 
 // The base config is built at spec 3.0.0, the oldest 3.x spec: every target version's parser
@@ -24,13 +23,13 @@ const (
 
 // baseConfig is the provider's part of the config: kubeadm's configuration and script, the
 // unit that runs the script, the provider's other files (certificates, the discovery
-// kubeconfig) and the user's files. Every file has an explicit mode
-// and overwrite, and uncompressed data URL contents: CAPD's Ignition reader needs the mode,
-// ignores compression and does not understand append.
-func baseConfig(kubeadmYAML, script, unit string, provider []ownedFile, files []File) types.Config {
+// kubeconfig) and the user's files. Every file has an explicit mode and overwrite, and data URL
+// contents, gzipped only where compress allows it and that is shorter: CAPD's Ignition reader
+// needs the mode, does not decompress and does not understand append (docs/adr/010, 011).
+func baseConfig(kubeadmYAML, script, unit string, provider []ownedFile, files []File, compress bool) types.Config {
 	cfg := types.Config{Ignition: types.Ignition{Version: baseSpecVersion}}
 	add := func(f File) {
-		cfg.Storage.Files = append(cfg.Storage.Files, ignitionFile(f))
+		cfg.Storage.Files = append(cfg.Storage.Files, ignitionFile(f, compress))
 	}
 	add(File{Path: KubeadmConfigPath, Content: []byte(kubeadmYAML), Mode: kubeadmConfigMode})
 	add(File{Path: KubeadmScriptPath, Content: []byte(script), Mode: kubeadmScriptMode})
@@ -49,7 +48,7 @@ func baseConfig(kubeadmYAML, script, unit string, provider []ownedFile, files []
 }
 
 // ignitionFile converts a File whose path, mode and owner checkFiles has accepted.
-func ignitionFile(f File) types.File {
+func ignitionFile(f File, compress bool) types.File {
 	mode := f.Mode
 	if mode == 0 {
 		mode = defaultFileMode
@@ -64,21 +63,66 @@ func ignitionFile(f File) types.File {
 		},
 		FileEmbedded1: types.FileEmbedded1{
 			Mode:     ptr(mode),
-			Contents: types.FileContents{Source: ptr(dataURL(f.Content))},
+			Contents: fileContents(f.Content, compress),
 		},
 	}
 }
 
-// dataURL encodes content the shorter of two ways, as Butane does: percent-escaped text keeps
-// scripts and YAML readable in the output, base64 keeps binary data small. Both are plain
-// data URLs that Ignition and CAPD decode.
-func dataURL(content []byte) string {
-	escaped := "data:," + dataurl.Escape(content)
-	b64 := "data:;base64," + base64.StdEncoding.EncodeToString(content)
-	if len(escaped) <= len(b64) {
-		return escaped
+// compressionField is what naming gzip costs in a file's contents.
+const compressionField = `,"compression":"gzip"`
+
+// fileContents encodes content the shortest of three ways, as Butane does: percent-escaped
+// text keeps scripts readable in the output, base64 keeps binary data small, and, where
+// compress allows it, gzip shrinks larger text (kubeadm's configuration, certificates, scripts)
+// at the price of naming the compression. Every form is a data URL Ignition decodes; only the
+// first two are read by CAPD, which does not decompress (docs/adr/011). None of the forms has a
+// character JSON escapes, so their lengths are what they cost in the output.
+func fileContents(content []byte, compress bool) types.FileContents {
+	source := "data:," + escapeData(content)
+	if b64 := "data:;base64," + base64.StdEncoding.EncodeToString(content); len(b64) < len(source) {
+		source = b64
 	}
-	return b64
+	if compress {
+		gz := "data:;base64," + base64.StdEncoding.EncodeToString(gzipBytes(content))
+		if len(gz)+len(compressionField) < len(source) {
+			return types.FileContents{Source: &gz, Compression: ptr(compressionGzip)}
+		}
+	}
+	return types.FileContents{Source: &source}
+}
+
+// escapeData percent-escapes content for the data part of a data URL. RFC 2397 allows RFC
+// 2396's reserved characters there unescaped; those that are common in scripts and YAML
+// ("/", ":", "=", ",", ";", "@", "+", "$") are kept, which makes text cheaper than with
+// dataurl.Escape, which escapes all of them. Every data URL decoder that reads the output
+// (Ignition's, CAPD's and Butane's: vincent-petithory/dataurl, which unescapes only %XX) takes
+// them as themselves. "?" and "&" stay escaped: a URL parser would start a query at "?", and
+// JSON encoding would turn "&" into six bytes.
+func escapeData(content []byte) string {
+	var b strings.Builder
+	b.Grow(len(content))
+	for _, c := range content {
+		if dataURLChar(c) {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(upperHex[c>>4])
+		b.WriteByte(upperHex[c&0xf])
+	}
+	return b.String()
+}
+
+const upperHex = "0123456789ABCDEF"
+
+// dataURLChar reports whether escapeData keeps c: RFC 2396's unreserved characters and the
+// reserved ones named there.
+func dataURLChar(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-_.!~*'()/:=,;@+$", c) >= 0
 }
 
 // parseOwner reads "user:group", "user" or "" (root). Numeric names are IDs.

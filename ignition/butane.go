@@ -39,14 +39,16 @@ type snippet struct {
 // Ignition version the variant supports, and leave the provider's own paths and unit alone.
 // An empty document is valid. The error is an *Error with Field "butane".
 func ValidateButane(variant Variant, doc string, strict bool) error {
-	_, err := translateButane(variant, doc, strict)
+	// Compression changes how contents are encoded, not what they are: the checks see the same.
+	_, err := translateButane(variant, doc, strict, false)
 	return asError(err)
 }
 
 // translateButane does the work of ValidateButane and returns the snippet (nil for an empty
 // document). Local file references are refused: no files directory is given to Butane, and the
-// renderer reads nothing from disk.
-func translateButane(variant Variant, doc string, strict bool) (*snippet, *Error) {
+// renderer reads nothing from disk. With compress, Butane gzips contents where that is shorter,
+// as the provider does with its own files (Input.Compress).
+func translateButane(variant Variant, doc string, strict, compress bool) (*snippet, *Error) {
 	spec, ierr := specFor(variant)
 	if ierr != nil {
 		return nil, ierr
@@ -68,8 +70,9 @@ func translateButane(variant Variant, doc string, strict bool) (*snippet, *Error
 	}
 
 	out, rpt, err := butane.TranslateBytes([]byte(doc), butanecommon.TranslateBytesOptions{
-		// CAPD, one consumer of the output, ignores compression; keep contents readable by all.
-		TranslateOptions: butanecommon.TranslateOptions{NoResourceAutoCompression: true},
+		// CAPD, one consumer of the output, does not decompress: without compress, contents
+		// stay readable by every consumer (docs/adr/010, 011).
+		TranslateOptions: butanecommon.TranslateOptions{NoResourceAutoCompression: !compress},
 	})
 	if err != nil {
 		ierr := butaneReportError(rpt, err)

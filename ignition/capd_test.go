@@ -37,7 +37,9 @@ type capdConfig struct {
 }
 
 // The provider's own output, without a user snippet, is readable by CAPD, for every role and
-// variant and with every option that adds files or changes the unit (docs/adr/010).
+// variant and with every option that adds files or changes the unit (docs/adr/010). CAPD's
+// path renders without compression (platform docker, docs/adr/011), whatever the size: a large
+// file that would be gzipped with compression allowed stays a plain data URL.
 func TestOutputReadableByCAPD(t *testing.T) {
 	inputs := map[string]ignition.Input{}
 	for name, in := range goldenCases() {
@@ -57,9 +59,13 @@ func TestOutputReadableByCAPD(t *testing.T) {
 		},
 	}}
 	inputs["worker file discovery"] = fileDiscovery
+	large := joinInput(ignition.VariantFlatcar, "v1.34.0")
+	large.Files = append(smallFiles(40), ignition.File{Path: "/etc/cabpi/large", Content: textLines(200), Mode: 0o600})
+	inputs["worker with large files"] = large
 
 	for name, in := range inputs {
 		t.Run(name, func(t *testing.T) {
+			in.Compress, in.SizeLimit = false, 1024 // what configinput gives platform docker, with a limit to tempt a wrapper
 			out, err := ignition.Render(in)
 			require.NoError(t, err)
 			var cfg capdConfig
@@ -76,6 +82,8 @@ func TestOutputReadableByCAPD(t *testing.T) {
 				assert.NotEmpty(t, u.Contents, "unit %s has no contents: CAPD would write an empty unit", u.Name)
 			}
 			assert.NotContains(t, string(out.Data), `"compression"`, "CAPD does not decompress")
+			assert.NotContains(t, string(out.Data), `"replace"`, "CAPD does not follow a wrapper")
+			assert.False(t, out.Size.Wrapped)
 			assert.NotContains(t, string(out.Data), `"dropins"`, "CAPD does not write drop-ins")
 		})
 	}

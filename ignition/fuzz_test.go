@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	ignconfig "github.com/coreos/ignition/v2/config"
@@ -30,7 +31,11 @@ const (
 	fuzzKubeadmDropin   = 1 << 4 // the user's file goes in kubeadm.service.d, named after filePath
 	fuzzPresetDirectory = 1 << 5 // the user's file goes in the preset directory
 	fuzzDiscoveryNoCA   = 1 << 6 // file discovery without a CA nor insecure: refused
+	fuzzCompress        = 1 << 7 // compression allowed, with a limit most outputs are over: wrapped where the spec allows
 )
+
+// fuzzSizeLimit is the user-data limit of inputs with fuzzCompress.
+const fuzzSizeLimit = 1024
 
 var fuzzPlatforms = []ignition.Platform{"", ignition.PlatformAWS, ignition.PlatformAzure, ignition.PlatformOpenStack}
 
@@ -63,6 +68,9 @@ func fuzzRenderInput(variant ignition.Variant, role ignition.Role, options uint8
 		filePath = "/etc/systemd/system-preset/" + filePath
 	}
 	in.Files = []ignition.File{{Path: filePath, Content: []byte(fileContent), Mode: 0o600, Owner: owner}}
+	if options&fuzzCompress != 0 {
+		in.Compress, in.SizeLimit = true, fuzzSizeLimit
+	}
 	if p := fuzzPlatforms[options&fuzzNodeNameMask]; p != "" {
 		in.NodeName = &ignition.NodeNameFromMetadata{Platform: p, ProviderID: options&fuzzProviderID != 0}
 	}
@@ -116,6 +124,9 @@ func FuzzRender(f *testing.F) {
 	f.Add(butaneDropin("kubeadm.service", "[Unit]\nAfter=containerd.service\n"), false, "", "", "/etc/x", "", "", "", "v1.34.0", uint8(worker), uint8(0))
 	f.Add(butaneDropin("kubeadm.service", "[Unit]\nConditionPathExists=\n"), false, "", "", "/etc/x", "", "", "", "v1.34.0", uint8(controlPlane), uint8(0))
 	f.Add("", false, "", "", "10-x.preset", "disable kube*\n", "", "", "v1.34.0", uint8(worker), uint8(fuzzPresetDirectory))
+	// Compressed and wrapped, with a snippet Butane compresses too.
+	f.Add(flatcarSnippet, false, "echo pre", "", "/etc/cabpi/large", strings.Repeat("line of a large text file\n", 100), "", "", "v1.34.0", uint8(initRole), uint8(fuzzCompress|1|fuzzProviderID))
+	f.Add(fcosSnippet, false, "", "", "10-env.conf", "[Service]\nEnvironment=A=1\n", "", "3.0.0", "v1.34.0", uint8(worker), uint8(fuzzCompress|fuzzKubeadmDropin))
 	f.Fuzz(func(t *testing.T, butane string, strict bool, pre, post, filePath, fileContent, owner, pin, kubernetesVersion string, roleByte, options uint8) {
 		role := fuzzRoles[int(roleByte)%len(fuzzRoles)]
 		for _, variant := range []ignition.Variant{ignition.VariantFlatcar, ignition.VariantFCOS} {
@@ -148,12 +159,22 @@ func requireInputError(t *testing.T, out ignition.Output, err error) {
 }
 
 // requireValidOutput checks a successful Render: Ignition parses it at the spec version reported,
-// which the variant supports (the pinned one when pinned), and the provider's part is there.
+// which the variant supports (the pinned one when pinned), and the provider's part is there,
+// behind the wrapper where there is one, which only a compressed render has.
 func requireValidOutput(t *testing.T, variant ignition.Variant, pin string, out ignition.Output) {
 	t.Helper()
-	cfg, rpt, err := ignconfig.Parse(out.Data)
+	_, rpt, err := ignconfig.Parse(out.Data)
 	require.NoError(t, err, rpt.String())
 	require.Equal(t, out.SpecVersion, specVersion(t, out.Data))
+	config, err := ignition.Unwrap(out.Data)
+	require.NoError(t, err)
+	require.Equal(t, out.Size.Wrapped, !bytes.Equal(config, out.Data), "a wrapper exactly when reported")
+	require.Equal(t, len(config), out.Size.UnwrappedBytes)
+	require.False(t, out.Size.Wrapped && !out.Size.Compressed, "wrapped without compression allowed")
+	require.False(t, out.Size.Wrapped && out.Size.Bytes >= out.Size.UnwrappedBytes, "a wrapper that is not smaller")
+	cfg, rpt, err := ignconfig.Parse(config)
+	require.NoError(t, err, rpt.String())
+	require.Equal(t, out.SpecVersion, specVersion(t, config))
 	require.Contains(t, ignition.AllowedIgnitionVersions(variant), out.SpecVersion)
 	if pin != "" {
 		require.Equal(t, pin, out.SpecVersion, "the pinned version was not emitted")

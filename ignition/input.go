@@ -83,6 +83,15 @@ type Input struct {
 	Butane string
 	// ButaneStrict makes Butane warnings errors.
 	ButaneStrict bool
+
+	// Compress allows gzip: each file's contents are gzipped where that is shorter (the
+	// snippet's too, by Butane), and a config over SizeLimit becomes a wrapper carrying it
+	// gzipped (spec 3.1.0 and later). Off, nothing is compressed, as the platforms whose
+	// readers do not decompress (CAPD) need.
+	Compress bool
+	// SizeLimit is the platform's user-data limit in raw bytes, 0 for none. It is only
+	// compared with: the data is never cut, and over the limit Output.Size says so.
+	SizeLimit int
 }
 
 // File is a resolved file.
@@ -97,16 +106,27 @@ type File struct {
 
 // Output is the rendered config and what it weighs.
 type Output struct {
-	// Data is the Ignition JSON.
+	// Data is the Ignition JSON: the config, or a wrapper carrying it compressed.
 	Data []byte
-	// SpecVersion is the Ignition spec version emitted ("3.3.0").
+	// SpecVersion is the Ignition spec version emitted ("3.3.0"), the wrapper's and the config's.
 	SpecVersion string
-	// Size reports the size of Data raw and gzip-compressed, for platform user-data limits.
+	// Size reports the size of Data against the platform's user-data limit.
 	Size SizeReport
 }
 
-// SizeReport is the weight of the rendered config.
+// SizeReport is the weight of the rendered data.
 type SizeReport struct {
-	Bytes     int
+	// Bytes is the size of Data: what is stored and handed to the machine.
+	Bytes int
+	// GzipBytes is the size of Data gzip-compressed at best compression.
 	GzipBytes int
+	// Limit is Input.SizeLimit, the platform's user-data limit; 0 for none.
+	Limit int
+	// Compressed says gzip was allowed (Input.Compress), so every compressed form was tried.
+	Compressed bool
+	// Wrapped says Data is a wrapper whose ignition.config.replace carries the config gzipped,
+	// because the config was over Limit and the wrapper is smaller.
+	Wrapped bool
+	// UnwrappedBytes is the size of the config itself; Bytes when not wrapped.
+	UnwrappedBytes int
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // normalize gives every file with contents an explicit mode and removes null values, empty
-// objects and empty arrays from an encoded config.
+// objects, empty arrays and empty compression names from an encoded config.
 //
 // Only snippet files can lack a mode. Those with contents get Ignition's default, 0644, written
 // out, because CAPD dereferences the mode of every file it writes. Those without (an entry that
@@ -18,8 +18,11 @@ import (
 // Ignition's Go types marshal every unset struct as {} ("proxy": {}, "group": {}), which makes
 // the output several times longer than what it says and counts against platform user-data
 // limits. Absent and empty mean the same to Ignition, so the pruned config is equivalent; it is
-// validated again after pruning all the same. Keys come out sorted, so the bytes stay
-// deterministic; numbers keep their exact text.
+// validated again after pruning all the same. Butane writes `"compression": ""` on every
+// resource it does not compress, so that a merged child does not inherit a parent's
+// compression; the merge is done by then, and what is emitted is only ever the config itself or
+// carried by a config.replace, which replaces and never merges, so it goes too. Keys come out
+// sorted, so the bytes stay deterministic; numbers keep their exact text.
 func normalize(data []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -59,6 +62,9 @@ func prune(v any) (any, bool) {
 	case nil:
 		return nil, false
 	case map[string]any:
+		if t["compression"] == "" {
+			delete(t, "compression")
+		}
 		for k, member := range t {
 			if p, keep := prune(member); keep {
 				t[k] = p

@@ -1,10 +1,8 @@
 package ignition
 
 import (
-	"bytes"
-	"compress/gzip"
+	"errors"
 	"fmt"
-	"io"
 	"path"
 	"slices"
 	"strings"
@@ -300,19 +298,15 @@ func resourceContent(r exptypes.Resource) (content []byte, unreadable string) {
 	if r.Compression == nil || *r.Compression == "" {
 		return u.Data, ""
 	}
-	if *r.Compression != "gzip" {
+	if *r.Compression != compressionGzip {
 		return nil, fmt.Sprintf("unknown compression %q", *r.Compression)
 	}
-	gz, err := gzip.NewReader(bytes.NewReader(u.Data))
-	if err != nil {
-		return nil, "the gzip data is not valid"
-	}
-	content, err = io.ReadAll(io.LimitReader(gz, maxPresetBytes+1))
-	if err != nil {
-		return nil, "the gzip data is not valid"
-	}
-	if len(content) > maxPresetBytes {
+	content, err = gunzip(u.Data, maxPresetBytes)
+	switch {
+	case errors.Is(err, errTooLarge):
 		return nil, fmt.Sprintf("more than %d bytes decompressed", maxPresetBytes)
+	case err != nil:
+		return nil, "the gzip data is not valid"
 	}
 	return content, ""
 }

@@ -7,7 +7,9 @@ import (
 
 // Render renders the bootstrap data of one node: kubeadm's configuration, the script and unit
 // that run it, certificates and files, merged with the user's Butane snippet into one Ignition
-// config at the spec version the variant, the snippet and the pin call for.
+// config at the spec version the variant, the snippet and the pin call for. With Input.Compress,
+// contents are gzipped where that is shorter and a config over Input.SizeLimit may be replaced
+// by a smaller wrapper carrying it (Output.Size says which); nothing is ever cut.
 //
 // Render is pure and deterministic: identical input gives identical bytes, and the input is not
 // modified. An error caused by the input is an *Error; any other error is a bug.
@@ -50,7 +52,7 @@ func render(in *Input) (Output, *Error, error) {
 	if ierr := checkCommands(in.PreKubeadmCommands, in.PostKubeadmCommands); ierr != nil {
 		return Output{}, ierr, nil
 	}
-	snip, ierr := translateButane(in.Variant, in.Butane, in.ButaneStrict)
+	snip, ierr := translateButane(in.Variant, in.Butane, in.ButaneStrict, in.Compress)
 	if ierr != nil {
 		return Output{}, ierr, nil
 	}
@@ -82,7 +84,7 @@ func render(in *Input) (Output, *Error, error) {
 	if err != nil {
 		return Output{}, nil, err
 	}
-	base, err := json.Marshal(baseConfig(kubeadmYAML, script, unit, provider, in.Files))
+	base, err := json.Marshal(baseConfig(kubeadmYAML, script, unit, provider, in.Files, in.Compress))
 	if err != nil {
 		return Output{}, nil, fmt.Errorf("encoding the base config: %w", err)
 	}
@@ -91,9 +93,28 @@ func render(in *Input) (Output, *Error, error) {
 	if ierr != nil {
 		return Output{}, ierr, nil
 	}
-	size, err := sizeOf(data)
-	if err != nil {
-		return Output{}, nil, err
+	out, err := finish(target, data, in.Compress, in.SizeLimit)
+	return out, nil, err
+}
+
+// finish turns a merged, validated config into the output: wrapped where compression is allowed,
+// the config is over the limit and the wrapper is smaller, and weighed. It is the last step of
+// every render, after which the data may not be changed byte by byte: a wrapper and gzipped
+// contents have no text to replace.
+func finish(target string, config []byte, compress bool, limit int) (Output, error) {
+	data := config
+	size := SizeReport{Limit: limit, Compressed: compress, UnwrappedBytes: len(config)}
+	if compress && limit > 0 && len(config) > limit {
+		wrapped, err := wrapConfig(target, config)
+		if err != nil {
+			return Output{}, err
+		}
+		// Contents already gzipped barely shrink again, and base64 adds a third: the wrapper
+		// is used only where it is smaller. Whether either fits is the caller's to report.
+		if wrapped != nil && len(wrapped) < len(config) {
+			data, size.Wrapped = wrapped, true
+		}
 	}
-	return Output{Data: data, SpecVersion: target, Size: size}, nil, nil
+	size.Bytes, size.GzipBytes = len(data), len(gzipBytes(data))
+	return Output{Data: data, SpecVersion: target, Size: size}, nil
 }

@@ -567,21 +567,14 @@ func TestValidatorsAgreeWithRender(t *testing.T) {
 	assert.Nil(t, ignition.AllowedIgnitionVersions("ubuntu"))
 }
 
-// fileContent decodes one file of a rendered config.
+// fileContent decodes one file of a rendered config, compressed or wrapped as it may be.
 func fileContent(t testing.TB, data []byte, path string) string {
 	t.Helper()
-	cfg, _, err := ignconfig.Parse(data)
+	files, err := ignition.ReadFiles(data)
 	require.NoError(t, err)
-	for _, f := range cfg.Storage.Files {
-		if f.Path == path {
-			require.NotNil(t, f.Contents.Source, path)
-			content, err := decodeDataURL(*f.Contents.Source)
-			require.NoError(t, err, path)
-			return content
-		}
-	}
-	require.Failf(t, "file not in config", "%s", path)
-	return ""
+	content, ok := files[path]
+	require.True(t, ok, "file not in config: %s", path)
+	return string(content)
 }
 
 // specVersion reads the version a config declares (ignition/v2/config.Parse returns the config

@@ -3,23 +3,35 @@ package ignition
 import (
 	"bytes"
 	"compress/gzip"
-	"fmt"
+	"sync"
 )
 
-// sizeOf weighs data raw and gzip-compressed at best compression: platforms limit user data
-// (EC2 16 KiB raw, OpenStack 64 KiB) and some accept it compressed. The gzip header has no
-// name and no timestamp, so the size is deterministic.
-func sizeOf(data []byte) (SizeReport, error) {
+// compressionGzip is Ignition's name of the one compression it reads.
+const compressionGzip = "gzip"
+
+// gzipWriters keeps compressors between uses: a new one allocates most of a megabyte, and a
+// render compresses each file and the config. A reset writer gives the same bytes as a new one.
+var gzipWriters = sync.Pool{New: func() any {
+	// BestCompression is a valid level: there is no error.
+	zw, _ := gzip.NewWriterLevel(nil, gzip.BestCompression)
+	return zw
+}}
+
+// gzipBytes compresses data at best compression. The header has no name and no timestamp, so
+// identical data gives identical bytes (Render is deterministic). A bytes.Buffer never fails a
+// write, so there is no error to return.
+func gzipBytes(data []byte) []byte {
 	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if err != nil {
-		return SizeReport{}, fmt.Errorf("creating gzip writer: %w", err)
-	}
-	if _, err := zw.Write(data); err != nil {
-		return SizeReport{}, fmt.Errorf("compressing config: %w", err)
-	}
-	if err := zw.Close(); err != nil {
-		return SizeReport{}, fmt.Errorf("compressing config: %w", err)
-	}
-	return SizeReport{Bytes: len(data), GzipBytes: buf.Len()}, nil
+	zw := gzipWriters.Get().(*gzip.Writer)
+	zw.Reset(&buf)
+	_, _ = zw.Write(data)
+	_ = zw.Close()
+	gzipWriters.Put(zw)
+	return buf.Bytes()
+}
+
+// OverLimit reports whether the data is larger than the platform's user-data limit. Nothing is
+// ever cut to fit: the data is delivered whole, or the caller reports it.
+func (s SizeReport) OverLimit() bool {
+	return s.Limit > 0 && s.Bytes > s.Limit
 }

@@ -18,6 +18,28 @@ const (
 	VariantFCOS Variant = "fcos"
 )
 
+// Platform is the infrastructure that hands the bootstrap data to the machine.
+// +kubebuilder:validation:Enum=aws;azure;gcp;hetzner;openstack;vsphere;docker
+type Platform string
+
+const (
+	// PlatformAWS is Amazon EC2 (CAPA): 16 KiB of user data.
+	PlatformAWS Platform = "aws"
+	// PlatformAzure is Azure customData (CAPZ): 64 KiB.
+	PlatformAzure Platform = "azure"
+	// PlatformGCP is a GCP metadata value (CAPG): 256 KiB.
+	PlatformGCP Platform = "gcp"
+	// PlatformHetzner is Hetzner Cloud or bare metal (CAPH): 32 KiB.
+	PlatformHetzner Platform = "hetzner"
+	// PlatformOpenStack is Nova user data (CAPO): 64 KiB once base64-encoded, 48 KiB raw.
+	PlatformOpenStack Platform = "openstack"
+	// PlatformVSphere is a vSphere guestinfo value (CAPV): 64 KiB.
+	PlatformVSphere Platform = "vsphere"
+	// PlatformDocker is Cluster API's Docker provider (CAPD): no limit, and nothing compressed,
+	// because CAPD does not decompress.
+	PlatformDocker Platform = "docker"
+)
+
 // DataSecretFormat is the value of the data Secret's "format" key.
 const DataSecretFormat = "ignition"
 
@@ -39,6 +61,19 @@ type IgnitionConfigSpec struct {
 	// +optional
 	// +kubebuilder:validation:Pattern=`^3\.[0-9]+\.[0-9]+$`
 	IgnitionVersion string `json:"ignitionVersion,omitempty"`
+
+	// platform names the infrastructure that hands the data to the machine. It sets the
+	// user-data limit the data is checked against (aws 16 KiB, hetzner 32 KiB, openstack 48 KiB
+	// raw, azure and vsphere 64 KiB, gcp 256 KiB) and whether the data may be compressed: file
+	// contents are gzipped where that is shorter, and data over the limit is wrapped in a config
+	// carrying it gzipped (Ignition 3.1.0 and later). Nothing is ever cut; data still over the
+	// limit is reported on the DataSecretAvailable condition. docker (CAPD) has no limit and keeps
+	// everything uncompressed, because CAPD does not decompress. When unset, the controller
+	// derives the platform from the kind of the owner's spec.infrastructureRef (AWSMachine,
+	// AzureMachine, GCPMachine, HCloudMachine, OpenStackMachine, VSphereMachine, DockerMachine,
+	// ...); for a kind it does not know it applies no limit and compresses.
+	// +optional
+	Platform Platform `json:"platform,omitempty"`
 
 	// clusterConfiguration is the kubeadm ClusterConfiguration for the node running kubeadm init,
 	// in Cluster API's KubeadmConfig form (copy it from a KubeadmConfig as is).
@@ -163,7 +198,7 @@ type KeyReference struct {
 
 // File is a file written by Ignition before kubeadm runs. Field names follow KubeadmConfig's
 // files so they can be copied over (encoding and append are not supported: Ignition writes
-// files whole, and the data is stored uncompressed so every consumer can read it).
+// files whole, and the provider picks the encoding, compressing only where spec.platform allows).
 // +kubebuilder:validation:XValidation:rule="has(self.content) != has(self.contentFrom)",message="set exactly one of content or contentFrom"
 type File struct {
 	// path is the absolute path of the file on the node.

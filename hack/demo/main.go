@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/test/builder"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/manager"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/testenv"
 )
@@ -292,31 +293,36 @@ func report(ctx context.Context, c client.Client, out string) error {
 // joinTokenPattern finds kubeadm bootstrap tokens ("abcdef.0123456789abcdef") inside file contents.
 var joinTokenPattern = regexp.MustCompile(`\b[a-z0-9]{6}\.[a-z0-9]{16}\b`)
 
-// printRedacted prints a worker's Ignition as rendered, with the join token inside its files
-// replaced: the full config, token included, stays in the file under _demo/ (mode 0600).
+// printRedacted prints a worker's Ignition as rendered (the config a wrapper carries, where the
+// data is wrapped), with the join token inside its files replaced: the full config, token
+// included, stays in the file under _demo/ (mode 0600).
 func printRedacted(file string) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return err
 	}
+	config, err := ignition.Unwrap(data)
+	if err != nil {
+		return err
+	}
+	contentOf, err := ignition.ReadFiles(config)
+	if err != nil {
+		return err
+	}
 	var cfg map[string]any
-	if err := json.Unmarshal(data, &cfg); err != nil {
+	if err := json.Unmarshal(config, &cfg); err != nil {
 		return err
 	}
 	storage, _ := cfg["storage"].(map[string]any)
 	files, _ := storage["files"].([]any)
 	for _, f := range files {
-		contents, _ := f.(map[string]any)["contents"].(map[string]any)
-		source, _ := contents["source"].(string)
-		if compression, _ := contents["compression"].(string); source == "" || compression != "" {
-			continue // the generated files holding the token are never compressed
-		}
-		u, err := dataurl.DecodeString(source)
-		if err != nil {
-			return fmt.Errorf("decoding %v: %w", f.(map[string]any)["path"], err)
-		}
-		if joinTokenPattern.Match(u.Data) {
-			contents["source"] = dataurl.EncodeBytes(joinTokenPattern.ReplaceAll(u.Data, []byte("REDACTED.join-token-redacted")))
+		entry, _ := f.(map[string]any)
+		path, _ := entry["path"].(string)
+		contents, _ := entry["contents"].(map[string]any)
+		if content, ok := contentOf[path]; ok && joinTokenPattern.Match(content) {
+			// Re-encoded uncompressed, so that the redaction shows.
+			contents["source"] = dataurl.EncodeBytes(joinTokenPattern.ReplaceAll(content, []byte("REDACTED.join-token-redacted")))
+			delete(contents, "compression")
 		}
 	}
 	pretty, err := json.MarshalIndent(cfg, "    ", "  ")
@@ -330,8 +336,7 @@ func printRedacted(file string) error {
 
 // describe reads the role from the kubeadm config inside the Ignition.
 func describe(data []byte) (role, specVersion string, err error) {
-	cfg, rpt, err := ignconfig.Parse(data)
-	if err != nil {
+	if _, rpt, err := ignconfig.Parse(data); err != nil {
 		return "", "", fmt.Errorf("%w: %s", err, rpt.String())
 	}
 	var raw struct {
@@ -340,25 +345,21 @@ func describe(data []byte) (role, specVersion string, err error) {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return "", "", err
 	}
-	for _, f := range cfg.Storage.Files {
-		if f.Path != "/etc/kubeadm.yml" || f.Contents.Source == nil {
-			continue
-		}
-		u, err := dataurl.DecodeString(*f.Contents.Source)
-		if err != nil {
-			return "", "", err
-		}
-		y := string(u.Data)
-		switch {
-		case strings.Contains(y, "kind: InitConfiguration"):
-			return "init", raw.Ignition.Version, nil
-		case strings.Contains(y, "controlPlane:"):
-			return "control-plane", raw.Ignition.Version, nil
-		default:
-			return "worker", raw.Ignition.Version, nil
-		}
+	files, err := ignition.ReadFiles(data)
+	if err != nil {
+		return "", "", err
 	}
-	return "", "", fmt.Errorf("no /etc/kubeadm.yml")
+	y, ok := files[ignition.KubeadmConfigPath]
+	switch {
+	case !ok:
+		return "", "", fmt.Errorf("no %s", ignition.KubeadmConfigPath)
+	case bytes.Contains(y, []byte("kind: InitConfiguration")):
+		return "init", raw.Ignition.Version, nil
+	case bytes.Contains(y, []byte("controlPlane:")):
+		return "control-plane", raw.Ignition.Version, nil
+	default:
+		return "worker", raw.Ignition.Version, nil
+	}
 }
 
 // applyOne runs the real ignition-apply on file into root and lists what it wrote.

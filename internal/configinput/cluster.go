@@ -33,6 +33,9 @@ type Cluster struct {
 	Certificates secret.Certificates
 	// JoinToken is the bootstrap token of a join that uses one (Needs.JoinToken).
 	JoinToken string
+	// InfrastructureKind is the kind of the owner's spec.infrastructureRef ("AWSMachine",
+	// "DockerMachine"); it names the platform when spec.platform does not (EffectivePlatform).
+	InfrastructureKind string
 }
 
 // Needs says which Cluster facts a spec needs for a role, so the controller knows what to wait
@@ -84,11 +87,14 @@ func CertificatesFor(spec *bootstrapv1.IgnitionConfigSpec, role ignition.Role) s
 // the Cluster's facts and the references resolved by res. The controller, the admission webhook
 // and `cabpi render` all build their input here, so they cannot disagree on what a spec means.
 // A fact the spec needs and cluster lacks is left empty; the renderer then refuses the input.
+// The platform (EffectivePlatform) decides whether the data may be compressed and the
+// user-data limit it is rendered against.
 func Build(ctx context.Context, spec *bootstrapv1.IgnitionConfigSpec, role ignition.Role, kubernetesVersion string, cluster Cluster, res Resolver) (ignition.Input, error) {
 	in, err := FromSpec(ctx, spec, role, kubernetesVersion, res)
 	if err != nil {
 		return in, err
 	}
+	applyPlatform(&in, EffectivePlatform(spec, cluster.InfrastructureKind))
 	in.Certificates = CertificateFiles(cluster.Certificates)
 	switch role {
 	case ignition.RoleInit:
@@ -225,7 +231,9 @@ func Placeholders(spec *bootstrapv1.IgnitionConfigSpec, role ignition.Role) Clus
 // share.
 const MaxDataBytes = corev1.MaxSecretSize - len(bootstrapv1.DataSecretFormat)
 
-// DataTooLarge says why rendered data of size bytes cannot be stored in a Secret, or "".
+// DataTooLarge says why rendered data of size bytes cannot be stored in a Secret, or "". size
+// is what is stored: Output.Size.Bytes, which is the compressed wrapper where the config was
+// wrapped, so a config over 1 MiB may fit once compressed.
 func DataTooLarge(size int) string {
 	if size <= MaxDataBytes {
 		return ""

@@ -4,13 +4,18 @@ package ignitionapply
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
 // EnvVar names the ignition-apply binary; `make test` sets it.
@@ -53,19 +58,16 @@ func repoRoot() (string, error) {
 
 // Apply writes config into a new temporary root with ignition-apply and returns the root.
 // ignition-apply refuses passwd sections on a directory root ("cannot apply passwd live"), so
-// passwd is removed before applying: tests check users by parsing the config instead.
+// passwd is removed before applying: tests check users by parsing the config instead. A wrapper
+// (ignition.config.replace carrying the config gzipped) is applied as it is, and ignition-apply
+// follows it; only when the config it carries has passwd is that config re-wrapped without.
 func Apply(t testing.TB, config []byte) string {
 	t.Helper()
 	bin, err := Binary()
 	if err != nil {
 		t.Fatalf("ignition-apply is not available: %v", err)
 	}
-	var cfg map[string]any
-	if err := json.Unmarshal(config, &cfg); err != nil {
-		t.Fatalf("config is not JSON: %v", err)
-	}
-	delete(cfg, "passwd")
-	stripped, err := json.Marshal(cfg)
+	stripped, err := withoutPasswd(config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +87,47 @@ func Apply(t testing.TB, config []byte) string {
 		t.Fatalf("ignition-apply failed: %v\n%s", err, out.String())
 	}
 	return root
+}
+
+// withoutPasswd returns config without its passwd section, and the config a wrapper carries in
+// a data URL without its own; config as it is when neither has one.
+func withoutPasswd(config []byte) ([]byte, error) {
+	var cfg map[string]any
+	if err := json.Unmarshal(config, &cfg); err != nil {
+		return nil, fmt.Errorf("config is not JSON: %w", err)
+	}
+	_, hasPasswd := cfg["passwd"]
+	delete(cfg, "passwd")
+	ign, _ := cfg["ignition"].(map[string]any)
+	conf, _ := ign["config"].(map[string]any)
+	replace, _ := conf["replace"].(map[string]any)
+	if source, _ := replace["source"].(string); strings.HasPrefix(source, "data:") {
+		inner, err := ignition.Unwrap(config)
+		if err != nil {
+			return nil, err
+		}
+		stripped, err := withoutPasswd(inner)
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(stripped, inner) {
+			var gz bytes.Buffer
+			zw := gzip.NewWriter(&gz)
+			if _, err := zw.Write(stripped); err != nil {
+				return nil, err
+			}
+			if err := zw.Close(); err != nil {
+				return nil, err
+			}
+			replace["source"] = "data:;base64," + base64.StdEncoding.EncodeToString(gz.Bytes())
+			replace["compression"] = "gzip"
+			hasPasswd = true
+		}
+	}
+	if !hasPasswd {
+		return config, nil
+	}
+	return json.Marshal(cfg)
 }
 
 // UnitEnabled reports whether Ignition enabled unit under root: it writes an "enable <unit>"

@@ -27,6 +27,8 @@ type Options struct {
 	KubernetesVersion string
 	Role              string
 	Butane            bool
+	// Platform overrides spec.platform ("" keeps it).
+	Platform string
 }
 
 // Main runs `cabpi render` with args; the rendered config goes to stdout, the size report to stderr.
@@ -38,8 +40,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.StringVar(&opts.KubernetesVersion, "kubernetes-version", DefaultVersion, "Kubernetes version of the node (selects the kubeadm API version)")
 	fs.StringVar(&opts.Role, "role", string(ignition.RoleWorkerJoin), "worker, init or control-plane")
 	fs.BoolVar(&opts.Butane, "butane", false, "print the rendered config as a Butane document instead of Ignition JSON")
+	fs.StringVar(&opts.Platform, "platform", "", "platform the data is for, as spec.platform (aws, azure, gcp, hetzner, openstack, vsphere, docker); "+
+		"sets the user-data limit and whether the data may be compressed; default: the file's spec.platform, else none known (no limit, compressed)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cabpi render -f config.yaml [--kubernetes-version v1.34.0] [--role worker|init|control-plane] [--butane]")
+		fmt.Fprintln(stderr, "Usage: cabpi render -f config.yaml [--kubernetes-version v1.34.0] [--role worker|init|control-plane] [--platform aws|...|docker] [--butane]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -57,14 +61,23 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if opts.Platform != "" {
+		if spec.Platform, err = configinput.ParsePlatform(opts.Platform); err != nil {
+			return fmt.Errorf("--platform: %w", err)
+		}
+	}
 	out, err := Render(context.Background(), spec, ignition.Role(opts.Role), opts.KubernetesVersion, stderr)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "rendered Ignition %s for %s: %d bytes, %d gzipped\n",
-		out.SpecVersion, configinput.Variant(spec), out.Size.Bytes, out.Size.GzipBytes)
+	printSize(stderr, out, spec)
 	if opts.Butane {
-		b, err := ToButane(out.Data, configinput.Variant(spec))
+		// The Butane view is for reading: a wrapper shows the config it carries.
+		config, err := ignition.Unwrap(out.Data)
+		if err != nil {
+			return err
+		}
+		b, err := ToButane(config, configinput.Variant(spec))
 		if err != nil {
 			return err
 		}
@@ -78,6 +91,32 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	pretty.WriteByte('\n')
 	_, err = stdout.Write(pretty.Bytes())
 	return err
+}
+
+// printSize reports what the data weighs against the platform's limit, and what to do when it
+// is over.
+func printSize(w io.Writer, out ignition.Output, spec *bootstrapv1.IgnitionConfigSpec) {
+	platform := configinput.EffectivePlatform(spec, "")
+	name, limit := string(platform), "no limit"
+	if name == "" {
+		name = "not known"
+	}
+	if out.Size.Limit > 0 {
+		limit = fmt.Sprintf("limit %d", out.Size.Limit)
+	}
+	wrapped := ""
+	if out.Size.Wrapped {
+		wrapped = fmt.Sprintf(", wrapped gzipped (the config is %d bytes)", out.Size.UnwrappedBytes)
+	}
+	compressed := "uncompressed"
+	if out.Size.Compressed {
+		compressed = "compressed where smaller"
+	}
+	fmt.Fprintf(w, "rendered Ignition %s for %s: %d bytes (%d gzipped), %s%s; platform %s, %s\n",
+		out.SpecVersion, configinput.Variant(spec), out.Size.Bytes, out.Size.GzipBytes, compressed, wrapped, name, limit)
+	if msg := configinput.OverPlatformLimit(out, platform); msg != "" {
+		fmt.Fprintf(w, "warning: %s\n", msg)
+	}
 }
 
 func readInput(path string, stdin io.Reader) ([]byte, error) {

@@ -2,8 +2,11 @@ package rendercmd
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -218,4 +221,58 @@ func TestFileSecretsBecomePlaceholders(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, stderr, "warning: spec.files[0].contentFrom.secret")
 	require.Contains(t, out, "placeholder: Secret creds key token")
+}
+
+// --platform feeds the same path as spec.platform: docker renders nothing compressed, a platform
+// with a limit reports it, data over it is wrapped and reported with what to do, and the Butane
+// view shows what a wrapper carries.
+func TestPlatformFlag(t *testing.T) {
+	file := filepath.Join("testdata", "worker-flatcar.yaml")
+
+	out, stderr, err := run(t, "-f", file, "--platform", "docker")
+	require.NoError(t, err, stderr)
+	require.NotContains(t, out, "compression")
+	require.Contains(t, stderr, "uncompressed; platform docker, no limit")
+
+	out, stderr, err = run(t, "-f", file, "--platform", "aws", "--role", "init")
+	require.NoError(t, err, stderr)
+	require.Contains(t, out, `"compression": "gzip"`)
+	require.Contains(t, stderr, "compressed where smaller; platform aws, limit 16384")
+	require.NotContains(t, stderr, "warning")
+
+	// Over the limit: 60 KiB of text the Butane snippet writes in 300 small files, each too small
+	// to gzip on its own.
+	var doc strings.Builder
+	doc.WriteString("kind: IgnitionConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1alpha1\nspec:\n  butane:\n    inline: |\n" +
+		"      variant: flatcar\n      version: 1.0.0\n      storage:\n        files:\n")
+	for i := range 300 {
+		fmt.Fprintf(&doc, "        - path: /etc/cabpi/conf.d/%03d.conf\n          contents:\n            inline: \"[unit-%03d]\\nenabled = true\\nweight = 10\\nowner = a team\\n\"\n", i, i)
+	}
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	require.NoError(t, os.WriteFile(big, []byte(doc.String()), 0o644))
+	out, stderr, err = run(t, "-f", big, "--platform", "aws")
+	require.NoError(t, err, stderr)
+	require.Contains(t, out, `"replace"`)
+	require.Contains(t, stderr, "wrapped gzipped")
+	require.NotContains(t, stderr, "warning", "the wrapper fits")
+	bu, _, err := run(t, "-f", big, "--platform", "aws", "--butane")
+	require.NoError(t, err)
+	require.Contains(t, bu, "path: /etc/cabpi/conf.d/299.conf", "the Butane view shows the wrapped config")
+
+	_, stderr, err = run(t, "-f", big, "--platform", "docker")
+	require.NoError(t, err, stderr)
+	require.NotContains(t, stderr, "warning", "docker has no limit")
+
+	for i := range 300 {
+		fmt.Fprintf(&doc, "        - path: /etc/cabpi/more.d/%03d.bin\n          contents:\n            source: data:;base64,%s\n", i,
+			base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "%x", sha256.Sum256(fmt.Appendf(nil, "%d", i)))))
+	}
+	require.NoError(t, os.WriteFile(big, []byte(doc.String()), 0o644))
+	_, stderr, err = run(t, "-f", big, "--platform", "aws")
+	require.NoError(t, err, "over the limit is reported, not refused")
+	require.Contains(t, stderr, "warning: the bootstrap data is")
+	require.Contains(t, stderr, "16384-byte user-data limit of platform aws")
+
+	_, _, err = run(t, "-f", file, "--platform", "AWS")
+	require.ErrorContains(t, err, "--platform")
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/vincent-petithory/dataurl"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -585,6 +584,8 @@ type ignitionJSON struct {
 	Systemd struct {
 		Units []ignitionUnit `json:"units"`
 	} `json:"systemd"`
+	// contents are what the files hold once written (ignition.ReadFiles), compressed as they may be.
+	contents map[string][]byte
 }
 
 type ignitionFile struct {
@@ -616,11 +617,11 @@ func (c ignitionJSON) file(path string) (ignitionFile, bool) {
 
 func (c ignitionJSON) fileContent(t *testing.T, path string) string {
 	t.Helper()
-	f, ok := c.file(path)
+	_, ok := c.file(path)
 	require.True(t, ok, "no file %s", path)
-	u, err := dataurl.DecodeString(f.Contents.Source)
-	require.NoError(t, err, "%s is not a data URL", path)
-	return string(u.Data)
+	content, ok := c.contents[path]
+	require.True(t, ok, "%s is not a data URL", path)
+	return string(content)
 }
 
 func (c ignitionJSON) link(path string) (ignitionLink, bool) {
@@ -661,8 +662,12 @@ func renderIgnition(t *testing.T, u *unstructured.Unstructured, role ignition.Ro
 	}
 	out, err := rendercmd.Render(t.Context(), spec, role, kubernetesVersion, io.Discard)
 	require.NoError(t, err, "rendering %s %s as %s", u.GetKind(), u.GetName(), role)
+	config, err := ignition.Unwrap(out.Data)
+	require.NoError(t, err)
 	var cfg ignitionJSON
-	require.NoError(t, json.Unmarshal(out.Data, &cfg))
+	require.NoError(t, json.Unmarshal(config, &cfg))
 	require.True(t, strings.HasPrefix(cfg.Ignition.Version, "3."), cfg.Ignition.Version)
+	cfg.contents, err = ignition.ReadFiles(out.Data)
+	require.NoError(t, err)
 	return cfg
 }

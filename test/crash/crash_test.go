@@ -23,7 +23,6 @@ import (
 	ignconfig "github.com/coreos/ignition/v2/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/vincent-petithory/dataurl"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -34,6 +33,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/test/builder"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/testenv"
 )
 
@@ -296,19 +296,12 @@ func (s *nodeSimulator) initsSeen() int {
 	return len(s.inits)
 }
 
-// kubeadmConfigOf returns /etc/kubeadm.yml of rendered data ("" when it has none).
+// kubeadmConfigOf returns /etc/kubeadm.yml of rendered data, gzipped or wrapped as it may be
+// ("" when it has none).
 func kubeadmConfigOf(data []byte) string {
-	cfg, _, err := ignconfig.Parse(data)
+	files, err := ignition.ReadFiles(data)
 	if err != nil {
 		return ""
 	}
-	for _, f := range cfg.Storage.Files {
-		if f.Path == "/etc/kubeadm.yml" && f.Contents.Source != nil {
-			u, err := dataurl.DecodeString(*f.Contents.Source)
-			if err == nil {
-				return string(u.Data)
-			}
-		}
-	}
-	return ""
+	return string(files[ignition.KubeadmConfigPath])
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/vincent-petithory/dataurl"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -29,6 +28,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/manager"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/testenv"
 )
@@ -249,21 +249,10 @@ func dataSecrets(t *testing.T, ns string) map[string]string {
 		if s.Type != clusterv1.ClusterSecretType || string(s.Data["format"]) != "ignition" {
 			continue
 		}
-		var cfg struct {
-			Storage struct {
-				Files []struct {
-					Path     string
-					Contents struct{ Source string }
-				}
-			}
-		}
-		require.NoError(t, json.Unmarshal(s.Data["value"], &cfg), s.Name)
-		for _, f := range cfg.Storage.Files {
-			if f.Path == "/etc/kubeadm.yml" {
-				u, err := dataurl.DecodeString(f.Contents.Source)
-				require.NoError(t, err)
-				out[s.Name] = string(u.Data)
-			}
+		files, err := ignition.ReadFiles(s.Data["value"])
+		require.NoError(t, err, s.Name)
+		if kubeadm, ok := files[ignition.KubeadmConfigPath]; ok {
+			out[s.Name] = string(kubeadm)
 		}
 	}
 	return out

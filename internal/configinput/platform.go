@@ -1,0 +1,123 @@
+package configinput
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+)
+
+// Platforms are the values of spec.platform, in the CRD's order.
+var Platforms = []bootstrapv1.Platform{
+	bootstrapv1.PlatformAWS, bootstrapv1.PlatformAzure, bootstrapv1.PlatformGCP, bootstrapv1.PlatformHetzner,
+	bootstrapv1.PlatformOpenStack, bootstrapv1.PlatformVSphere, bootstrapv1.PlatformDocker,
+}
+
+// userDataLimits are the platforms' user-data limits in raw bytes (the data as stored, before
+// any encoding the infrastructure provider adds). OpenStack's 64 KiB is counted after base64,
+// which leaves 48 KiB raw. Docker has none: CAPD reads the Secret.
+var userDataLimits = map[bootstrapv1.Platform]int{
+	bootstrapv1.PlatformAWS:       16 << 10,
+	bootstrapv1.PlatformHetzner:   32 << 10,
+	bootstrapv1.PlatformOpenStack: 48 << 10,
+	bootstrapv1.PlatformAzure:     64 << 10,
+	bootstrapv1.PlatformVSphere:   64 << 10,
+	bootstrapv1.PlatformGCP:       256 << 10,
+}
+
+// infrastructureKinds are the machine kinds of the Cluster API infrastructure providers that
+// hand a bootstrap data Secret to a machine, by platform.
+var infrastructureKinds = map[string]bootstrapv1.Platform{
+	"AWSMachine":              bootstrapv1.PlatformAWS,
+	"AWSMachinePool":          bootstrapv1.PlatformAWS,
+	"AWSManagedMachinePool":   bootstrapv1.PlatformAWS,
+	"AzureMachine":            bootstrapv1.PlatformAzure,
+	"AzureMachinePool":        bootstrapv1.PlatformAzure,
+	"GCPMachine":              bootstrapv1.PlatformGCP,
+	"HCloudMachine":           bootstrapv1.PlatformHetzner,
+	"HetznerBareMetalMachine": bootstrapv1.PlatformHetzner,
+	"OpenStackMachine":        bootstrapv1.PlatformOpenStack,
+	"VSphereMachine":          bootstrapv1.PlatformVSphere,
+	"VSphereVM":               bootstrapv1.PlatformVSphere,
+	"DockerMachine":           bootstrapv1.PlatformDocker,
+	"DockerMachinePool":       bootstrapv1.PlatformDocker,
+	"DevMachine":              bootstrapv1.PlatformDocker,
+}
+
+// PlatformForKind is the platform of an infrastructure machine kind (the owner's
+// spec.infrastructureRef.kind), "" for a kind not known.
+func PlatformForKind(kind string) bootstrapv1.Platform {
+	return infrastructureKinds[kind]
+}
+
+// EffectivePlatform is the platform the data of spec is rendered for: spec.platform, else the
+// platform of the owner's infrastructure kind, else "" (not known: no limit, compressed). The
+// controller logs it with the rendered size.
+func EffectivePlatform(spec *bootstrapv1.IgnitionConfigSpec, infrastructureKind string) bootstrapv1.Platform {
+	if spec.Platform != "" {
+		return spec.Platform
+	}
+	return PlatformForKind(infrastructureKind)
+}
+
+// UserDataLimit is the platform's user-data limit in raw bytes, 0 for none (docker, or a
+// platform not known).
+func UserDataLimit(p bootstrapv1.Platform) int {
+	return userDataLimits[p]
+}
+
+// Compressible reports whether the platform's reader of the data decompresses: all do but
+// CAPD's (docs/adr/011). An unknown platform is taken to be a real machine's Ignition.
+func Compressible(p bootstrapv1.Platform) bool {
+	return p != bootstrapv1.PlatformDocker
+}
+
+// applyPlatform sets what the platform means for rendering.
+func applyPlatform(in *ignition.Input, p bootstrapv1.Platform) {
+	in.Compress, in.SizeLimit = Compressible(p), UserDataLimit(p)
+}
+
+// ParsePlatform reads a platform name as spec.platform takes it.
+func ParsePlatform(name string) (bootstrapv1.Platform, error) {
+	p := bootstrapv1.Platform(name)
+	if !slices.Contains(Platforms, p) {
+		names := make([]string, len(Platforms))
+		for i, p := range Platforms {
+			names[i] = string(p)
+		}
+		return "", fmt.Errorf("unknown platform %q; use one of %s", name, strings.Join(names, ", "))
+	}
+	return p, nil
+}
+
+// OverPlatformLimit says why rendered data does not fit the platform's user data, and what to
+// do about it, or "" when it fits (or the platform has no limit). out.Size.Limit is the limit
+// the data was rendered against; platform names it.
+func OverPlatformLimit(out ignition.Output, platform bootstrapv1.Platform) string {
+	size := out.Size
+	if !size.OverLimit() {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "the bootstrap data is %d bytes, over the %d-byte user-data limit of platform %s", size.Bytes, size.Limit, platform)
+	switch {
+	case size.Wrapped:
+		fmt.Fprintf(&b, ", although it is compressed: files gzipped where smaller and the whole config (%d bytes) wrapped gzipped", size.UnwrappedBytes)
+	case size.Compressed && out.SpecVersion == "3.0.0":
+		b.WriteString(", although files are gzipped where smaller; Ignition 3.0.0 cannot carry a compressed config, " +
+			"so pinning spec.ignitionVersion to 3.1.0 or later would let it be wrapped gzipped")
+	case size.Compressed:
+		b.WriteString(", although it is compressed: files gzipped where smaller (a gzipped wrapper would not be smaller)")
+	default:
+		b.WriteString(" (not compressed: the platform's reader does not decompress)")
+	}
+	b.WriteString(". Nothing was cut. Make the Butane snippet or spec.files smaller, or have large files fetched at boot " +
+		"(Butane contents.source with an https URL)")
+	if platform == bootstrapv1.PlatformAWS {
+		b.WriteString("; on AWS, let CAPA store the data in S3 (AWSMachine spec.ignition.storageType: ClusterObjectStore, " +
+			"its default), which hands the instance a small stub instead")
+	}
+	return b.String()
+}
