@@ -119,6 +119,14 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 60s; a release needs 1
 			-fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 || exit 1; \
 	done
 
+.PHONY: bench
+bench: tools ## Measure cabpi beside CABPK (throughput at BENCH_N Machines, render, admission, memory, size) into bench/results.md; not part of make test.
+	KUBEBUILDER_ASSETS="$$(bash hack/envtest-assets.sh)" \
+		go run ./hack/bench -n "$(BENCH_N)" -sections "$(BENCH_SECTIONS)" -out bench/results.md
+
+BENCH_N ?= 100,500,1000
+BENCH_SECTIONS ?= render,admission,throughput,memory
+
 .PHONY: verify-gen
 verify-gen: generate manifests ## Fail when generated files are out of date.
 	@if [ -n "$$(git status --porcelain -- apis config)" ]; then \

@@ -25,9 +25,9 @@ func (r *Reconciler) lookupCertificates(ctx context.Context, s *scope, certs sec
 	var err error
 	if generate {
 		owner := *metav1.NewControllerRef(s.cluster, clusterv1.GroupVersion.WithKind("Cluster"))
-		err = certs.LookupOrGenerate(ctx, r.Client, key, owner)
+		err = certs.LookupOrGenerateCached(ctx, r.SecretCachingClient, r.Client, key, owner)
 	} else {
-		err = certs.Lookup(ctx, r.Client, key)
+		err = certs.LookupCached(ctx, r.SecretCachingClient, r.Client, key)
 	}
 	if err == nil {
 		err = certs.EnsureAllExist()

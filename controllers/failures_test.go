@@ -1,7 +1,9 @@
 package controllers_test
 
 import (
+	"encoding/base64"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -61,9 +63,17 @@ func TestLongMessagesAreBounded(t *testing.T) {
 // condition with the sizes, no Secret, no token, however often it is retried.
 func TestOversizeDataIsRefusedWithoutTokens(t *testing.T) {
 	f := newCluster(t, clusterSetup{})
-	big := strings.Repeat("a", 600*1024)
+	// Random text: gzip would shrink a repeated byte to nothing (file contents are compressed).
+	rnd := rand.New(rand.NewPCG(12, 1))
+	big := func() string {
+		raw := make([]byte, 450*1024)
+		for i := range raw {
+			raw[i] = byte(rnd.Uint32())
+		}
+		return base64.StdEncoding.EncodeToString(raw)
+	}
 	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{Files: []bootstrapv1.File{
-		{Path: "/opt/big-1", Content: big}, {Path: "/opt/big-2", Content: big},
+		{Path: "/opt/big-1", Content: big()}, {Path: "/opt/big-2", Content: big()},
 	}})
 	c := waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.DataTooLargeReason)
 	assert.Contains(t, c.Message, "over the 1048568 a Secret holds")

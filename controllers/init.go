@@ -43,8 +43,7 @@ func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (_ ctrl.Result
 		return ctrl.Result{}, err
 	}
 	stored = true
-	ctrl.LoggerFrom(ctx).Info("Rendered bootstrap data", "role", in.Role,
-		"ignitionVersion", out.SpecVersion, "bytes", out.Size.Bytes, "gzipBytes", out.Size.GzipBytes)
+	r.reportStored(ctx, s, out)
 	return ctrl.Result{}, nil
 }
 

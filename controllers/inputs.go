@@ -16,8 +16,8 @@ import (
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
 
-// placeholderToken stands in for the join token until the input is known to render: the token
-// is created in the workload cluster only then, so bad input leaves no token behind.
+// placeholderToken stands in for the join token while the input is built (it has the length and
+// form of a real one); renderJoin puts the real token in before the one render.
 const placeholderToken = configinput.PlaceholderToken
 
 // nodeInput gathers what the role needs from the Cluster, waiting (a non-nil outcome) for what
@@ -33,7 +33,7 @@ func (r *Reconciler) nodeInput(ctx context.Context, s *scope, role ignition.Role
 	spec := &s.config.Spec
 	needs = configinput.ClusterNeeds(spec, role)
 	net := s.cluster.Spec.ClusterNetwork
-	cluster := configinput.Cluster{Name: s.cluster.Name, ServiceDomain: net.ServiceDomain}
+	cluster := configinput.Cluster{Name: s.cluster.Name, ServiceDomain: net.ServiceDomain, InfrastructureKind: s.infrastructureKind()}
 	if len(net.Services.CIDRBlocks) > 0 {
 		cluster.ServiceSubnet = net.Services.String()
 	}
@@ -89,7 +89,7 @@ func (r *Reconciler) nodeInput(ctx context.Context, s *scope, role ignition.Role
 // holds is not a PEM certificate.
 func (r *Reconciler) clusterCA(ctx context.Context, s *scope) (*secret.Certificate, *outcome, error) {
 	certs := secret.NewCertificatesForWorker("")
-	if err := certs.Lookup(ctx, r.Client, client.ObjectKeyFromObject(s.cluster)); err != nil {
+	if err := certs.LookupCached(ctx, r.SecretCachingClient, r.Client, client.ObjectKeyFromObject(s.cluster)); err != nil {
 		return nil, nil, fmt.Errorf("looking up the CA of Cluster %s: %w", s.cluster.Name, err)
 	}
 	ca := certs.GetByPurpose(secret.ClusterCA)

@@ -33,7 +33,10 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, role ignition.
 }
 
 // renderJoin renders and stores a join. With ourToken (the input carries placeholderToken), it
-// dry-renders first, then creates the real token, renders with it and stores.
+// renders once with the placeholder; only data that renders gets a join token, created (or,
+// after an interrupted try, reused) in the workload cluster, and put into the rendered config
+// in place of the placeholder (ignition.Prepared.WithJoinToken: kubeadm's configuration is
+// encoded again, nothing else is rendered twice). Bad input never creates a token (ADR 001).
 // MachinePool token rotation comes through here too, rewriting the Secret in place, which is why
 // it does not touch the conditions: a failure is returned as an outcome (with an error when it is
 // to be retried with backoff), and the caller decides what it means for the config's status.
@@ -46,25 +49,29 @@ func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input
 		if err := r.storeDataSecret(ctx, s, out.Data, ""); err != nil {
 			return ctrl.Result{}, storeFailed(err), err
 		}
+		r.reportStored(ctx, s, out)
 		return ctrl.Result{}, nil, nil
 	}
 
-	// The dry render carries the placeholder token, as long as a real one: what it renders, and
-	// how large it is, is what the real render gives. Nothing is created for data that cannot be.
-	if _, o := renderStorable(in); o != nil {
+	// The render carries the placeholder token, as long as a real one: what it renders, and
+	// how large it is, is what the real token gives. Nothing is created for data that cannot be.
+	prepared, _, o := renderPrepared(in)
+	if o != nil {
 		return ctrl.Result{}, o, nil
 	}
-	remote, err := r.ClusterCache.GetClient(ctx, util.ObjectKey(s.cluster))
+	clusterKey := util.ObjectKey(s.cluster)
+	remote, err := r.ClusterCache.GetClient(ctx, clusterKey)
 	if err != nil {
 		return ctrl.Result{}, &outcome{reason: bootstrapv1.BootstrapTokenFailedReason, requeue: waitRequeue,
 			message: fmt.Sprintf("Workload cluster not reachable to create the join token: %v", err)}, nil
 	}
-	token, err := ensureJoinToken(ctx, remote, s.config, s.currentTokenID(), r.TokenTTL, nowFunc())
+	now := nowFunc()
+	token, err := ensureJoinToken(ctx, remote, s.config, s.currentTokenID(), r.TokenTTL, now)
 	if err != nil {
 		return ctrl.Result{}, &outcome{reason: bootstrapv1.BootstrapTokenFailedReason, message: err.Error()}, err
 	}
-	in.JoinConfiguration.Discovery.BootstrapToken.Token = token.Value
-	out, o := renderStorable(in)
+	// Only kubeadm's configuration changes with the token: the rest of the render is reused.
+	out, o := withJoinToken(prepared, token.Value)
 	if o == nil {
 		if err = r.storeDataSecret(ctx, s, out.Data, token.ID); err != nil {
 			o = storeFailed(err)
@@ -76,12 +83,39 @@ func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input
 		if derr := deleteJoinToken(ctx, remote, token.ID); derr != nil {
 			ctrl.LoggerFrom(ctx).Error(derr, "Removing a join token for data never stored", "tokenID", token.ID)
 		}
+		r.tokens.forget(clusterKey, token.ID)
 		return ctrl.Result{}, o, err
 	}
-	ctrl.LoggerFrom(ctx).Info("Rendered bootstrap data", "role", in.Role, "tokenID", token.ID,
-		"ignitionVersion", out.SpecVersion, "bytes", out.Size.Bytes, "gzipBytes", out.Size.GzipBytes)
+	r.tokens.set(clusterKey, token.ID, now.UTC().Add(r.TokenTTL))
+	r.reportStored(ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("tokenID", token.ID)), s, out)
 	// Come back to refresh (Machine) or rotate (MachinePool) the token.
 	return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil, nil
+}
+
+// renderPrepared renders in (carrying the placeholder token) and checks the data fits in a
+// Secret; a non-nil outcome says why not. The result takes the real token with withJoinToken.
+func renderPrepared(in ignition.Input) (*ignition.Prepared, ignition.Output, *outcome) {
+	p, err := ignition.Prepare(in)
+	if err != nil {
+		return nil, ignition.Output{}, renderFailed(err)
+	}
+	out := p.Output()
+	if msg := configinput.DataTooLarge(out.Size.Bytes); msg != "" {
+		return nil, out, &outcome{reason: bootstrapv1.DataTooLargeReason, message: msg, requeue: renderErrorRetry, warn: true}
+	}
+	return p, out, nil
+}
+
+// withJoinToken puts the real join token into a prepared render.
+func withJoinToken(p *ignition.Prepared, token string) (ignition.Output, *outcome) {
+	out, err := p.WithJoinToken(token)
+	if err != nil {
+		return out, renderFailed(err)
+	}
+	if msg := configinput.DataTooLarge(out.Size.Bytes); msg != "" {
+		return out, &outcome{reason: bootstrapv1.DataTooLargeReason, message: msg, requeue: renderErrorRetry, warn: true}
+	}
+	return out, nil
 }
 
 // renderStorable renders in and checks the data fits in a Secret; a non-nil outcome says why not.

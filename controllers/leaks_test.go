@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,7 +65,12 @@ func findLeaks(ctx context.Context, c client.Client, logs string) ([]string, err
 				needles = append(needles, needle{"private key of Secret " + s.Namespace + "/" + s.Name, lines[1]})
 			}
 		case s.Type == clusterv1.ClusterSecretType && string(s.Data["format"]) == "ignition":
-			for _, m := range tokenInData.FindAllStringSubmatch(string(s.Data["value"]), -1) {
+			// Contents may be gzipped and the config wrapped: read the files as a node would.
+			files, err := ignition.ReadFiles(s.Data["value"])
+			if err != nil {
+				return nil, fmt.Errorf("reading data Secret %s/%s: %w", s.Namespace, s.Name, err)
+			}
+			for _, m := range tokenInData.FindAllStringSubmatch(string(files[ignition.KubeadmConfigPath]), -1) {
 				needles = append(needles, needle{"join token in data Secret " + s.Namespace + "/" + s.Name, m[2]})
 			}
 		}

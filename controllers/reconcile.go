@@ -16,6 +16,7 @@ import (
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
 
 // waitRequeue is how soon a config waiting on something not watched is looked at again.
@@ -41,7 +42,10 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 	// data not rendered yet (infrastructureProvisioned turns false around a clusterctl move).
 	switch {
 	case ptr.Deref(config.Status.Initialization.DataSecretCreated, false) && config.Status.DataSecretName != "":
-		setDataSecretTrue(config)
+		if !conditions.IsTrue(config, bootstrapv1.DataSecretAvailableCondition) {
+			setDataSecretTrue(config)
+		} // else kept as is: an OverPlatformLimit warning stays until the data changes
+
 		return r.reconcileJoinToken(ctx, s, existing)
 
 	case existing != nil:
@@ -135,3 +139,22 @@ func setDataSecretTrue(config *bootstrapv1.IgnitionConfig) {
 }
 
 func builderPredicates(p predicate.Predicate) builder.Predicates { return builder.WithPredicates(p) }
+
+// reportStored records data just stored: DataSecretAvailable True, with OverPlatformLimit and a
+// warning event when the data is larger than the platform takes even compressed.
+func (r *Reconciler) reportStored(ctx context.Context, s *scope, out ignition.Output) {
+	platform := s.platform()
+	ctrl.LoggerFrom(ctx).Info("Rendered bootstrap data", "role", s.role(), "platform", platform,
+		"ignitionVersion", out.SpecVersion, "bytes", out.Size.Bytes, "gzipBytes", out.Size.GzipBytes,
+		"compressed", out.Size.Compressed, "wrapped", out.Size.Wrapped)
+	msg := configinput.OverPlatformLimit(out, platform)
+	if msg == "" {
+		setDataSecretTrue(s.config)
+		return
+	}
+	conditions.Set(s.config, metav1.Condition{
+		Type: bootstrapv1.DataSecretAvailableCondition, Status: metav1.ConditionTrue,
+		Reason: bootstrapv1.OverPlatformLimitReason, Message: bounded(msg, maxConditionMessage),
+	})
+	r.warn(s.config, bootstrapv1.OverPlatformLimitReason, msg)
+}

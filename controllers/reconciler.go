@@ -36,6 +36,10 @@ type Reconciler struct {
 	// Client reads and writes the management cluster. Secrets and ConfigMaps are not cached
 	// (the manager disables the cache for them), so reads of them go to the API server.
 	Client client.Client
+	// SecretCachingClient reads Secrets through the manager's cache, which holds only
+	// cluster-labelled Secrets (internal/secretcache): data Secrets (metadata only) and cluster
+	// certificates. A miss falls back to Client, so it is an optimisation, never the truth.
+	SecretCachingClient client.Client
 	// ClusterCache gives clients for workload clusters (join tokens).
 	ClusterCache clustercache.ClusterCache
 	// Recorder emits events; messages never carry secret material.
@@ -46,6 +50,9 @@ type Reconciler struct {
 	TokenTTL time.Duration
 
 	initLock *locking.ControlPlaneInitMutex
+	// tokens remembers the expirations this manager gave or read, so a reconcile soon after a
+	// token was created or refreshed does not ask the workload cluster again.
+	tokens tokenExpiries
 }
 
 // ownedConditions are the conditions this controller writes (patch helper ownership).
@@ -58,8 +65,8 @@ var ownedConditions = []string{
 
 // SetupWithManager registers the controller and its watches.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
-	if r.Client == nil || r.ClusterCache == nil {
-		return fmt.Errorf("IgnitionConfig reconciler needs a Client and a ClusterCache")
+	if r.Client == nil || r.SecretCachingClient == nil || r.ClusterCache == nil {
+		return fmt.Errorf("IgnitionConfig reconciler needs a Client, a SecretCachingClient and a ClusterCache")
 	}
 	if r.TokenTTL <= 0 {
 		r.TokenTTL = DefaultTokenTTL
@@ -97,7 +104,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 // +kubebuilder:rbac:groups=bootstrap.cluster.x-k8s.io,resources=ignitionconfigs/finalizers,verbs=update
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;machines;machinepools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 

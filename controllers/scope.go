@@ -15,6 +15,7 @@ import (
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
 
 // scope is everything one reconcile decides on, gathered before any decision is made.
@@ -157,4 +158,18 @@ func (s *scope) clusterInfrastructureProvisioned() bool {
 func (s *scope) machineProvisioned() bool {
 	return s.machine != nil &&
 		(s.machine.Spec.ProviderID != "" || ptr.Deref(s.machine.Status.Initialization.InfrastructureProvisioned, false))
+}
+
+// infrastructureKind is the kind of the owner's infrastructure (AWSMachine, DockerMachine, ...):
+// it names the platform, and with it the user-data limit and whether data may be compressed.
+func (s *scope) infrastructureKind() string {
+	if s.machinePool != nil {
+		return s.machinePool.Spec.Template.Spec.InfrastructureRef.Kind
+	}
+	return s.machine.Spec.InfrastructureRef.Kind
+}
+
+// platform is the effective platform of the config ("" when not known).
+func (s *scope) platform() bootstrapv1.Platform {
+	return configinput.EffectivePlatform(&s.config.Spec, s.infrastructureKind())
 }

@@ -53,7 +53,14 @@ var errDataSecretConflict = errors.New("data Secret conflict")
 func (r *Reconciler) getDataSecret(ctx context.Context, config *bootstrapv1.IgnitionConfig, clusterName string) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: config.Namespace, Name: dataSecretName(config)}
-	if err := r.Client.Get(ctx, key, secret); err != nil {
+	// The cache answers for the Secrets this controller wrote (they carry the cluster-name
+	// label): a delivered config costs no API read. A miss is asked again of the API server: a
+	// Secret restored without the label is not in the cache, a new one may not be there yet.
+	err := r.SecretCachingClient.Get(ctx, key, secret)
+	if apierrors.IsNotFound(err) {
+		err = r.Client.Get(ctx, key, secret)
+	}
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -62,10 +69,21 @@ func (r *Reconciler) getDataSecret(ctx context.Context, config *bootstrapv1.Igni
 	ref := configOwnerRef(config)
 	if ctl := metav1.GetControllerOf(secret); ctl != nil {
 		if ctl.UID == config.UID {
+			// Metadata only (the cache keeps no data of data Secrets): callers never read it.
 			return secret, nil
 		}
 		return nil, fmt.Errorf("%w: Secret %s is controlled by %s %s, not by this IgnitionConfig: delete or rename it",
 			errDataSecretConflict, key, ctl.Kind, ctl.Name)
+	}
+	// Adoption looks at the data: read it whole from the API server.
+	if err := r.Client.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("getting data Secret %s: %w", key, err)
+	}
+	if ctl := metav1.GetControllerOf(secret); ctl != nil {
+		return nil, fmt.Errorf("data Secret %s got controller %s %s while being read, retrying", key, ctl.Kind, ctl.Name)
 	}
 	if why := notOurs(secret); why != "" {
 		return nil, fmt.Errorf("%w: Secret %s has no controller but is not bootstrap data of this kind (%s): delete or rename it",

@@ -177,14 +177,26 @@ func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *cor
 		return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil
 	}
 
+	// A token this manager created or refreshed less than a sixth of its TTL ago needs nothing
+	// yet, and would not have been refreshed: no need to ask the workload cluster. A token lost
+	// meanwhile is found by the periodic check (every TTL/3), as it would be without this.
+	clusterKey := util.ObjectKey(s.cluster)
+	now := nowFunc().UTC()
+	if known := r.tokens.get(clusterKey, tokenID); known.After(now.Add(r.refreshWhenLeft())) {
+		return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil
+	}
+
 	log := ctrl.LoggerFrom(ctx).WithValues("tokenID", tokenID)
-	remote, err := r.ClusterCache.GetClient(ctx, util.ObjectKey(s.cluster))
+	remote, err := r.ClusterCache.GetClient(ctx, clusterKey)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("getting workload cluster client to refresh token %s: %w", tokenID, err)
 	}
 	tokenSecret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: bootstraputil.BootstrapTokenSecretName(tokenID)}
 	err = remote.Get(ctx, key, tokenSecret)
+	if apierrors.IsNotFound(err) {
+		r.tokens.forget(clusterKey, tokenID)
+	}
 	switch {
 	case apierrors.IsNotFound(err) && s.isMachinePool():
 		log.Info("Join token of the MachinePool is gone, rotating it")
@@ -205,8 +217,8 @@ func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *cor
 		return ctrl.Result{}, fmt.Errorf("getting join token %s: %w", tokenID, err)
 	}
 
-	now := nowFunc().UTC()
 	expiration := tokenExpiration(tokenSecret)
+	r.tokens.set(clusterKey, tokenID, expiration)
 	if s.isMachinePool() {
 		// A pool's data must stay usable for new instances: rotate past half the TTL.
 		if expiration.Before(now.Add(r.TokenTTL / 2)) {
@@ -223,6 +235,7 @@ func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *cor
 	if err := remote.Update(ctx, tokenSecret); err != nil {
 		return ctrl.Result{}, fmt.Errorf("refreshing join token %s: %w", tokenID, err)
 	}
+	r.tokens.set(clusterKey, tokenID, now.Add(r.TokenTTL))
 	log.V(2).Info("Refreshed join token until the node joins", "expiration", newExpiration)
 	return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil
 }

@@ -3,6 +3,8 @@ package ignition
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/blang/semver/v4"
 )
 
 // Render renders the bootstrap data of one node: kubeadm's configuration, the script and unit
@@ -27,49 +29,70 @@ func Render(in Input) (Output, error) {
 // render keeps input errors (*Error) apart from internal ones, so Render never returns a typed
 // nil *Error inside a non-nil error.
 func render(in *Input) (Output, *Error, error) {
+	m, ierr, err := mergeInput(in)
+	if ierr != nil || err != nil {
+		return Output{}, ierr, err
+	}
+	out, err := finish(m.target, m.data, in.Compress, in.SizeLimit)
+	return out, nil, err
+}
+
+// merged is a rendered config before it is weighed and wrapped, with what was derived from the
+// input on the way (Prepared.WithJoinToken encodes kubeadm's configuration again from it).
+type merged struct {
+	target      string
+	data        []byte
+	kubeVersion semver.Version
+	metadata    *metadataSource
+	generated   []ownedFile
+}
+
+// mergeInput checks the input, builds the provider's config, translates the snippet and merges
+// both at the target version.
+func mergeInput(in *Input) (*merged, *Error, error) {
 	if _, ierr := specFor(in.Variant); ierr != nil {
-		return Output{}, ierr, nil
+		return nil, ierr, nil
 	}
 	kubeVersion, ierr := parseKubernetesVersion(in.KubernetesVersion)
 	if ierr != nil {
-		return Output{}, ierr, nil
+		return nil, ierr, nil
 	}
 	if ierr := validateIgnitionVersion(in.Variant, in.IgnitionVersion); ierr != nil {
-		return Output{}, ierr, nil
+		return nil, ierr, nil
 	}
 	metadata, ierr := metadataFor(in.Variant, in.NodeName)
 	if ierr != nil {
-		return Output{}, ierr, nil
+		return nil, ierr, nil
 	}
 	kubeadmYAML, generated, ierr := kubeadmConfig(in, kubeVersion, metadata)
 	if ierr != nil {
-		return Output{}, ierr, nil
+		return nil, ierr, nil
 	}
 	provider := append(certificateFiles(in.Certificates), generated...)
 	if ierr := checkFiles(provider, in.Files); ierr != nil {
-		return Output{}, ierr, nil
+		return nil, ierr, nil
 	}
 	if ierr := checkCommands(in.PreKubeadmCommands, in.PostKubeadmCommands); ierr != nil {
-		return Output{}, ierr, nil
+		return nil, ierr, nil
 	}
 	snip, ierr := translateButane(in.Variant, in.Butane, in.ButaneStrict, in.Compress)
 	if ierr != nil {
-		return Output{}, ierr, nil
+		return nil, ierr, nil
 	}
 	var emitted string
 	var snippetJSON []byte
 	if snip != nil {
 		if ierr := checkSnippet(snip, ownedFilePaths(provider)); ierr != nil {
-			return Output{}, ierr, nil
+			return nil, ierr, nil
 		}
 		if ierr := checkSnippetAgainstFiles(snip, in.Files); ierr != nil {
-			return Output{}, ierr, nil
+			return nil, ierr, nil
 		}
 		emitted, snippetJSON = snip.version, snip.json
 	}
 	target, ierr := targetIgnitionVersion(in.Variant, emitted, in.IgnitionVersion)
 	if ierr != nil {
-		return Output{}, ierr, nil
+		return nil, ierr, nil
 	}
 
 	var substitutions []string
@@ -78,23 +101,22 @@ func render(in *Input) (Output, *Error, error) {
 	}
 	script, err := kubeadmScript(in.Role, substitutions, in.PreKubeadmCommands, in.PostKubeadmCommands)
 	if err != nil {
-		return Output{}, nil, err
+		return nil, nil, err
 	}
 	unit, err := kubeadmUnit(metadata)
 	if err != nil {
-		return Output{}, nil, err
+		return nil, nil, err
 	}
 	base, err := json.Marshal(baseConfig(kubeadmYAML, script, unit, provider, in.Files, in.Compress))
 	if err != nil {
-		return Output{}, nil, fmt.Errorf("encoding the base config: %w", err)
+		return nil, nil, fmt.Errorf("encoding the base config: %w", err)
 	}
 	origin := baseOrigins(provider, in.Files)
 	data, ierr := mergeConfigs(target, base, snippetJSON, func(merged []byte) *Error { return checkStorage(merged, origin) })
 	if ierr != nil {
-		return Output{}, ierr, nil
+		return nil, ierr, nil
 	}
-	out, err := finish(target, data, in.Compress, in.SizeLimit)
-	return out, nil, err
+	return &merged{target: target, data: data, kubeVersion: kubeVersion, metadata: metadata, generated: generated}, nil, nil
 }
 
 // finish turns a merged, validated config into the output: wrapped where compression is allowed,

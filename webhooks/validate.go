@@ -38,15 +38,15 @@ type specCheck struct {
 // validateSpec checks a spec with the renderer's own checks and returns every error found.
 //
 // Field checks come first and are all reported: the variant, the pinned Ignition version
-// (ignition.ValidateIgnitionVersion), the inline Butane (ignition.ValidateButane, with Butane's
-// line and column), file permissions (configinput.ParseMode) and file paths written twice once
-// cleaned (the CRD's list-map key only catches identical strings). Then the spec is rendered the
-// way `cabpi render` does, with placeholder credentials, for the node role it will have: that
-// finds what only a whole render sees (files at paths the provider owns, a snippet writing a
-// file of spec.files, a pin lower than the snippet needs, kubeadm configuration that cannot be
-// written, a pre- or post-kubeadm command that is not a complete shell command, paths that
-// clash once the snippet is merged). The renderer stops at its first error, so each error found
-// is set aside (the file or command replaced by a placeholder, the snippet dropped, ...) and the
+// (ignition.ValidateIgnitionVersion), file permissions (configinput.ParseMode) and file paths
+// written twice once cleaned (the CRD's list-map key only catches identical strings). Then the
+// spec is rendered the way `cabpi render` does, with placeholder credentials, for the node role
+// it will have: that finds an invalid inline Butane snippet (with Butane's line and column) and
+// what only a whole render sees (files at paths the provider owns, a snippet writing a file of
+// spec.files, a pin lower than the snippet needs, kubeadm configuration that cannot be written, a
+// pre- or post-kubeadm command that is not a complete shell command, paths that clash once the
+// snippet is merged). The renderer stops at its first error, so each error found is set aside
+// (the file or command replaced by a placeholder, the snippet dropped, ...) and the
 // render repeated, until it succeeds or nothing more can be set aside.
 //
 // Content in Secrets and ConfigMaps is not read: a Butane document from contentFrom is checked
@@ -70,10 +70,9 @@ func validateSpec(chk specCheck) field.ErrorList {
 		work.IgnitionVersion = ""
 	}
 
+	// An inline snippet is checked by the render below (one Butane translation per role, not
+	// one more up front: a 1 MiB snippet takes most of a second to translate).
 	if spec.Butane.ContentFrom != nil {
-		work.Butane = bootstrapv1.ButaneSpec{}
-	} else if err := ignition.ValidateButane(variant, spec.Butane.Inline, spec.Butane.Strict); err != nil {
-		errs = append(errs, field.Invalid(p.Child("butane", "inline"), field.OmitValueType{}, message(err)))
 		work.Butane = bootstrapv1.ButaneSpec{}
 	}
 
@@ -157,8 +156,8 @@ func blame(ierr *ignition.Error, spec, work *bootstrapv1.IgnitionConfigSpec, p *
 	msg := message(ierr)
 	switch ierr.Field {
 	case "butane":
-		// A snippet that failed on its own was set aside already: this one conflicts with the
-		// rest of the spec (spec.files, the certificates of a control-plane node).
+		// The snippet is invalid, or conflicts with the rest of the spec (spec.files, the
+		// certificates of a control-plane node): either way it is set aside.
 		work.Butane = bootstrapv1.ButaneSpec{}
 		return field.Invalid(p.Child("butane", "inline"), field.OmitValueType{}, msg), true
 	case "ignitionVersion":

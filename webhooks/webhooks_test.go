@@ -2,9 +2,10 @@ package webhooks_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"math/rand/v2"
 	"regexp"
-	"strings"
 	"sync"
 	"testing"
 
@@ -330,9 +331,18 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "data larger than a Secret holds",
 			obj: func(*testing.T) client.Object {
-				big := strings.Repeat("a", 600*1024)
+				// Random text: file contents are gzipped where that is smaller, and a repeated
+				// byte would shrink to nothing.
+				rnd := rand.New(rand.NewPCG(12, 1))
+				big := func() string {
+					raw := make([]byte, 450*1024)
+					for i := range raw {
+						raw[i] = byte(rnd.Uint32())
+					}
+					return base64.StdEncoding.EncodeToString(raw)
+				}
 				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Files = []bootstrapv1.File{{Path: "/opt/big-1", Content: big}, {Path: "/opt/big-2", Content: big}}
+					s.Files = []bootstrapv1.File{{Path: "/opt/big-1", Content: big()}, {Path: "/opt/big-2", Content: big()}}
 				}))
 			},
 			want: []cause{{"spec", "over the 1048568 a Secret holds"}},

@@ -60,6 +60,11 @@ const (
 	// DataTooLargeReason (False): the rendered data is larger than a Secret holds (1 MiB); the
 	// message gives both sizes. No join token is created for it.
 	DataTooLargeReason = "DataTooLarge"
+
+	// OverPlatformLimitReason (DataSecretAvailable True) says the data was stored but is larger
+	// than the platform's user-data limit (spec.platform, or the owner's infrastructure kind),
+	// even compressed: the infrastructure provider may refuse it. Nothing is truncated.
+	OverPlatformLimitReason = "OverPlatformLimit"
 	// JoinTokenLostReason (False): the join token in the data of a Machine that has already been
 	// provisioned was deleted or expired before its node joined (the manager was down past the
 	// token's TTL, or the token cleaner removed it): that machine cannot join with the data it

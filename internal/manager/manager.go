@@ -30,6 +30,7 @@ import (
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/controllers"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/secretcache"
 )
 
 // Scheme holds every type the manager reads or writes.
@@ -52,12 +53,14 @@ type Options struct {
 	LeaderElectionNamespace string
 	MetricsBindAddress      string
 	HealthProbeAddress      string
-	WebhookPort             int
-	WebhookCertDir          string
-	Concurrency             int
-	ClusterConcurrency      int
-	SyncPeriod              time.Duration
-	BootstrapTokenTTL       time.Duration
+	// ProfilerAddress serves net/http/pprof (e.g. localhost:6060); empty disables it.
+	ProfilerAddress    string
+	WebhookPort        int
+	WebhookCertDir     string
+	Concurrency        int
+	ClusterConcurrency int
+	SyncPeriod         time.Duration
+	BootstrapTokenTTL  time.Duration
 	// KubeAPIQPS and KubeAPIBurst limit the management cluster client; ClusterCacheClientQPS
 	// and ClusterCacheClientBurst each workload cluster's (join tokens). Zero keeps client-go's
 	// default; the flags default to what Cluster API's managers use.
@@ -76,6 +79,7 @@ func (o *Options) addFlags(fs *pflag.FlagSet) {
 		"Namespace of the leader election lease; default: the Pod's namespace, or --namespace when run outside a Pod.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.HealthProbeAddress, "health-probe-bind-address", ":9440", "Address of /healthz and /readyz; 0 disables them.")
+	fs.StringVar(&o.ProfilerAddress, "profiler-address", "", "Address of the pprof endpoint (e.g. localhost:6060); empty disables it.")
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port of the admission webhook server; 0 disables webhooks (no certificates needed).")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory with tls.crt and tls.key for the webhook server.")
 	fs.IntVar(&o.Concurrency, "concurrency", 10, "IgnitionConfigs reconciled at once.")
@@ -128,32 +132,21 @@ func leaderElectionNamespace(opts Options) string {
 	return opts.Namespace
 }
 
+// DefaultOptions are the options the flags default to.
+func DefaultOptions() Options {
+	opts := Options{}
+	fs := pflag.NewFlagSet("defaults", pflag.ContinueOnError)
+	opts.addFlags(fs)
+	_ = fs.Parse(nil)
+	return opts
+}
+
 // Run starts the manager with opts until ctx is done.
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	log := ctrl.Log.WithName("setup")
-	mgrOpts := ctrl.Options{
-		Scheme:                  Scheme(),
-		LeaderElection:          opts.LeaderElect,
-		LeaderElectionID:        opts.LeaderElectionID,
-		LeaderElectionNamespace: leaderElectionNamespace(opts),
-		HealthProbeBindAddress:  opts.HealthProbeAddress,
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
-		Cache:                   cache.Options{SyncPeriod: &opts.SyncPeriod},
-		Client: client.Options{Cache: &client.CacheOptions{
-			// Secrets and ConfigMaps are read uncached: caching every Secret of the management
-			// cluster would hold all of them in memory.
-			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}},
-		}},
-	}
-	if opts.Namespace != "" {
-		mgrOpts.Cache.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
-	}
-	if opts.WebhookPort != 0 {
-		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{Port: opts.WebhookPort, CertDir: opts.WebhookCertDir})
-	}
-	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	mgr, err := NewManager(cfg, opts)
 	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
+		return err
 	}
 	if err := Setup(ctx, mgr, opts); err != nil {
 		return err
@@ -166,6 +159,48 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	}
 	log.Info("Starting manager", "namespace", opts.Namespace, "webhooks", opts.WebhookPort != 0)
 	return mgr.Start(ctx)
+}
+
+// NewManager creates the controller-runtime manager with the cache and client set-up of the
+// cabpi manager (hack/bench measures exactly this); Setup registers the controllers on it.
+// adjust changes the options before the manager is created (hack/bench runs several managers in
+// one process, which needs controller name validation off).
+func NewManager(cfg *rest.Config, opts Options, adjust ...func(*ctrl.Options)) (ctrl.Manager, error) {
+	mgrOpts := ctrl.Options{
+		Scheme:                  Scheme(),
+		LeaderElection:          opts.LeaderElect,
+		LeaderElectionID:        opts.LeaderElectionID,
+		LeaderElectionNamespace: leaderElectionNamespace(opts),
+		HealthProbeBindAddress:  opts.HealthProbeAddress,
+		PprofBindAddress:        opts.ProfilerAddress,
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Cache: cache.Options{
+			SyncPeriod:       &opts.SyncPeriod,
+			DefaultTransform: cache.TransformStripManagedFields(),
+			// Only cluster-labelled Secrets, read through the Reconciler's SecretCachingClient.
+			ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: secretcache.ByObject()},
+		},
+		Client: client.Options{Cache: &client.CacheOptions{
+			// The manager's client reads Secrets and ConfigMaps from the API server: caching
+			// every Secret and ConfigMap of the management cluster would hold all of them in
+			// memory. Cluster-labelled Secrets are read through the cache (secretcache).
+			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}},
+		}},
+	}
+	if opts.Namespace != "" {
+		mgrOpts.Cache.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
+	}
+	if opts.WebhookPort != 0 {
+		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{Port: opts.WebhookPort, CertDir: opts.WebhookCertDir})
+	}
+	for _, a := range adjust {
+		a(&mgrOpts)
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	return mgr, nil
 }
 
 // Setup registers the ClusterCache, the IgnitionConfig controller and (when the manager has a
@@ -201,12 +236,17 @@ func NewClusterCache(ctx context.Context, mgr ctrl.Manager, opts Options) (clust
 // the webhooks. Tests and the demo call it with a ClusterCache they share with Cluster API's
 // own controllers.
 func SetupControllers(ctx context.Context, mgr ctrl.Manager, cc clustercache.ClusterCache, opts Options) error {
+	secretCachingClient, err := secretcache.NewClient(mgr)
+	if err != nil {
+		return fmt.Errorf("creating the Secret caching client: %w", err)
+	}
 	r := &controllers.Reconciler{
-		Client:           mgr.GetClient(),
-		ClusterCache:     cc,
-		Recorder:         mgr.GetEventRecorder("ignitionconfig-controller"),
-		WatchFilterValue: opts.WatchFilter,
-		TokenTTL:         opts.BootstrapTokenTTL,
+		Client:              mgr.GetClient(),
+		SecretCachingClient: secretCachingClient,
+		ClusterCache:        cc,
+		Recorder:            mgr.GetEventRecorder("ignitionconfig-controller"),
+		WatchFilterValue:    opts.WatchFilter,
+		TokenTTL:            opts.BootstrapTokenTTL,
 	}
 	if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: max(opts.Concurrency, 1)}); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -36,6 +37,7 @@ import (
 	"sigs.k8s.io/cluster-api/feature"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/secretcache"
 )
 
 // Options configures an Environment. The zero value gives an API server with all CRDs and an
@@ -281,7 +283,7 @@ func Start(ctx context.Context, opts Options) (_ *Environment, retErr error) {
 	}
 
 	// Same cache/client set-up as CAPI's own manager and envtest suites: Secrets are cached only
-	// when they carry the cluster-name label (for the ClusterCache's kubeconfig lookups), and the
+	// when they carry the cluster-name label (kubeconfig, certificate and data Secrets), and the
 	// Manager's client reads Secrets and ConfigMaps live.
 	name := fmt.Sprintf("cabpi-testenv-%d", envSeq.Add(1)) // informer names must be unique per process
 	mgrOpts := ctrl.Options{
@@ -306,6 +308,9 @@ func Start(ctx context.Context, opts Options) (_ *Environment, retErr error) {
 			CertDir: w.LocalServingCertDir,
 		})
 	}
+	// The Secret cache as the cabpi manager configures it (CAPI's drops the data of the
+	// certificate Secrets, which cabpi reads through the cache).
+	mgrOpts.Cache.ByObject[&corev1.Secret{}] = secretcache.ByObject()
 	if opts.ManagerOptions != nil {
 		opts.ManagerOptions(&mgrOpts)
 	}

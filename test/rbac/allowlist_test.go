@@ -41,6 +41,8 @@ var managerRoleAllowlist = []grant{
 	{permission{"cluster.x-k8s.io", "machinepools", "watch"}, "informer: MachinePools are watched and listed by cluster-name label"},
 
 	{permission{"", "secrets", "get"}, "by name: data Secret, cluster certificates, Secrets a config references, <cluster>-kubeconfig (ClusterCache)"},
+	{permission{"", "secrets", "list"}, "informer: Secrets with the cluster-name label are cached (data Secrets, metadata only; cluster certificates), so delivered configs cost no API read (issue 12)"},
+	{permission{"", "secrets", "watch"}, "informer: the same label-selected Secret cache"},
 	{permission{"", "secrets", "create"}, "the data Secret, and the cluster certificates when no control-plane provider creates them"},
 	{permission{"", "secrets", "update"}, "rewrites the data Secret in place (MachinePool token rotation, a create that lost a race)"},
 	{permission{"", "secrets", "patch"}, "adopts a data Secret restored without controller (owner reference and cluster-name label)"},

@@ -1,0 +1,52 @@
+package controllers_test
+
+import (
+	"encoding/base64"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+)
+
+// Data over the platform's user-data limit is stored whole, and DataSecretAvailable says so
+// (True, OverPlatformLimit) with the size and the limit.
+func TestDataOverThePlatformLimitIsStoredWithAWarning(t *testing.T) {
+	f := newCluster(t, clusterSetup{})
+	rnd := rand.New(rand.NewPCG(3, 4))
+	raw := make([]byte, 24*1024) // random: no compression brings it under AWS's 16 KiB
+	for i := range raw {
+		raw[i] = byte(rnd.Uint32())
+	}
+	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{
+		Platform: bootstrapv1.PlatformAWS,
+		Files:    []bootstrapv1.File{{Path: "/opt/blob", Content: base64.StdEncoding.EncodeToString(raw)}},
+	})
+	c := waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.OverPlatformLimitReason)
+	assert.Contains(t, c.Message, "16384")
+	secret, ok := dataSecret(t, f.ns, "w0")
+	require.True(t, ok, "the data is stored all the same")
+	assert.Greater(t, len(secret.Data["value"]), 16384, "nothing is truncated")
+	waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+}
+
+// CAPD does not decompress: the docker platform's data has no compressed contents, where the
+// same spec on an unknown platform has.
+func TestDockerPlatformDataIsUncompressed(t *testing.T) {
+	f := newCluster(t, clusterSetup{})
+	script := strings.Repeat("echo a line that compresses well\n", 200)
+	spec := bootstrapv1.IgnitionConfigSpec{PreKubeadmCommands: []string{script}}
+	f.addMachine(t, "plain", false, spec)
+	spec.Platform = bootstrapv1.PlatformDocker
+	f.addMachine(t, "capd", false, spec)
+	waitForCondition(t, f.ns, "plain", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	waitForCondition(t, f.ns, "capd", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	plain, _ := dataSecret(t, f.ns, "plain")
+	capd, _ := dataSecret(t, f.ns, "capd")
+	assert.Contains(t, string(plain.Data["value"]), `"compression":"gzip"`)
+	assert.NotContains(t, string(capd.Data["value"]), "compression")
+}

@@ -1,0 +1,333 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	cabpksetup "sigs.k8s.io/cluster-api/bootstrap/kubeadm/setup"
+	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/reconcilers/kubeadmconfig"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/manager"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/testenv"
+)
+
+// contender is one bootstrap provider under test: its manager, started with its own defaults
+// against the shared API server, and how to make one worker's bootstrap config.
+type contender struct {
+	name string
+	// start runs the provider's manager until the returned stop is called.
+	start func(ctx context.Context, env *testenv.Environment) (stop func(), err error)
+	// config returns a worker's bootstrap config and the reference a Machine makes to it.
+	config func(ns, name string) (client.Object, clusterv1.ContractVersionedObjectReference)
+}
+
+var cabpi = contender{
+	name: "cabpi",
+	start: func(ctx context.Context, env *testenv.Environment) (func(), error) {
+		opts := manager.DefaultOptions()
+		opts.WebhookPort, opts.MetricsBindAddress, opts.HealthProbeAddress = 0, "0", "0"
+		cfg := rest.CopyConfig(env.Config)
+		cfg.QPS, cfg.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
+		mgr, err := manager.NewManager(cfg, opts, skipNameValidation)
+		if err != nil {
+			return nil, err
+		}
+		if err := manager.Setup(ctx, mgr, opts); err != nil {
+			return nil, err
+		}
+		return startManager(ctx, mgr)
+	},
+	config: func(ns, name string) (client.Object, clusterv1.ContractVersionedObjectReference) {
+		return &bootstrapv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+			testenv.IgnitionConfigRef(name)
+	},
+}
+
+// cabpk is Cluster API's kubeadm bootstrap provider with format: ignition, set up as its main.go
+// does with its flags' defaults (kube-api-qps 100/200, clustercache-client-qps 20/30,
+// kubeadmconfig-concurrency 100, clustercache-concurrency 100).
+var cabpk = contender{
+	name: "CABPK",
+	start: func(ctx context.Context, env *testenv.Environment) (func(), error) {
+		cfg := rest.CopyConfig(env.Config)
+		cfg.QPS, cfg.Burst = 100, 200
+		mgrOpts := ctrl.Options{
+			Scheme:                 env.Scheme,
+			Metrics:                metricsserver.Options{BindAddress: "0"},
+			HealthProbeBindAddress: "0",
+			Cache:                  cabpksetup.ManagerCacheOptions(env.Scheme, "kubeadmconfig", "", 10*time.Minute),
+			Client:                 cabpksetup.ManagerClientOptions(),
+		}
+		skipNameValidation(&mgrOpts)
+		mgr, err := ctrl.NewManager(cfg, mgrOpts)
+		if err != nil {
+			return nil, err
+		}
+		secretCachingClient, err := cabpksetup.CreateSecretCachingClient(mgr)
+		if err != nil {
+			return nil, err
+		}
+		cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+			SecretClient: secretCachingClient,
+			Cache:        cabpksetup.ClusterCacheCacheOptions(),
+			Client:       cabpksetup.ClusterCacheClientOptions("kubeadmconfig", 20, 30),
+		}, controller.Options{MaxConcurrentReconciles: 100})
+		if err != nil {
+			return nil, err
+		}
+		if err := (&kubeadmconfig.Reconciler{
+			Client:              mgr.GetClient(),
+			SecretCachingClient: secretCachingClient,
+			APIReader:           mgr.GetAPIReader(),
+			ClusterCache:        cc,
+			TokenTTL:            kubeadmconfig.DefaultTokenTTL,
+		}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 100}); err != nil {
+			return nil, err
+		}
+		return startManager(ctx, mgr)
+	},
+	config: func(ns, name string) (client.Object, clusterv1.ContractVersionedObjectReference) {
+		return &kubeadmv1.KubeadmConfig{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				Spec:       kubeadmv1.KubeadmConfigSpec{Format: kubeadmv1.Ignition},
+			}, clusterv1.ContractVersionedObjectReference{
+				APIGroup: kubeadmv1.GroupVersion.Group, Kind: "KubeadmConfig", Name: name,
+			}
+	},
+}
+
+// skipNameValidation lets the bench run one manager after the other in one process.
+func skipNameValidation(o *ctrl.Options) { o.Controller.SkipNameValidation = ptr.To(true) }
+
+func startManager(ctx context.Context, mgr ctrl.Manager) (func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	synced := make(chan struct{})
+	go func() { mgr.GetCache().WaitForCacheSync(ctx); close(synced) }()
+	select {
+	case <-synced:
+	case err := <-done:
+		cancel()
+		return nil, fmt.Errorf("manager stopped while starting: %w", err)
+	}
+	return func() { cancel(); <-done }, nil
+}
+
+// throughputResult is one contender at one N.
+type throughputResult struct {
+	contender string
+	n         int
+	elapsed   time.Duration
+	// workerBytes is the size of one worker's bootstrap data (the value key of its data Secret).
+	workerBytes int
+}
+
+// readyCluster makes a Cluster that workers can join at once: infrastructure provisioned,
+// control plane initialized, CA and kubeconfig Secrets (the workload cluster is the same
+// envtest API server), as after a control plane came up.
+func readyCluster(ctx context.Context, env *testenv.Environment, ns string) (*clusterv1.Cluster, error) {
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return nil, err
+	}
+	cluster, err := env.CreateCluster(ctx, ns, "bench")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := env.CreateWorkloadKubeconfigSecret(ctx, cluster); err != nil {
+		return nil, err
+	}
+	if _, err := env.CreateClusterCA(ctx, cluster); err != nil {
+		return nil, err
+	}
+	if err := env.MarkInfrastructureProvisioned(ctx, cluster); err != nil {
+		return nil, err
+	}
+	if err := env.MarkControlPlaneInitialized(ctx, cluster); err != nil {
+		return nil, err
+	}
+	return cluster, nil
+}
+
+// runThroughput creates n worker Machines (config, infrastructure machine, Machine) at once
+// against a running contender and times until every Machine has
+// status.initialization.bootstrapDataSecretCreated, as Cluster API's Machine controller sets it.
+func runThroughput(ctx context.Context, env *testenv.Environment, fast client.Client, c contender, n int) (throughputResult, error) {
+	res := throughputResult{contender: c.name, n: n}
+	ns := fmt.Sprintf("bench-%s-%d", map[string]string{"cabpi": "cabpi", "CABPK": "cabpk"}[c.name], n)
+	cluster, err := readyCluster(ctx, env, ns)
+	if err != nil {
+		return res, fmt.Errorf("creating the Cluster: %w", err)
+	}
+	stop, err := c.start(ctx, env)
+	if err != nil {
+		return res, fmt.Errorf("starting %s: %w", c.name, err)
+	}
+	defer stop()
+
+	start := time.Now()
+	if err := parallel(n, 32, func(i int) error {
+		name := fmt.Sprintf("w-%04d", i)
+		cfg, ref := c.config(ns, name)
+		if err := fast.Create(ctx, cfg); err != nil {
+			return err
+		}
+		if err := fast.Create(ctx, testenv.NewGenericInfraMachine(ns, name)); err != nil {
+			return err
+		}
+		m := testenv.NewMachine(cluster, name, false)
+		m.Spec.Bootstrap.ConfigRef = ref
+		return fast.Create(ctx, m)
+	}); err != nil {
+		return res, fmt.Errorf("creating Machines: %w", err)
+	}
+	created := time.Since(start)
+
+	// The Machine controller's own cache sees every Machine: counting there costs the API
+	// server nothing.
+	deadline := time.Now().Add(20 * time.Minute)
+	for {
+		machines := &clusterv1.MachineList{}
+		if err := env.Manager.GetCache().List(ctx, machines, client.InNamespace(ns)); err != nil {
+			return res, err
+		}
+		done := 0
+		for _, m := range machines.Items {
+			if ptr.Deref(m.Status.Initialization.BootstrapDataSecretCreated, false) {
+				done++
+			}
+		}
+		if done == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			return res, fmt.Errorf("%s: only %d of %d Machines have bootstrap data after %s", c.name, done, n, time.Since(start))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	res.elapsed = time.Since(start)
+	logf("%s N=%d: %.1fs (creating the objects took %.1fs)", c.name, n, res.elapsed.Seconds(), created.Seconds())
+
+	secret := &corev1.Secret{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w-0000"}, secret); err != nil {
+		return res, fmt.Errorf("reading a data Secret: %w", err)
+	}
+	res.workerBytes = len(secret.Data["value"])
+	return res, nil
+}
+
+// parallel runs fn(0..n-1) on workers goroutines and returns the first error.
+func parallel(n, workers int, fn func(i int) error) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs error
+	)
+	next := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if errs == nil {
+						errs = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return errs
+}
+
+// writeRate measures how many object creations per second the API server takes from an
+// unthrottled client with 32 writers: the ceiling of both contenders.
+func writeRate(ctx context.Context, env *testenv.Environment, fast client.Client) (float64, error) {
+	const n = 2000
+	ns := "bench-write-rate"
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	err := parallel(n, 32, func(i int) error {
+		return fast.Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%05d", i)},
+			Data:       map[string]string{"k": "v"},
+		})
+	})
+	return n / time.Since(start).Seconds(), err
+}
+
+// initBytes renders kubeadm init for the first control-plane Machine of a Cluster whose four
+// certificate key pairs exist (CA, etcd CA, front-proxy CA, service-account key) and returns the
+// size of its bootstrap data.
+func initBytes(ctx context.Context, env *testenv.Environment, fast client.Client, c contender) (int, error) {
+	ns := "bench-init-" + map[string]string{"cabpi": "cabpi", "CABPK": "cabpk"}[c.name]
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return 0, err
+	}
+	cluster, err := env.CreateCluster(ctx, ns, "bench")
+	if err != nil {
+		return 0, err
+	}
+	if _, err := env.CreateWorkloadKubeconfigSecret(ctx, cluster); err != nil {
+		return 0, err
+	}
+	if _, err := env.CreateClusterCertificates(ctx, cluster); err != nil {
+		return 0, err
+	}
+	if err := env.MarkInfrastructureProvisioned(ctx, cluster); err != nil {
+		return 0, err
+	}
+	stop, err := c.start(ctx, env)
+	if err != nil {
+		return 0, err
+	}
+	defer stop()
+	cfg, ref := c.config(ns, "cp-0")
+	if err := fast.Create(ctx, cfg); err != nil {
+		return 0, err
+	}
+	if err := fast.Create(ctx, testenv.NewGenericInfraMachine(ns, "cp-0")); err != nil {
+		return 0, err
+	}
+	m := testenv.NewMachine(cluster, "cp-0", true)
+	m.Spec.Bootstrap.ConfigRef = ref
+	if err := fast.Create(ctx, m); err != nil {
+		return 0, err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		secret := &corev1.Secret{}
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cp-0"}, secret)
+		if err == nil && len(secret.Data["value"]) > 0 {
+			return len(secret.Data["value"]), nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("%s rendered no init data in 2 minutes (last error: %v)", c.name, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
