@@ -32,12 +32,19 @@ func main() {
 	sections := flag.String("sections", "render,admission,throughput,memory", "what to measure, comma-separated")
 	unrelated := flag.Int("unrelated", 10000, "unrelated Secrets and ConfigMaps (each) for the memory measurement")
 	outFile := flag.String("out", "", "write the Markdown report here too (e.g. bench/results.md)")
+	withCABPK := flag.Bool("cabpk", true, "also run Cluster API's kubeadm bootstrap provider")
 	flag.Parse()
+	if !*withCABPK {
+		contenders = []contender{cabpi}
+	}
 	if err := run(*sizes, *sections, *unrelated, *outFile); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
+
+// contenders are the providers measured, cabpi first.
+var contenders = []contender{cabpi, cabpk}
 
 func run(sizeList, sectionList string, unrelated int, outFile string) error {
 	var ns []int
@@ -96,7 +103,7 @@ func run(sizeList, sectionList string, unrelated int, outFile string) error {
 		logf("API server write rate: %.0f creates/s", rep.writeRate)
 		rep.apiServer = env.TestEnv.ControlPlane.APIServer.Path
 
-		for _, c := range []contender{cabpi, cabpk} {
+		for _, c := range contenders {
 			b, err := initBytes(ctx, env, fast, c)
 			if err != nil {
 				// Reported, not fatal: the throughput run is worth having without it.
@@ -107,7 +114,7 @@ func run(sizeList, sectionList string, unrelated int, outFile string) error {
 		}
 		if want["throughput"] {
 			for _, n := range ns {
-				for _, c := range []contender{cabpi, cabpk} {
+				for _, c := range contenders {
 					r, err := runThroughput(ctx, env, fast, c, n)
 					if err != nil {
 						return err

@@ -60,9 +60,21 @@ func (r *report) markdown() string {
 		p("--kubeadmconfig-concurrency 100). Time from the first create until every Machine has")
 		p("`status.initialization.bootstrapDataSecretCreated`. The workload cluster is the same API server.")
 		p("")
-		p("| N | cabpi | CABPK `format: ignition` | ratio | target ≤ 0.5 |")
-		p("|---|---|---|---|---|")
-		for i := 0; i+1 < len(r.throughput); i += 2 {
+		if len(contenders) == 1 {
+			p("| N | cabpi |")
+			p("|---|---|")
+			for _, ours := range r.throughput {
+				p("| %d | %.1f s (%.0f/s) |", ours.n, ours.elapsed.Seconds(), float64(ours.n)/ours.elapsed.Seconds())
+			}
+			p("")
+			p("CABPK not run (`-cabpk=false`).")
+			p("")
+		}
+		if len(contenders) == 2 {
+			p("| N | cabpi | CABPK `format: ignition` | ratio | target ≤ 0.5 |")
+			p("|---|---|---|---|---|")
+		}
+		for i := 0; len(contenders) == 2 && i+1 < len(r.throughput); i += 2 {
 			ours, theirs := r.throughput[i], r.throughput[i+1]
 			ratio := ours.elapsed.Seconds() / theirs.elapsed.Seconds()
 			target := "—"
@@ -83,7 +95,10 @@ func (r *report) markdown() string {
 		p("")
 		p("| config | cabpi | CABPK (Ignition 2.3) | ratio | target |")
 		p("|---|---|---|---|---|")
-		if len(r.throughput) >= 2 {
+		if len(contenders) == 1 && len(r.throughput) > 0 {
+			p("| default worker | %d | not run | | |", r.throughput[0].workerBytes)
+		}
+		if len(contenders) == 2 && len(r.throughput) >= 2 {
 			ours, theirs := r.throughput[0].workerBytes, r.throughput[1].workerBytes
 			p("| default worker | %d | %d | %.2f | ≤ 1.0: %s |", ours, theirs, float64(ours)/float64(theirs), verdict(ours <= theirs))
 		}

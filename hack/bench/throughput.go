@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,8 +18,8 @@ import (
 
 	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	cabpksetup "sigs.k8s.io/cluster-api/bootstrap/kubeadm/setup"
 	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/reconcilers/kubeadmconfig"
+	cabpksetup "sigs.k8s.io/cluster-api/bootstrap/kubeadm/setup"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
@@ -70,8 +71,9 @@ var cabpk = contender{
 			Scheme:                 env.Scheme,
 			Metrics:                metricsserver.Options{BindAddress: "0"},
 			HealthProbeBindAddress: "0",
-			Cache:                  cabpksetup.ManagerCacheOptions(env.Scheme, "kubeadmconfig", "", 10*time.Minute),
-			Client:                 cabpksetup.ManagerClientOptions(),
+			// Informer names must be unique per process: one per CABPK manager of the run.
+			Cache:  cabpksetup.ManagerCacheOptions(env.Scheme, fmt.Sprintf("kubeadmconfig-%d", cabpkRuns.Add(1)), "", 10*time.Minute),
+			Client: cabpksetup.ManagerClientOptions(),
 		}
 		skipNameValidation(&mgrOpts)
 		mgr, err := ctrl.NewManager(cfg, mgrOpts)
@@ -110,6 +112,8 @@ var cabpk = contender{
 			}
 	},
 }
+
+var cabpkRuns atomic.Int32
 
 // skipNameValidation lets the bench run one manager after the other in one process.
 func skipNameValidation(o *ctrl.Options) { o.Controller.SkipNameValidation = ptr.To(true) }
