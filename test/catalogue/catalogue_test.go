@@ -1,8 +1,9 @@
 package catalogue_test
 
 import (
+	"encoding/base64"
 	"fmt"
-	"strings"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -130,7 +131,13 @@ func butaneData(name, doc string) map[string]map[string]string {
 // reconcile-side cases, which the webhook cannot stop (it does not read what contentFrom names,
 // nor the Cluster, nor the Machine created after the config).
 func catalogue() []badInput {
-	big := strings.Repeat("a", 600*1024)
+	// Random text, which gzip cannot shrink below a Secret's limit (file contents are compressed).
+	rnd := rand.New(rand.NewPCG(12, 1))
+	raw := make([]byte, 450*1024)
+	for i := range raw {
+		raw[i] = byte(rnd.Uint32())
+	}
+	big := base64.StdEncoding.EncodeToString(raw)
 	var many []bootstrapv1.File
 	for i := range 201 {
 		many = append(many, file(fmt.Sprintf("/opt/many/%d", i), "x"))
