@@ -55,7 +55,7 @@ func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input
 
 	// The render carries the placeholder token, as long as a real one: what it renders, and
 	// how large it is, is what the real token gives. Nothing is created for data that cannot be.
-	prepared, _, o := renderPrepared(in)
+	prepared, o := renderPrepared(in)
 	if o != nil {
 		return ctrl.Result{}, o, nil
 	}
@@ -94,33 +94,30 @@ func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input
 
 // renderPrepared renders in (carrying the placeholder token) and checks the data fits in a
 // Secret; a non-nil outcome says why not. The result takes the real token with withJoinToken.
-func renderPrepared(in ignition.Input) (*ignition.Prepared, ignition.Output, *outcome) {
+func renderPrepared(in ignition.Input) (*ignition.Prepared, *outcome) {
 	p, err := ignition.Prepare(in)
 	if err != nil {
-		return nil, ignition.Output{}, renderFailed(err)
+		return nil, renderFailed(err)
 	}
-	out := p.Output()
-	if msg := configinput.DataTooLarge(out.Size.Bytes); msg != "" {
-		return nil, out, &outcome{reason: bootstrapv1.DataTooLargeReason, message: msg, requeue: renderErrorRetry, warn: true}
+	if _, o := storable(p.Output(), nil); o != nil {
+		return nil, o
 	}
-	return p, out, nil
+	return p, nil
 }
 
 // withJoinToken puts the real join token into a prepared render.
 func withJoinToken(p *ignition.Prepared, token string) (ignition.Output, *outcome) {
-	out, err := p.WithJoinToken(token)
-	if err != nil {
-		return out, renderFailed(err)
-	}
-	if msg := configinput.DataTooLarge(out.Size.Bytes); msg != "" {
-		return out, &outcome{reason: bootstrapv1.DataTooLargeReason, message: msg, requeue: renderErrorRetry, warn: true}
-	}
-	return out, nil
+	return storable(p.WithJoinToken(token))
 }
 
 // renderStorable renders in and checks the data fits in a Secret; a non-nil outcome says why not.
 func renderStorable(in ignition.Input) (ignition.Output, *outcome) {
-	out, err := ignition.Render(in)
+	return storable(ignition.Render(in))
+}
+
+// storable turns a render's result into an outcome: why it failed, or why its data does not
+// fit in a Secret; nil when it can be stored.
+func storable(out ignition.Output, err error) (ignition.Output, *outcome) {
 	if err != nil {
 		return out, renderFailed(err)
 	}

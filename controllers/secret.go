@@ -57,8 +57,9 @@ func (r *Reconciler) getDataSecret(ctx context.Context, config *bootstrapv1.Igni
 	// label): a delivered config costs no API read. A miss is asked again of the API server: a
 	// Secret restored without the label is not in the cache, a new one may not be there yet.
 	err := r.SecretCachingClient.Get(ctx, key, secret)
+	wholeFromAPI := false
 	if apierrors.IsNotFound(err) {
-		err = r.Client.Get(ctx, key, secret)
+		err, wholeFromAPI = r.Client.Get(ctx, key, secret), true
 	}
 	if err != nil {
 		if apierrors.IsNotFound(err) {
@@ -75,15 +76,18 @@ func (r *Reconciler) getDataSecret(ctx context.Context, config *bootstrapv1.Igni
 		return nil, fmt.Errorf("%w: Secret %s is controlled by %s %s, not by this IgnitionConfig: delete or rename it",
 			errDataSecretConflict, key, ctl.Kind, ctl.Name)
 	}
-	// Adoption looks at the data: read it whole from the API server.
-	if err := r.Client.Get(ctx, key, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
+	// Adoption looks at the data, which the cache does not keep: read it whole from the API
+	// server, unless that is where it came from.
+	if !wholeFromAPI {
+		if err := r.Client.Get(ctx, key, secret); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("getting data Secret %s: %w", key, err)
 		}
-		return nil, fmt.Errorf("getting data Secret %s: %w", key, err)
-	}
-	if ctl := metav1.GetControllerOf(secret); ctl != nil {
-		return nil, fmt.Errorf("data Secret %s got controller %s %s while being read, retrying", key, ctl.Kind, ctl.Name)
+		if ctl := metav1.GetControllerOf(secret); ctl != nil {
+			return nil, fmt.Errorf("data Secret %s got controller %s %s while being read, retrying", key, ctl.Kind, ctl.Name)
+		}
 	}
 	if why := notOurs(secret); why != "" {
 		return nil, fmt.Errorf("%w: Secret %s has no controller but is not bootstrap data of this kind (%s): delete or rename it",

@@ -38,7 +38,7 @@ func (t *tokenExpiries) forget(cluster client.ObjectKey, id string) {
 	delete(t.m, tokenKey{cluster, id})
 }
 
-// freshUntil is the expiration remembered for the token, zero when none.
+// get is the expiration remembered for the token, zero when none.
 func (t *tokenExpiries) get(cluster client.ObjectKey, id string) time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()

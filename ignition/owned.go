@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	exptypes "github.com/coreos/ignition/v2/config/v3_7_experimental/types"
-	"github.com/vincent-petithory/dataurl"
 )
 
 // Where systemd finds the provider's unit. Ignition writes the unit and its drop-ins under
@@ -291,22 +290,16 @@ func resourceContent(r exptypes.Resource) (content []byte, unreadable string) {
 	if r.Source == nil || *r.Source == "" {
 		return nil, ""
 	}
-	u, err := dataurl.DecodeString(*r.Source)
-	if err != nil {
-		return nil, "the source is not a data URL"
-	}
-	if r.Compression == nil || *r.Compression == "" {
-		return u.Data, ""
-	}
-	if *r.Compression != compressionGzip {
-		return nil, fmt.Sprintf("unknown compression %q", *r.Compression)
-	}
-	content, err = gunzip(u.Data, maxPresetBytes)
+	content, err := decodeResource(*r.Source, r.Compression, maxPresetBytes)
 	switch {
+	case errors.Is(err, errNotDataURL):
+		return nil, errNotDataURL.Error()
 	case errors.Is(err, errTooLarge):
 		return nil, fmt.Sprintf("more than %d bytes decompressed", maxPresetBytes)
-	case err != nil:
+	case errors.Is(err, errNotGzip):
 		return nil, "the gzip data is not valid"
+	case err != nil: // an unknown compression
+		return nil, err.Error()
 	}
 	return content, ""
 }

@@ -39,7 +39,7 @@ func Unwrap(data []byte) ([]byte, error) {
 	if replace.Source == nil || *replace.Source == "" {
 		return data, nil
 	}
-	config, err := decodeResource(*replace.Source, replace.Compression)
+	config, err := decodeResource(*replace.Source, replace.Compression, maxReadBytes)
 	if err != nil {
 		return nil, fmt.Errorf("reading ignition.config.replace: %w", err)
 	}
@@ -82,7 +82,7 @@ func readFile(f exptypes.File) (content []byte, readable bool, err error) {
 		if !strings.HasPrefix(*r.Source, "data:") {
 			return nil, false, nil
 		}
-		part, err := decodeResource(*r.Source, r.Compression)
+		part, err := decodeResource(*r.Source, r.Compression, maxReadBytes)
 		if err != nil {
 			return nil, false, err
 		}
@@ -91,11 +91,15 @@ func readFile(f exptypes.File) (content []byte, readable bool, err error) {
 	return content, readable, nil
 }
 
-// decodeResource decodes a data URL, gunzipping it when compression says gzip.
-func decodeResource(source string, compression *string) ([]byte, error) {
+// errNotDataURL says a resource's source is not a data URL.
+var errNotDataURL = errors.New("the source is not a data URL")
+
+// decodeResource decodes a data URL, gunzipping it when compression says gzip, to at most limit
+// bytes (errTooLarge beyond).
+func decodeResource(source string, compression *string, limit int64) ([]byte, error) {
 	u, err := dataurl.DecodeString(source)
 	if err != nil {
-		return nil, fmt.Errorf("not a data URL: %w", err)
+		return nil, fmt.Errorf("%w: %w", errNotDataURL, err)
 	}
 	if compression == nil || *compression == "" {
 		return u.Data, nil
@@ -103,21 +107,25 @@ func decodeResource(source string, compression *string) ([]byte, error) {
 	if *compression != compressionGzip {
 		return nil, fmt.Errorf("unknown compression %q", *compression)
 	}
-	return gunzip(u.Data, maxReadBytes)
+	return gunzip(u.Data, limit)
 }
 
-// errTooLarge says decompressed data is over the limit it is read with.
-var errTooLarge = errors.New("too large decompressed")
+// errTooLarge says decompressed data is over the limit it is read with; errNotGzip that it
+// does not decompress.
+var (
+	errTooLarge = errors.New("too large decompressed")
+	errNotGzip  = errors.New("not gzip data")
+)
 
 // gunzip decompresses data, refusing more than limit bytes.
 func gunzip(data []byte, limit int64) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
-		return nil, fmt.Errorf("not gzip data: %w", err)
+		return nil, fmt.Errorf("%w: %w", errNotGzip, err)
 	}
 	out, err := io.ReadAll(io.LimitReader(zr, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("not gzip data: %w", err)
+		return nil, fmt.Errorf("%w: %w", errNotGzip, err)
 	}
 	if int64(len(out)) > limit {
 		return nil, fmt.Errorf("more than %d bytes: %w", limit, errTooLarge)

@@ -26,6 +26,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	capisetup "sigs.k8s.io/cluster-api/core/setup"
 	"sigs.k8s.io/cluster-api/feature"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
@@ -236,7 +237,8 @@ func NewClusterCache(ctx context.Context, mgr ctrl.Manager, opts Options) (clust
 // the webhooks. Tests and the demo call it with a ClusterCache they share with Cluster API's
 // own controllers.
 func SetupControllers(ctx context.Context, mgr ctrl.Manager, cc clustercache.ClusterCache, opts Options) error {
-	secretCachingClient, err := secretcache.NewClient(mgr)
+	// Reads through the manager's cache, Secrets included (Cluster API's helper; CABPK does the same).
+	secretCachingClient, err := capisetup.CreateSecretCachingClient(mgr)
 	if err != nil {
 		return fmt.Errorf("creating the Secret caching client: %w", err)
 	}

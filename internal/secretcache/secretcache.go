@@ -1,16 +1,15 @@
-// Package secretcache configures the manager's one cache of Secrets and the client that reads
-// through it. Like Cluster API's own managers, only Secrets carrying the cluster-name label are
-// cached (data Secrets and cluster certificates), so unrelated Secrets of the management
-// cluster cost no memory; everything else is read from the API server.
+// Package secretcache configures the manager's one cache of Secrets. Like Cluster API's own
+// managers, only Secrets carrying the cluster-name label are cached (data Secrets and cluster
+// certificates), so unrelated Secrets of the management cluster cost no memory; everything else
+// is read from the API server. The configuration is CABPK's (bootstrap/kubeadm/setup), which
+// cannot be taken from there without its informer naming, which allows one manager per process.
 package secretcache
 
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/secret"
@@ -18,7 +17,7 @@ import (
 
 // ByObject is the cache configuration of Secrets: those with the cluster-name label, with the
 // data kept only for Cluster API's purpose Secrets (<cluster>-ca, -etcd, -proxy, -sa,
-// -kubeconfig, ...), which are read for their content. Data Secrets are cached for their
+// -kubeconfig, ...), which are read for their content, as CABPK's. Data Secrets are cached for their
 // metadata only (existence, controller, token annotation): 1,000 of them cost a few hundred KiB.
 func ByObject() cache.ByObject {
 	hasCluster, err := labels.NewRequirement(clusterv1.ClusterNameLabel, selection.Exists, nil)
@@ -37,16 +36,4 @@ func ByObject() cache.ByObject {
 			return in, nil
 		},
 	}
-}
-
-// NewClient returns a client whose reads go to the manager's cache, Secrets included (the
-// manager's own client reads Secrets from the API server). Readers fall back to the API server
-// on a miss: a Secret without the cluster-name label is never in the cache.
-func NewClient(mgr ctrl.Manager) (client.Client, error) {
-	return client.New(mgr.GetConfig(), client.Options{
-		Scheme:     mgr.GetScheme(),
-		Mapper:     mgr.GetRESTMapper(),
-		HTTPClient: mgr.GetHTTPClient(),
-		Cache:      &client.CacheOptions{Reader: mgr.GetCache()},
-	})
 }
