@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
@@ -71,8 +72,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 				"Waiting for the Cluster's control plane to be initialized (condition ControlPlaneInitialized)")
 			return ctrl.Result{RequeueAfter: waitRequeue}, nil
 		}
-		// The control plane is up: the init lock, if any, is no longer needed.
-		r.initLock.Unlock(ctx, s.cluster)
+		r.releaseInitLock(ctx, s.cluster)
 		return r.reconcileJoin(ctx, s, role)
 	}
 }
@@ -157,4 +157,16 @@ func (r *Reconciler) reportStored(ctx context.Context, s *scope, out ignition.Ou
 		Reason: bootstrapv1.OverPlatformLimitReason, Message: bounded(msg, maxConditionMessage),
 	})
 	r.warn(s.config, bootstrapv1.OverPlatformLimitReason, msg)
+}
+
+// releaseInitLock drops the Cluster's init lock, if any, once its control plane is up. A lock
+// is taken only while the control plane is not initialized, so once it is found gone this
+// manager does not look again for that Cluster.
+func (r *Reconciler) releaseInitLock(ctx context.Context, cluster *clusterv1.Cluster) {
+	if _, done := r.unlocked.Load(cluster.UID); done {
+		return
+	}
+	if r.initLock.Unlock(ctx, cluster) {
+		r.unlocked.Store(cluster.UID, struct{}{})
+	}
 }

@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"sigs.k8s.io/cluster-api/feature"
 
@@ -33,7 +35,11 @@ func main() {
 	unrelated := flag.Int("unrelated", 10000, "unrelated Secrets and ConfigMaps (each) for the memory measurement")
 	outFile := flag.String("out", "", "write the Markdown report here too (e.g. bench/results.md)")
 	withCABPK := flag.Bool("cabpk", true, "also run Cluster API's kubeadm bootstrap provider")
+	flag.BoolVar(&verbose, "v", false, "log the managers' output and their request counts to stderr")
 	flag.Parse()
+	if verbose {
+		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	}
 	if !*withCABPK {
 		contenders = []contender{cabpi}
 	}
@@ -42,6 +48,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// verbose is -v.
+var verbose bool
 
 // contenders are the providers measured, cabpi first.
 var contenders = []contender{cabpi, cabpk}

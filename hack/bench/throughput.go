@@ -44,6 +44,7 @@ var cabpi = contender{
 		opts.WebhookPort, opts.MetricsBindAddress, opts.HealthProbeAddress = 0, "0", "0"
 		cfg := rest.CopyConfig(env.Config)
 		cfg.QPS, cfg.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
+		requests["cabpi"].wrap(cfg)
 		mgr, err := manager.NewManager(cfg, opts, skipNameValidation)
 		if err != nil {
 			return nil, err
@@ -67,6 +68,7 @@ var cabpk = contender{
 	start: func(ctx context.Context, env *testenv.Environment) (func(), error) {
 		cfg := rest.CopyConfig(env.Config)
 		cfg.QPS, cfg.Burst = 100, 200
+		requests["CABPK"].wrap(cfg)
 		mgrOpts := ctrl.Options{
 			Scheme:                 env.Scheme,
 			Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -226,6 +228,9 @@ func runThroughput(ctx context.Context, env *testenv.Environment, fast client.Cl
 	}
 	res.elapsed = time.Since(start)
 	logf("%s N=%d: %.1fs (creating the objects took %.1fs)", c.name, n, res.elapsed.Seconds(), created.Seconds())
+	if verbose {
+		logf("%s management-cluster requests until then:\n%s", c.name, requests[c.name].summary(n))
+	}
 
 	secret := &corev1.Secret{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w-0000"}, secret); err != nil {

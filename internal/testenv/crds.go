@@ -84,8 +84,15 @@ func AddContractLabel(crd *apiextensionsv1.CustomResourceDefinition) {
 	crd.Labels[ContractLabel] = strings.Join(versions, "_")
 }
 
-func capiCRDPaths(capiDir string, kubeadm, kubeadmControlPlane bool) []string {
-	paths := []string{filepath.Join(capiDir, "core", "config", "crd", "bases")}
+func capiCRDPaths(capiDir string) []string {
+	return []string{filepath.Join(capiDir, "core", "config", "crd", "bases")}
+}
+
+// capiProviderCRDPaths are the CRDs of Cluster API's own kubeadm providers, when asked for.
+// Their bases lack the contract label as ours do (kustomize adds it in a release), so they are
+// read through readCRDsWithContractLabel: without it a Machine cannot resolve a KubeadmConfig.
+func capiProviderCRDPaths(capiDir string, kubeadm, kubeadmControlPlane bool) []string {
+	var paths []string
 	if kubeadm {
 		paths = append(paths, filepath.Join(capiDir, "bootstrap", "kubeadm", "config", "crd", "bases"))
 	}

@@ -230,6 +230,13 @@ func Start(ctx context.Context, opts Options) (_ *Environment, retErr error) {
 		return nil, err
 	}
 	crds := append(genericCRDs(), ownCRDs...)
+	if providerPaths := capiProviderCRDPaths(capiDir, opts.KubeadmCRDs, opts.KubeadmControlPlaneCRDs); len(providerPaths) > 0 {
+		providerCRDs, err := readCRDsWithContractLabel(providerPaths)
+		if err != nil {
+			return nil, err
+		}
+		crds = append(crds, providerCRDs...)
+	}
 	crds = append(crds, opts.AdditionalCRDs...)
 
 	logV := 0
@@ -239,7 +246,7 @@ func Start(ctx context.Context, opts Options) (_ *Environment, retErr error) {
 	te := &envtest.Environment{
 		Scheme:                   scheme,
 		CRDs:                     crds,
-		CRDDirectoryPaths:        append(capiCRDPaths(capiDir, opts.KubeadmCRDs, opts.KubeadmControlPlaneCRDs), opts.AdditionalCRDPaths...),
+		CRDDirectoryPaths:        append(capiCRDPaths(capiDir), opts.AdditionalCRDPaths...),
 		ErrorIfCRDPathMissing:    true,
 		BinaryAssetsDirectory:    assets,
 		AttachControlPlaneOutput: logV >= 6,
