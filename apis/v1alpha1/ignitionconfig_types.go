@@ -45,9 +45,11 @@ const DataSecretFormat = "ignition"
 
 // IgnitionConfigSpec is the desired bootstrap data of one Machine (or MachinePool).
 //
-// Fields are "immutable in effect" once status.initialization.dataSecretCreated is true: the
-// controller does not re-render the data of a Machine that already has it (Cluster API contract,
-// in-place changes). Change a MachineDeployment's template to roll out new data.
+// Until the owner starts provisioning (no spec.providerID, infrastructure not provisioned), a
+// change to the spec or to anything it references renders the data again in place, with the
+// same join token (status.dataInputsHash). After that the data is never changed (Cluster API
+// contract, in-place changes): change a MachineDeployment's template to roll out new data.
+// +kubebuilder:validation:XValidation:rule="!(has(self.butane) && has(self.containerLinuxConfig))",message="set butane or containerLinuxConfig, not both"
 type IgnitionConfigSpec struct {
 	// variant is the OS family: flatcar (default) or fcos. The butane snippet must use the same variant.
 	// +optional
@@ -102,6 +104,15 @@ type IgnitionConfigSpec struct {
 	// +optional
 	Butane ButaneSpec `json:"butane,omitempty,omitzero"`
 
+	// containerLinuxConfig is the provisioning part in the legacy Container Linux Config form
+	// (what CABPK's ignition.containerLinuxConfig.additionalConfig takes), for configs carried
+	// over from CABPK. It is transpiled to Ignition 2.3 with Flatcar's
+	// container-linux-config-transpiler, translated to the output's 3.x version, and merged as a
+	// butane snippet is, under the same rules (owned paths, error locations). Set butane or
+	// containerLinuxConfig, not both. New configs should use butane.
+	// +optional
+	ContainerLinuxConfig ContainerLinuxConfigSpec `json:"containerLinuxConfig,omitempty,omitzero"`
+
 	// files are written to the node before kubeadm runs.
 	// +optional
 	// +listType=map
@@ -120,6 +131,80 @@ type IgnitionConfigSpec struct {
 	// +kubebuilder:validation:MaxItems=1000
 	// +kubebuilder:validation:items:MaxLength=10240
 	PostKubeadmCommands []string `json:"postKubeadmCommands,omitempty"`
+
+	// users are created on the node by Ignition (passwd.users), as KubeadmConfig's users are by
+	// cloud-init. A user's password hash may come from a Secret (passwordHashFrom, like
+	// KubeadmConfig's passwdFrom), so it is not kept in the spec.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=100
+	Users []User `json:"users,omitempty"`
+
+	// verbosity is kubeadm's --v for init and join (KubeadmConfig's verbosity).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	Verbosity *int32 `json:"verbosity,omitempty"`
+}
+
+// User is a user Ignition creates (passwd.users), with KubeadmConfig's field names where Ignition
+// has the same notion. Sudo rules are files (spec.files under /etc/sudoers.d/).
+// +kubebuilder:validation:XValidation:rule="!(has(self.passwordHash) && has(self.passwordHashFrom))",message="set either passwordHash or passwordHashFrom, not both"
+type User struct {
+	// name is the user's login name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_.-]*[$]?$`
+	Name string `json:"name"`
+
+	// gecos is the user's comment field.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Gecos string `json:"gecos,omitempty"`
+
+	// homeDir is the user's home directory (default /home/<name>).
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^/`
+	HomeDir string `json:"homeDir,omitempty"`
+
+	// shell is the user's login shell.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^/`
+	Shell string `json:"shell,omitempty"`
+
+	// primaryGroup is the user's primary group (default: a group named like the user).
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	PrimaryGroup string `json:"primaryGroup,omitempty"`
+
+	// groups are supplementary groups the user is added to (they must exist on the node).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=32
+	Groups []string `json:"groups,omitempty"`
+
+	// passwordHash is the user's password hash as crypt(3) writes it ("$6$..."). Prefer
+	// passwordHashFrom: a spec is readable by anyone who can read the config.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	PasswordHash string `json:"passwordHash,omitempty"`
+
+	// passwordHashFrom reads the password hash from a Secret key in the config's namespace
+	// (KubeadmConfig's passwdFrom).
+	// +optional
+	PasswordHashFrom *FileSource `json:"passwordHashFrom,omitempty"`
+
+	// sshAuthorizedKeys are added to the user's authorized keys.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=10240
+	SSHAuthorizedKeys []string `json:"sshAuthorizedKeys,omitempty"`
 }
 
 // MetadataPlatform is a platform whose metadata service can name the node.
@@ -171,6 +256,24 @@ type ButaneSpec struct {
 	Strict bool `json:"strict,omitempty"`
 }
 
+// ContainerLinuxConfigSpec is a legacy Container Linux Config document (YAML), inline or from a
+// key of a Secret or ConfigMap in the config's namespace.
+// +kubebuilder:validation:XValidation:rule="!(has(self.inline) && has(self.contentFrom))",message="set either inline or contentFrom, not both"
+type ContainerLinuxConfigSpec struct {
+	// inline is the Container Linux Config document (YAML).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1048576
+	Inline string `json:"inline,omitempty"`
+
+	// contentFrom reads the document from a Secret or ConfigMap key.
+	// +optional
+	ContentFrom *ButaneSource `json:"contentFrom,omitempty"`
+
+	// strict makes transpiler and translation warnings errors (CABPK's containerLinuxConfig.strict).
+	// +optional
+	Strict bool `json:"strict,omitempty"`
+}
+
 // ButaneSource names exactly one Secret or ConfigMap key.
 // +kubebuilder:validation:XValidation:rule="has(self.secret) != has(self.configMap)",message="set exactly one of secret or configMap"
 type ButaneSource struct {
@@ -196,10 +299,27 @@ type KeyReference struct {
 	Key string `json:"key"`
 }
 
-// File is a file written by Ignition before kubeadm runs. Field names follow KubeadmConfig's
-// files so they can be copied over (encoding and append are not supported: Ignition writes
-// files whole, and the provider picks the encoding, compressing only where spec.platform allows).
+// FileEncoding is how a file's content is encoded in the spec (KubeadmConfig's encodings).
+// +kubebuilder:validation:Enum=base64;gzip;gzip+base64
+type FileEncoding string
+
+const (
+	// FileEncodingBase64: the content is base64; the node gets the decoded bytes.
+	FileEncodingBase64 FileEncoding = "base64"
+	// FileEncodingGzip: the content is gzip data; the node gets it decompressed. Only with
+	// contentFrom (a Secret holds bytes; a spec string cannot hold gzip).
+	FileEncodingGzip FileEncoding = "gzip"
+	// FileEncodingGzipBase64: the content is base64 of gzip data; the node gets it decoded and
+	// decompressed.
+	FileEncodingGzipBase64 FileEncoding = "gzip+base64"
+)
+
+// File is a file written by Ignition before kubeadm runs. Field names and meanings follow
+// KubeadmConfig's files so they can be copied over. How the data is carried to the node is the
+// provider's choice (compressed only where spec.platform allows); encoding only says how the
+// content here is to be read.
 // +kubebuilder:validation:XValidation:rule="has(self.content) != has(self.contentFrom)",message="set exactly one of content or contentFrom"
+// +kubebuilder:validation:XValidation:rule="!has(self.encoding) || self.encoding != 'gzip' || has(self.contentFrom)",message="encoding gzip needs contentFrom: inline content cannot hold gzip bytes; use gzip+base64"
 type File struct {
 	// path is the absolute path of the file on the node.
 	// +required
@@ -227,6 +347,16 @@ type File struct {
 	// contentFrom reads the content from a Secret key in the config's namespace.
 	// +optional
 	ContentFrom *FileSource `json:"contentFrom,omitempty"`
+
+	// encoding says how content (or the Secret key's value) is encoded: base64, gzip or
+	// gzip+base64. The node gets the decoded bytes. Empty means plain text.
+	// +optional
+	Encoding FileEncoding `json:"encoding,omitempty"`
+
+	// append adds the content to the end of the file instead of replacing it (Ignition's
+	// append), for files the OS image already has.
+	// +optional
+	Append bool `json:"append,omitempty"`
 }
 
 // FileSource is where a file's content comes from.
@@ -262,6 +392,15 @@ type IgnitionConfigStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// dataInputsHash is a hash of every input that shaped the data in the data Secret: the spec,
+	// the referenced Secret and ConfigMap keys, the cluster CA, the control-plane endpoint and
+	// the Kubernetes version. While the owner has not started provisioning (no
+	// spec.providerID, infrastructure not provisioned), a change of any of them renders the
+	// data again in place; after that the data is never changed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	DataInputsHash string `json:"dataInputsHash,omitempty"`
 }
 
 // IgnitionConfigInitializationStatus provides observations of the initialization process.
