@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -147,16 +148,44 @@ func (r *Reconciler) reportStored(ctx context.Context, s *scope, out ignition.Ou
 	ctrl.LoggerFrom(ctx).Info("Rendered bootstrap data", "role", s.role(), "platform", platform,
 		"ignitionVersion", out.SpecVersion, "bytes", out.Size.Bytes, "gzipBytes", out.Size.GzipBytes,
 		"compressed", out.Size.Compressed, "wrapped", out.Size.Wrapped)
-	msg := configinput.OverPlatformLimit(out, platform)
-	if msg == "" {
+	overLimit := configinput.OverPlatformLimit(out, platform)
+	warnings := warningsMessage(out.Warnings)
+	reason := bootstrapv1.DataSecretAvailableReason
+	switch {
+	case overLimit != "":
+		reason = bootstrapv1.OverPlatformLimitReason
+	case warnings != "":
+		reason = bootstrapv1.RenderedWithWarningsReason
+	}
+	if reason == bootstrapv1.DataSecretAvailableReason {
 		setDataSecretTrue(s.config)
 		return
 	}
+	msg := strings.TrimSpace(overLimit + "\n" + warnings)
 	conditions.Set(s.config, metav1.Condition{
 		Type: bootstrapv1.DataSecretAvailableCondition, Status: metav1.ConditionTrue,
-		Reason: bootstrapv1.OverPlatformLimitReason, Message: bounded(msg, maxConditionMessage),
+		Reason: reason, Message: bounded(msg, maxConditionMessage),
 	})
-	r.warn(s.config, bootstrapv1.OverPlatformLimitReason, msg)
+	if overLimit != "" {
+		r.warn(s.config, bootstrapv1.OverPlatformLimitReason, overLimit)
+	}
+	if warnings != "" {
+		r.warn(s.config, bootstrapv1.RenderedWithWarningsReason, warnings)
+	}
+}
+
+// warningsMessage lists a render's warnings for a condition message and an event, one per
+// line; "" for none. Warnings name keys and places in the user's documents, never values.
+func warningsMessage(warnings []ignition.Warning) string {
+	if len(warnings) == 0 {
+		return ""
+	}
+	lines := make([]string, 0, len(warnings)+1)
+	lines = append(lines, fmt.Sprintf("Rendered with %d warning(s) (strict makes them errors):", len(warnings)))
+	for _, w := range warnings {
+		lines = append(lines, "spec."+w.String())
+	}
+	return strings.Join(lines, "\n")
 }
 
 // releaseInitLock drops the Cluster's init lock, if any, once its control plane is up. A lock

@@ -8,7 +8,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
@@ -49,4 +51,32 @@ func TestDockerPlatformDataIsUncompressed(t *testing.T) {
 	capd, _ := dataSecret(t, f.ns, "capd")
 	assert.Contains(t, string(plain.Data["value"]), `"compression":"gzip"`)
 	assert.NotContains(t, string(capd.Data["value"]), "compression")
+}
+
+// A Butane key that is not known is dropped by Butane: the data is stored (not strict), and
+// DataSecretAvailable (True, RenderedWithWarnings) and a warning event say where it was.
+func TestButaneWarningsAreShownOnTheCondition(t *testing.T) {
+	ctx := t.Context()
+	f := newCluster(t, clusterSetup{})
+	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{Butane: bootstrapv1.ButaneSpec{
+		Inline: "variant: flatcar\nversion: 1.0.0\nstorage:\n  filez:\n  - path: /etc/motd\n"}})
+	c := waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.RenderedWithWarningsReason)
+	assert.Contains(t, c.Message, "spec.butane: line 4, column 3: unused key filez")
+	_, ok := dataSecret(t, f.ns, "w0")
+	require.True(t, ok, "warnings do not stop the data")
+	waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		list := &eventsv1.EventList{}
+		if !assert.NoError(c, env.Client.List(ctx, list, client.InNamespace(f.ns))) {
+			return
+		}
+		found := false
+		for _, e := range list.Items {
+			if e.Regarding.Name == "w0" && e.Reason == bootstrapv1.RenderedWithWarningsReason {
+				found = true
+				assert.Contains(c, e.Note, "unused key filez")
+			}
+		}
+		assert.True(c, found, "a warning event names the warning")
+	}, eventually, tick)
 }

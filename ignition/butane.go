@@ -32,6 +32,8 @@ type snippet struct {
 	version string
 	// config is json parsed at the newest spec, for looking at what it writes.
 	config exptypes.Config
+	// warnings are the translation's warnings (none under strict: they are errors there).
+	warnings []Warning
 }
 
 // ValidateButane translates the Butane document doc and checks it the way Render does: it must
@@ -90,6 +92,7 @@ func translateButane(variant Variant, doc string, strict, compress bool) (*snipp
 	if strict && hasWarnings(rpt) {
 		return nil, butaneReportError(rpt, errors.New("warnings are errors in strict mode"))
 	}
+	warnings := reportWarnings(butaneField, rpt)
 
 	var emitted struct {
 		Ignition struct {
@@ -110,7 +113,7 @@ func translateButane(variant Variant, doc string, strict, compress bool) (*snipp
 		return nil, errorf(ErrInvalidButane, butaneField, "the Ignition config Butane emitted does not parse: %v: %s",
 			err, strings.TrimSpace(rpt.String()))
 	}
-	s := &snippet{json: out, version: emitted.Ignition.Version, config: cfg}
+	s := &snippet{json: out, version: emitted.Ignition.Version, config: cfg, warnings: warnings}
 	if ierr := checkSnippet(s, nil); ierr != nil {
 		return nil, ierr
 	}

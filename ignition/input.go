@@ -112,6 +112,9 @@ type Output struct {
 	SpecVersion string
 	// Size reports the size of Data against the platform's user-data limit.
 	Size SizeReport
+	// Warnings are what the input's documents were warned about (e.g. a key Butane does not
+	// know and dropped); none with strict, where they are errors.
+	Warnings []Warning
 }
 
 // SizeReport is the weight of the rendered data.

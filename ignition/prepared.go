@@ -28,7 +28,7 @@ func Prepare(in Input) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := finish(m.target, m.data, in.Compress, in.SizeLimit)
+	out, err := finish(m.target, m.data, in.Compress, in.SizeLimit, m.warnings)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (p *Prepared) WithJoinToken(token string) (Output, error) {
 	if data, err = normalize(data); err != nil {
 		return Output{}, err
 	}
-	return finish(p.merged.target, data, in.Compress, in.SizeLimit)
+	return finish(p.merged.target, data, in.Compress, in.SizeLimit, p.merged.warnings)
 }
 
 // fileEntry is the index of the storage.files entry at path in a decoded config.

@@ -33,7 +33,7 @@ func render(in *Input) (Output, *Error, error) {
 	if ierr != nil || err != nil {
 		return Output{}, ierr, err
 	}
-	out, err := finish(m.target, m.data, in.Compress, in.SizeLimit)
+	out, err := finish(m.target, m.data, in.Compress, in.SizeLimit, m.warnings)
 	return out, nil, err
 }
 
@@ -45,6 +45,7 @@ type merged struct {
 	kubeVersion semver.Version
 	metadata    *metadataSource
 	generated   []ownedFile
+	warnings    []Warning
 }
 
 // mergeInput checks the input, builds the provider's config, translates the snippet and merges
@@ -81,6 +82,7 @@ func mergeInput(in *Input) (*merged, *Error, error) {
 	}
 	var emitted string
 	var snippetJSON []byte
+	var warnings []Warning
 	if snip != nil {
 		if ierr := checkSnippet(snip, ownedFilePaths(provider)); ierr != nil {
 			return nil, ierr, nil
@@ -88,7 +90,7 @@ func mergeInput(in *Input) (*merged, *Error, error) {
 		if ierr := checkSnippetAgainstFiles(snip, in.Files); ierr != nil {
 			return nil, ierr, nil
 		}
-		emitted, snippetJSON = snip.version, snip.json
+		emitted, snippetJSON, warnings = snip.version, snip.json, snip.warnings
 	}
 	target, ierr := targetIgnitionVersion(in.Variant, emitted, in.IgnitionVersion)
 	if ierr != nil {
@@ -116,14 +118,15 @@ func mergeInput(in *Input) (*merged, *Error, error) {
 	if ierr != nil {
 		return nil, ierr, nil
 	}
-	return &merged{target: target, data: data, kubeVersion: kubeVersion, metadata: metadata, generated: generated}, nil, nil
+	return &merged{target: target, data: data, kubeVersion: kubeVersion, metadata: metadata, generated: generated,
+		warnings: warnings}, nil, nil
 }
 
 // finish turns a merged, validated config into the output: wrapped where compression is allowed,
 // the config is over the limit and the wrapper is smaller, and weighed. It is the last step of
 // every render, after which the data may not be changed byte by byte: a wrapper and gzipped
 // contents have no text to replace.
-func finish(target string, config []byte, compress bool, limit int) (Output, error) {
+func finish(target string, config []byte, compress bool, limit int, warnings []Warning) (Output, error) {
 	data := config
 	size := SizeReport{Limit: limit, Compressed: compress, UnwrappedBytes: len(config)}
 	if compress && limit > 0 && len(config) > limit {
@@ -138,5 +141,5 @@ func finish(target string, config []byte, compress bool, limit int) (Output, err
 		}
 	}
 	size.Bytes, size.GzipBytes = len(data), len(gzipBytes(data))
-	return Output{Data: data, SpecVersion: target, Size: size}, nil
+	return Output{Data: data, SpecVersion: target, Size: size, Warnings: warnings}, nil
 }

@@ -87,8 +87,9 @@ func validateBounded(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec, p *fiel
 				done <- result{panic: fmt.Sprintf("%v\n%s", r, debug.Stack())}
 			}
 		}()
-		done <- result{errs: validateSpec(specCheck{spec: work, path: p, controlPlane: controlPlane,
-			kubernetesVersion: configinput.DefaultKubernetesVersion})}
+		errs, _ := validateSpec(specCheck{spec: work, path: p, controlPlane: controlPlane,
+			kubernetesVersion: configinput.DefaultKubernetesVersion})
+		done <- result{errs: errs}
 	}()
 	select {
 	case r := <-done:

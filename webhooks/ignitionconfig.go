@@ -91,13 +91,14 @@ func defaultSpec(spec *bootstrapv1.IgnitionConfigSpec) {
 func (w *IgnitionConfigWebhook) ValidateCreate(ctx context.Context, c *bootstrapv1.IgnitionConfig) (admission.Warnings, error) {
 	owner := w.owner(ctx, c)
 	errs := owner.errs
-	errs = append(errs, validateSpec(specCheck{
+	specErrs, warnings := validateSpec(specCheck{
 		spec:              &c.Spec,
 		path:              field.NewPath("spec"),
 		controlPlane:      owner.controlPlane || isControlPlane(c.Labels),
 		kubernetesVersion: owner.version,
-	})...)
-	return nil, invalid(bootstrapv1.GroupVersion.WithKind("IgnitionConfig").GroupKind(), c.Name, errs)
+	})
+	errs = append(errs, specErrs...)
+	return warnings, invalid(bootstrapv1.GroupVersion.WithKind("IgnitionConfig").GroupKind(), c.Name, errs)
 }
 
 // ValidateUpdate implements admission.Validator.
@@ -110,12 +111,13 @@ func (w *IgnitionConfigWebhook) ValidateUpdate(ctx context.Context, oldObj, newO
 	if created := oldObj.Status.Initialization.DataSecretCreated; created != nil && *created {
 		warnings = append(warnings, changeAfterDataWarning(newObj.Name, owner.machinePool))
 	}
-	errs := validateSpec(specCheck{
+	errs, renderWarnings := validateSpec(specCheck{
 		spec:              &newObj.Spec,
 		path:              field.NewPath("spec"),
 		controlPlane:      owner.controlPlane || isControlPlane(newObj.Labels),
 		kubernetesVersion: owner.version,
 	})
+	warnings = append(warnings, renderWarnings...)
 	return warnings, invalid(bootstrapv1.GroupVersion.WithKind("IgnitionConfig").GroupKind(), newObj.Name, errs)
 }
 

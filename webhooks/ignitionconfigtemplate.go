@@ -48,7 +48,8 @@ var _ admission.Validator[*bootstrapv1.IgnitionConfigTemplate] = &IgnitionConfig
 
 // ValidateCreate implements admission.Validator.
 func (w *IgnitionConfigTemplateWebhook) ValidateCreate(_ context.Context, t *bootstrapv1.IgnitionConfigTemplate) (admission.Warnings, error) {
-	return nil, invalid(bootstrapv1.GroupVersion.WithKind("IgnitionConfigTemplate").GroupKind(), t.Name, validateTemplate(t))
+	errs, warnings := validateTemplate(t)
+	return warnings, invalid(bootstrapv1.GroupVersion.WithKind("IgnitionConfigTemplate").GroupKind(), t.Name, errs)
 }
 
 // ValidateUpdate implements admission.Validator.
@@ -67,8 +68,9 @@ func (w *IgnitionConfigTemplateWebhook) ValidateUpdate(ctx context.Context, oldO
 			"IgnitionConfigTemplate spec.template.spec is immutable: create a new IgnitionConfigTemplate and reference it instead. Diff (-old +new):\n"+
 				specDiff(oldSpec, newSpec)))
 	}
-	errs = append(errs, validateTemplate(newObj)...)
-	return nil, invalid(bootstrapv1.GroupVersion.WithKind("IgnitionConfigTemplate").GroupKind(), newObj.Name, errs)
+	templateErrs, warnings := validateTemplate(newObj)
+	errs = append(errs, templateErrs...)
+	return warnings, invalid(bootstrapv1.GroupVersion.WithKind("IgnitionConfigTemplate").GroupKind(), newObj.Name, errs)
 }
 
 // ValidateDelete implements admission.Validator.
@@ -76,13 +78,14 @@ func (w *IgnitionConfigTemplateWebhook) ValidateDelete(context.Context, *bootstr
 	return nil, nil
 }
 
-func validateTemplate(t *bootstrapv1.IgnitionConfigTemplate) field.ErrorList {
+func validateTemplate(t *bootstrapv1.IgnitionConfigTemplate) (field.ErrorList, admission.Warnings) {
 	tp := field.NewPath("spec", "template")
 	errs := t.Spec.Template.ObjectMeta.Validate(tp.Child("metadata"))
-	return append(errs, validateSpec(specCheck{
+	specErrs, warnings := validateSpec(specCheck{
 		spec:              &t.Spec.Template.Spec,
 		path:              tp.Child("spec"),
 		controlPlane:      isControlPlane(t.Spec.Template.ObjectMeta.Labels),
 		kubernetesVersion: configinput.DefaultKubernetesVersion,
-	})...)
+	})
+	return append(errs, specErrs...), warnings
 }

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
@@ -51,13 +53,16 @@ type specCheck struct {
 //
 // Content in Secrets and ConfigMaps is not read: a Butane document from contentFrom is checked
 // by the controller when it renders, and a file's Secret content is a placeholder here.
-func validateSpec(chk specCheck) field.ErrorList {
+//
+// The render's warnings (a key Butane does not know and drops, ...) are returned as admission
+// warnings, which kubectl prints: the config is admitted, but the user hears of them.
+func validateSpec(chk specCheck) (field.ErrorList, admission.Warnings) {
 	p := chk.path
 	spec := chk.spec
 	variant := configinput.Variant(spec)
 	if err := ignition.ValidateIgnitionVersion(variant, ""); err != nil {
 		return field.ErrorList{field.NotSupported(p.Child("variant"), spec.Variant,
-			[]bootstrapv1.Variant{bootstrapv1.VariantFlatcar, bootstrapv1.VariantFCOS})}
+			[]bootstrapv1.Variant{bootstrapv1.VariantFlatcar, bootstrapv1.VariantFCOS})}, nil
 	}
 
 	var errs field.ErrorList
@@ -99,19 +104,37 @@ func validateSpec(chk specCheck) field.ErrorList {
 	if chk.controlPlane {
 		roles = []ignition.Role{ignition.RoleInit, ignition.RoleControlPlaneJoin}
 	}
+	var warnings admission.Warnings
 	for _, role := range roles {
-		for _, e := range renderErrors(spec, work.DeepCopy(), role, chk.kubernetesVersion, p) {
+		roleErrs, roleWarnings := renderErrors(spec, work.DeepCopy(), role, chk.kubernetesVersion, p)
+		for _, e := range roleErrs {
 			if !hasError(errs, e) {
 				errs = append(errs, e)
 			}
 		}
+		for _, w := range roleWarnings {
+			if !slices.Contains(warnings, w) {
+				warnings = append(warnings, w)
+			}
+		}
 	}
-	return errs
+	return errs, warnings
+}
+
+// warningText is a render warning as an admission warning: the field path of the document it
+// is in, then where in the document and what.
+func warningText(w ignition.Warning, p *field.Path) string {
+	at := p.Child(w.Field)
+	if w.Field == "butane" || w.Field == "containerLinuxConfig" {
+		at = at.Child("inline") // only inline documents are rendered at admission
+	}
+	w.Field = at.String()
+	return w.String()
 }
 
 // renderErrors renders work for role until it renders, setting aside what each error blames.
 // spec is the user's spec, for the values in the errors.
-func renderErrors(spec, work *bootstrapv1.IgnitionConfigSpec, role ignition.Role, version string, p *field.Path) field.ErrorList {
+func renderErrors(spec, work *bootstrapv1.IgnitionConfigSpec, role ignition.Role, version string, p *field.Path) (field.ErrorList, []string) {
 	var errs field.ErrorList
 	for len(errs) < maxRenderErrors {
 		in, err := configinput.Offline(context.Background(), work, role, version, configinput.OfflineResolver{})
@@ -125,19 +148,23 @@ func renderErrors(spec, work *bootstrapv1.IgnitionConfigSpec, role ignition.Role
 			if msg := configinput.DataTooLarge(out.Size.Bytes); msg != "" {
 				errs = append(errs, field.Invalid(p, field.OmitValueType{}, msg))
 			}
-			return errs
+			warnings := make([]string, 0, len(out.Warnings))
+			for _, w := range out.Warnings {
+				warnings = append(warnings, warningText(w, p))
+			}
+			return errs, warnings
 		}
 		var ierr *ignition.Error
 		if !errors.As(err, &ierr) {
-			return append(errs, field.InternalError(p, fmt.Errorf("rendering the %s configuration: %w", role, err)))
+			return append(errs, field.InternalError(p, fmt.Errorf("rendering the %s configuration: %w", role, err))), nil
 		}
 		e, setAside := blame(ierr, spec, work, p)
 		errs = append(errs, e)
 		if !setAside {
-			return errs
+			return errs, nil
 		}
 	}
-	return errs
+	return errs, nil
 }
 
 // filesField matches the renderer's field of a user file: "files[3]" or "files[3].permissions".

@@ -952,3 +952,36 @@ func TestIgnitionConfigTemplateTopologyDryRun(t *testing.T) {
 		requireInvalid(t, apply(false, nil, client.DryRunAll), cause{"spec.template.spec", "immutable"})
 	})
 }
+
+// TestButaneWarningsAreAdmissionWarnings: a misspelt key Butane drops is admitted (not strict)
+// but kubectl prints where it is; with strict the same document is rejected at that place.
+func TestButaneWarningsAreAdmissionWarnings(t *testing.T) {
+	ctx := t.Context()
+	ns := env.CreateNamespace(t, "warnings").Name
+	rec := &warningRecorder{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WarningHandler = rec
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	require.NoError(t, err)
+
+	// flatcarButane is two lines (variant, version): storage starts on line 3.
+	misspelt := flatcarButane + "storage:\n  filez:\n  - path: /etc/motd\n"
+	obj := newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) { s.Butane.Inline = misspelt }))
+	require.NoError(t, c.Create(ctx, obj), "a warning does not reject")
+	warnings := rec.all()
+	require.Len(t, warnings, 1, "one warning, even when rendered for two roles: %v", warnings)
+	assert.Contains(t, warnings[0], "spec.butane.inline: line 4, column 3")
+	assert.Contains(t, warnings[0], "filez")
+
+	rec.reset()
+	tpl := newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) { s.Butane.Inline = misspelt })
+	require.NoError(t, c.Create(ctx, tpl))
+	warnings = rec.all()
+	require.Len(t, warnings, 1)
+	assert.Contains(t, warnings[0], "spec.template.spec.butane.inline: line 4, column 3")
+
+	strict := newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+		s.Butane.Inline, s.Butane.Strict = misspelt, true
+	}))
+	requireInvalid(t, c.Create(ctx, strict), cause{"spec.butane.inline", "filez"})
+}

@@ -65,6 +65,13 @@ const (
 	// than the platform's user-data limit (spec.platform, or the owner's infrastructure kind),
 	// even compressed: the infrastructure provider may refuse it. Nothing is truncated.
 	OverPlatformLimitReason = "OverPlatformLimit"
+
+	// RenderedWithWarningsReason (DataSecretAvailable True) says the data was stored, but its
+	// documents had warnings (e.g. a Butane key that is not known and was dropped); the message
+	// lists them with their line and column, and a warning event says the same. strict makes
+	// them errors instead. OverPlatformLimit, when both apply, is the reason, and the message
+	// carries both.
+	RenderedWithWarningsReason = "RenderedWithWarnings"
 	// JoinTokenLostReason (False): the join token in the data of a Machine that has already been
 	// provisioned was deleted or expired before its node joined (the manager was down past the
 	// token's TTL, or the token cleaner removed it): that machine cannot join with the data it

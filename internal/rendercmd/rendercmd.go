@@ -117,6 +117,9 @@ func printSize(w io.Writer, out ignition.Output, spec *bootstrapv1.IgnitionConfi
 	if msg := configinput.OverPlatformLimit(out, platform); msg != "" {
 		fmt.Fprintf(w, "warning: %s\n", msg)
 	}
+	for _, warning := range out.Warnings {
+		fmt.Fprintf(w, "warning: spec.%s\n", warning)
+	}
 }
 
 func readInput(path string, stdin io.Reader) ([]byte, error) {

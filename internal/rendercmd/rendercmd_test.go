@@ -16,7 +16,10 @@ import (
 	"github.com/coreos/butane/config/common"
 	ignconfig "github.com/coreos/ignition/v2/config"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
@@ -275,4 +278,29 @@ func TestPlatformFlag(t *testing.T) {
 
 	_, _, err = run(t, "-f", file, "--platform", "AWS")
 	require.ErrorContains(t, err, "--platform")
+}
+
+// Butane's warnings go to stderr with the field and the place in the document; the render goes
+// on. With strict they fail the render.
+func TestButaneWarningsOnStderr(t *testing.T) {
+	dir := t.TempDir()
+	doc := func(strict bool) string {
+		cfg := &bootstrapv1.IgnitionConfig{
+			TypeMeta:   metav1.TypeMeta{APIVersion: bootstrapv1.GroupVersion.String(), Kind: "IgnitionConfig"},
+			ObjectMeta: metav1.ObjectMeta{Name: "w"},
+			Spec: bootstrapv1.IgnitionConfigSpec{Butane: bootstrapv1.ButaneSpec{Strict: strict,
+				Inline: "variant: flatcar\nversion: 1.0.0\nstorage:\n  filez:\n  - path: /etc/motd\n"}},
+		}
+		b, err := yaml.Marshal(cfg)
+		require.NoError(t, err)
+		p := filepath.Join(dir, fmt.Sprintf("strict-%t.yaml", strict))
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+		return p
+	}
+	_, stderr, err := run(t, "-f", doc(false))
+	require.NoError(t, err, stderr)
+	require.Contains(t, stderr, "warning: spec.butane: line 4, column 3: unused key filez")
+
+	_, _, err = run(t, "-f", doc(true))
+	require.ErrorContains(t, err, "filez")
 }

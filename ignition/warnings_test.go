@@ -1,0 +1,60 @@
+package ignition_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+)
+
+// A key Butane does not know is dropped from the config: the user must hear of it, with its
+// place in the document, from every render (Render and the join's Prepare/WithJoinToken alike);
+// under strict it is an error instead.
+func TestButaneWarningsReachTheOutput(t *testing.T) {
+	const snippet = `variant: flatcar
+version: 1.0.0
+storage:
+  filez:
+    - path: /etc/motd
+      contents:
+        inline: hello
+`
+	in := joinInput(ignition.VariantFlatcar, "v1.34.0")
+	in.Butane = snippet
+
+	out, err := ignition.Render(in)
+	require.NoError(t, err)
+	require.Len(t, out.Warnings, 1, "one unknown key, one warning")
+	w := out.Warnings[0]
+	assert.Equal(t, "butane", w.Field)
+	assert.Equal(t, 4, w.Line, "the line of filez")
+	assert.Contains(t, w.Message, "filez")
+	assert.True(t, strings.HasPrefix(w.String(), "butane: line 4, column "), w.String())
+	assert.NotContains(t, string(out.Data), "/etc/motd", "Butane dropped the misspelt section")
+
+	prepared, err := ignition.Prepare(in)
+	require.NoError(t, err)
+	assert.Equal(t, out.Warnings, prepared.Output().Warnings)
+	withToken, err := prepared.WithJoinToken("abcdef.0123456789abcdef")
+	require.NoError(t, err)
+	assert.Equal(t, out.Warnings, withToken.Warnings, "the token swap keeps the warnings")
+
+	in.ButaneStrict = true
+	_, err = ignition.Render(in)
+	var ierr *ignition.Error
+	require.ErrorAs(t, err, &ierr, "strict: warnings are errors")
+	assert.Equal(t, ignition.ErrInvalidButane, ierr.Kind)
+	assert.Equal(t, 4, ierr.Line)
+}
+
+// A clean snippet renders without warnings: nothing to show, nothing to alarm anyone.
+func TestCleanButaneHasNoWarnings(t *testing.T) {
+	in := joinInput(ignition.VariantFlatcar, "v1.34.0")
+	in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/motd\n      contents:\n        inline: hello\n"
+	out, err := ignition.Render(in)
+	require.NoError(t, err)
+	assert.Empty(t, out.Warnings)
+}
