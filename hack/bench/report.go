@@ -56,8 +56,8 @@ func (r *report) markdown() string {
 		p("")
 		p("One envtest API server; Cluster API's Machine controller in-process (its defaults: 10 workers,")
 		p("ReconcilerRateLimiting on). Each provider runs in its own manager with its own defaults")
-		p("(both: --kube-api-qps 100/200, --clustercache-client-qps 20/30; cabpi --concurrency 10, CABPK")
-		p("--kubeadmconfig-concurrency 100). Time from the first create until every Machine has")
+		p("(both: --kube-api-qps 100/200, --clustercache-client-qps 20/30, 100 concurrent reconciles:")
+		p("cabpi --concurrency, CABPK --kubeadmconfig-concurrency). Time from the first create until every Machine has")
 		p("`status.initialization.bootstrapDataSecretCreated`. The workload cluster is the same API server.")
 		p("")
 		if len(contenders) == 1 {

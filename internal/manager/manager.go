@@ -83,7 +83,7 @@ func (o *Options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ProfilerAddress, "profiler-address", "", "Address of the pprof endpoint (e.g. localhost:6060); empty disables it.")
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port of the admission webhook server; 0 disables webhooks (no certificates needed).")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory with tls.crt and tls.key for the webhook server.")
-	fs.IntVar(&o.Concurrency, "concurrency", 10, "IgnitionConfigs reconciled at once.")
+	fs.IntVar(&o.Concurrency, "concurrency", 100, "IgnitionConfigs reconciled at once (CABPK's --kubeadmconfig-concurrency default: most of a reconcile is waiting on the API servers' rate limiters).")
 	fs.IntVar(&o.ClusterConcurrency, "clustercache-concurrency", 100, "Workload cluster connections set up at once.")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "How often every watched object is reconciled again.")
 	fs.DurationVar(&o.BootstrapTokenTTL, "bootstrap-token-ttl", controllers.DefaultTokenTTL, "Lifetime of join tokens; refreshed until the node joined, rotated for MachinePools.")
