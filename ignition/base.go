@@ -26,7 +26,7 @@ const (
 // kubeconfig) and the user's files. Every file has an explicit mode and overwrite, and data URL
 // contents, gzipped only where compress allows it and that is shorter: CAPD's Ignition reader
 // needs the mode, does not decompress and does not understand append (docs/adr/010, 011).
-func baseConfig(kubeadmYAML, script, unit string, provider []ownedFile, files []File, compress bool) types.Config {
+func baseConfig(kubeadmYAML, script, unit string, provider []ownedFile, files []File, users []User, compress bool) types.Config {
 	cfg := types.Config{Ignition: types.Ignition{Version: baseSpecVersion}}
 	add := func(f File) {
 		cfg.Storage.Files = append(cfg.Storage.Files, ignitionFile(f, compress))
@@ -44,7 +44,36 @@ func baseConfig(kubeadmYAML, script, unit string, provider []ownedFile, files []
 		Enabled:  ptr(true),
 		Contents: ptr(unit),
 	}}
+	for _, u := range users {
+		cfg.Passwd.Users = append(cfg.Passwd.Users, passwdUser(u))
+	}
 	return cfg
+}
+
+// passwdUser converts a User; empty fields stay unset so the OS's defaults apply.
+func passwdUser(u User) types.PasswdUser {
+	user := types.PasswdUser{
+		Name:         u.Name,
+		Gecos:        optional(u.Gecos),
+		HomeDir:      optional(u.HomeDir),
+		Shell:        optional(u.Shell),
+		PrimaryGroup: optional(u.PrimaryGroup),
+		PasswordHash: optional(u.PasswordHash),
+	}
+	for _, g := range u.Groups {
+		user.Groups = append(user.Groups, types.Group(g))
+	}
+	for _, k := range u.SSHAuthorizedKeys {
+		user.SSHAuthorizedKeys = append(user.SSHAuthorizedKeys, types.SSHAuthorizedKey(k))
+	}
+	return user
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // ignitionFile converts a File whose path, mode and owner checkFiles has accepted.
@@ -54,18 +83,23 @@ func ignitionFile(f File, compress bool) types.File {
 		mode = defaultFileMode
 	}
 	user, group, _ := parseOwner(f.Owner)
-	return types.File{
+	file := types.File{
 		Node: types.Node{
 			Path:      f.Path,
 			Overwrite: ptr(true),
 			User:      user,
 			Group:     group,
 		},
-		FileEmbedded1: types.FileEmbedded1{
-			Mode:     ptr(mode),
-			Contents: fileContents(f.Content, compress),
-		},
+		FileEmbedded1: types.FileEmbedded1{Mode: ptr(mode)},
 	}
+	if f.Append {
+		// Appending keeps what the image has: no overwrite, the content as an append entry.
+		file.Overwrite = nil
+		file.Append = []types.FileContents{fileContents(f.Content, compress)}
+		return file
+	}
+	file.Contents = fileContents(f.Content, compress)
+	return file
 }
 
 // compressionField is what naming gzip costs in a file's contents.

@@ -74,6 +74,10 @@ type Input struct {
 	// PreKubeadmCommands and PostKubeadmCommands run around kubeadm in /etc/kubeadm.sh.
 	PreKubeadmCommands  []string
 	PostKubeadmCommands []string
+	// Verbosity, when set, is kubeadm's --v.
+	Verbosity *int32
+	// Users are created by Ignition (passwd.users), password hashes resolved.
+	Users []User
 
 	// NodeName, when set, names the node (and optionally sets its provider ID) from the
 	// platform's metadata service at first boot, instead of nodeRegistration.name.
@@ -102,6 +106,20 @@ type File struct {
 	Mode int
 	// Owner is "user:group", "user" or empty (root).
 	Owner string
+	// Append adds Content to the end of the file (created if missing) instead of replacing it.
+	Append bool
+}
+
+// User is a user Ignition creates. Empty fields keep the OS's defaults.
+type User struct {
+	Name              string
+	Gecos             string
+	HomeDir           string
+	Shell             string
+	PrimaryGroup      string
+	Groups            []string
+	PasswordHash      string
+	SSHAuthorizedKeys []string
 }
 
 // Output is the rendered config and what it weighs.

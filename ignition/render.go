@@ -101,7 +101,7 @@ func mergeInput(in *Input) (*merged, *Error, error) {
 	if metadata != nil {
 		substitutions = metadata.substitutions(in.NodeName.ProviderID)
 	}
-	script, err := kubeadmScript(in.Role, substitutions, in.PreKubeadmCommands, in.PostKubeadmCommands)
+	script, err := kubeadmScript(in.Role, in.Verbosity, substitutions, in.PreKubeadmCommands, in.PostKubeadmCommands)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -109,7 +109,7 @@ func mergeInput(in *Input) (*merged, *Error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	base, err := json.Marshal(baseConfig(kubeadmYAML, script, unit, provider, in.Files, in.Compress))
+	base, err := json.Marshal(baseConfig(kubeadmYAML, script, unit, provider, in.Files, in.Users, in.Compress))
 	if err != nil {
 		return nil, nil, fmt.Errorf("encoding the base config: %w", err)
 	}

@@ -40,7 +40,7 @@ var scripts embed.FS
 // the lines after it along: checkCommands rejects those before. The empty line after the
 // pre-kubeadm commands is a second guard: a trailing backslash that got through joins that
 // empty line, not the closing parenthesis.
-func kubeadmScript(role Role, substitutions, pre, post []string) (string, error) {
+func kubeadmScript(role Role, verbosity *int32, substitutions, pre, post []string) (string, error) {
 	step := "kubeadm-join.sh"
 	if role == RoleInit {
 		step = "kubeadm-init.sh"
@@ -74,6 +74,10 @@ func kubeadmScript(role Role, substitutions, pre, post []string) (string, error)
 			b.WriteByte('\n')
 		}
 		b.WriteString("\n)\n")
+	}
+	if verbosity != nil {
+		// Read by the kubeadm step as --v (a number: nothing to quote).
+		fmt.Fprintf(&b, "CABPI_KUBEADM_VERBOSITY=%d\n", *verbosity)
 	}
 	if err := writeScript(step); err != nil {
 		return "", err

@@ -236,6 +236,8 @@ func blame(ierr *ignition.Error, spec, work *bootstrapv1.IgnitionConfigSpec, p *
 			case "content":
 				// A file's content may be secret: never echoed.
 				return field.Invalid(fp.Child("content"), field.OmitValueType{}, msg), true
+			case "append":
+				return field.Invalid(fp.Child("append"), f.Append, msg), true
 			default:
 				return field.Invalid(fp.Child("path"), f.Path, msg), true
 			}

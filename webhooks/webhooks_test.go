@@ -544,6 +544,54 @@ func TestAdmission(t *testing.T) {
 			want: []cause{{"spec.files[0].owner", "must not contain spaces or slashes"}},
 		},
 		{
+			name: "file content not base64 as its encoding says",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "not base64!", Encoding: bootstrapv1.FileEncodingBase64}}
+				}))
+			},
+			want: []cause{{"spec.files[0].content", "is not base64"}},
+		},
+		{
+			name: "inline gzip content (CEL)",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "x", Encoding: bootstrapv1.FileEncodingGzip}}
+				}))
+			},
+			want: []cause{{"spec.files[0]", "encoding gzip needs contentFrom"}},
+		},
+		{
+			name: "append on CAPD",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Platform = bootstrapv1.PlatformDocker
+					s.Files = []bootstrapv1.File{{Path: "/etc/hosts", Content: "x", Append: true}}
+				}))
+			},
+			want: []cause{{"spec.files[0].append", "CAPD"}},
+		},
+		{
+			name: "butane and containerLinuxConfig both (CEL)",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Butane.Inline = flatcarButane
+					s.ContainerLinuxConfig.Inline = "storage: {}\n"
+				}))
+			},
+			want: []cause{{"spec", "set butane or containerLinuxConfig, not both"}},
+		},
+		{
+			name: "user with passwordHash and passwordHashFrom (CEL)",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Users = []bootstrapv1.User{{Name: "ops", PasswordHash: "$6$x",
+						PasswordHashFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.KeyReference{Name: "pw", Key: "hash"}}}}
+				}))
+			},
+			want: []cause{{"spec.users[0]", "set either passwordHash or passwordHashFrom"}},
+		},
+		{
 			name: "file permissions not octal (schema)",
 			obj: func(*testing.T) client.Object {
 				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {

@@ -94,7 +94,9 @@ func Build(ctx context.Context, spec *bootstrapv1.IgnitionConfigSpec, role ignit
 	if err != nil {
 		return in, err
 	}
-	applyPlatform(&in, EffectivePlatform(spec, cluster.InfrastructureKind))
+	if err := applyPlatform(&in, EffectivePlatform(spec, cluster.InfrastructureKind)); err != nil {
+		return in, err
+	}
 	in.Certificates = CertificateFiles(cluster.Certificates)
 	switch role {
 	case ignition.RoleInit:

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
@@ -51,6 +52,7 @@ func FromSpec(ctx context.Context, spec *bootstrapv1.IgnitionConfigSpec, role ig
 		KubernetesVersion:   kubernetesVersion,
 		PreKubeadmCommands:  spec.PreKubeadmCommands,
 		PostKubeadmCommands: spec.PostKubeadmCommands,
+		Verbosity:           spec.Verbosity,
 		ButaneStrict:        spec.Butane.Strict,
 	}
 	if nn := spec.NodeName; nn != nil {
@@ -68,7 +70,35 @@ func FromSpec(ctx context.Context, spec *bootstrapv1.IgnitionConfigSpec, role ig
 		}
 		in.Files = append(in.Files, file)
 	}
+	for i, u := range spec.Users {
+		user, err := userFromSpec(ctx, i, u, res)
+		if err != nil {
+			return in, err
+		}
+		in.Users = append(in.Users, user)
+	}
 	return in, nil
+}
+
+// userFromSpec resolves a user's password hash, from the spec or its Secret.
+func userFromSpec(ctx context.Context, i int, u bootstrapv1.User, res Resolver) (ignition.User, error) {
+	user := ignition.User{
+		Name: u.Name, Gecos: u.Gecos, HomeDir: u.HomeDir, Shell: u.Shell, PrimaryGroup: u.PrimaryGroup,
+		Groups: u.Groups, PasswordHash: u.PasswordHash, SSHAuthorizedKeys: u.SSHAuthorizedKeys,
+	}
+	if from := u.PasswordHashFrom; from != nil {
+		data, err := res.SecretKey(ctx, fmt.Sprintf("spec.users[%d].passwordHashFrom.secret", i), from.Secret)
+		if err != nil {
+			return user, err
+		}
+		// A hash written with echo or a text editor ends in a newline that is not part of it.
+		user.PasswordHash = strings.TrimSpace(string(data))
+		if user.PasswordHash == "" || strings.ContainsAny(user.PasswordHash, "\n\r") {
+			return user, &ignition.Error{Kind: ignition.ErrInvalidInput, Field: fmt.Sprintf("users[%d].passwordHashFrom", i),
+				Message: fmt.Sprintf("Secret %s key %s does not hold one password hash (one line, as crypt(3) writes it)", from.Secret.Name, from.Secret.Key)}
+		}
+	}
+	return user, nil
 }
 
 // Variant is the spec's variant, flatcar when unset (the CRD default, for objects not defaulted).
@@ -93,7 +123,7 @@ func butaneDocument(ctx context.Context, b bootstrapv1.ButaneSpec, res Resolver)
 }
 
 func fileFromSpec(ctx context.Context, i int, f bootstrapv1.File, res Resolver) (ignition.File, error) {
-	file := ignition.File{Path: f.Path, Owner: f.Owner, Content: []byte(f.Content), Mode: DefaultFileMode}
+	file := ignition.File{Path: f.Path, Owner: f.Owner, Content: []byte(f.Content), Mode: DefaultFileMode, Append: f.Append}
 	if f.Permissions != "" {
 		mode, err := ParseMode(f.Permissions)
 		if err != nil {
@@ -107,9 +137,25 @@ func fileFromSpec(ctx context.Context, i int, f bootstrapv1.File, res Resolver) 
 			return file, err
 		}
 		file.Content = data
+		if p, ok := res.(placeholderResolver); ok && p.Placeholders() {
+			return file, nil // a placeholder is not encoded: it stands for the decoded content
+		}
 	}
+	content, err := decodeFileContent(file.Content, f.Encoding)
+	if err != nil {
+		field := fmt.Sprintf("files[%d].content", i)
+		if f.ContentFrom != nil {
+			field = fmt.Sprintf("files[%d].contentFrom", i)
+		}
+		return file, &ignition.Error{Kind: ignition.ErrInvalidInput, Field: field, Message: err.Error()}
+	}
+	file.Content = content
 	return file, nil
 }
+
+// placeholderResolver is a Resolver whose Secret content stands in for the real one (offline
+// rendering, admission): it is not decoded.
+type placeholderResolver interface{ Placeholders() bool }
 
 // ParseMode parses an octal mode such as "0644" or "755".
 func ParseMode(permissions string) (int, error) {

@@ -28,6 +28,9 @@ func (o OfflineResolver) SecretKey(_ context.Context, field string, ref bootstra
 	return fmt.Appendf(nil, "placeholder: Secret %s key %s\n", ref.Name, ref.Key), nil
 }
 
+// Placeholders says the Secret content it gives stands in for the real one.
+func (o OfflineResolver) Placeholders() bool { return true }
+
 func (o OfflineResolver) ConfigMapKey(_ context.Context, field string, ref bootstrapv1.KeyReference) (string, error) {
 	return "", fmt.Errorf("%s: rendering offline cannot read ConfigMap %q; put the Butane inline to preview it", field, ref.Name)
 }

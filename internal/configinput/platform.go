@@ -74,9 +74,20 @@ func Compressible(p bootstrapv1.Platform) bool {
 	return p != bootstrapv1.PlatformDocker
 }
 
-// applyPlatform sets what the platform means for rendering.
-func applyPlatform(in *ignition.Input, p bootstrapv1.Platform) {
+// applyPlatform sets what the platform means for rendering. CAPD reads files with Ignition 2.3
+// types, in which append is a flag, not a list: it cannot read an appended file (docs/adr/010).
+func applyPlatform(in *ignition.Input, p bootstrapv1.Platform) error {
 	in.Compress, in.SizeLimit = Compressible(p), UserDataLimit(p)
+	if p != bootstrapv1.PlatformDocker {
+		return nil
+	}
+	for i, f := range in.Files {
+		if f.Append {
+			return &ignition.Error{Kind: ignition.ErrInvalidInput, Field: fmt.Sprintf("files[%d].append", i),
+				Message: "CAPD (platform docker) cannot read Ignition's append: write the whole file, or append in a preKubeadmCommand"}
+		}
+	}
+	return nil
 }
 
 // ParsePlatform reads a platform name as spec.platform takes it.

@@ -1,0 +1,56 @@
+package controllers_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"testing"
+
+	ignconfig "github.com/coreos/ignition/v2/config"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+)
+
+// A user's password hash comes from a Secret (KubeadmConfig's passwdFrom): the data carries the
+// hash, the spec never did; a gzip file in a Secret reaches the node decompressed.
+func TestUsersAndEncodedFilesFromSecrets(t *testing.T) {
+	ctx := t.Context()
+	f := newCluster(t, clusterSetup{})
+	require.NoError(t, env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "ops"},
+		Data:       map[string][]byte{"hash": []byte("$6$salt$secrethash\n"), "motd.gz": gzipData(t, []byte("hello from a Secret\n"))},
+	}))
+	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{
+		Users: []bootstrapv1.User{{Name: "ops", Groups: []string{"sudo"},
+			PasswordHashFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.KeyReference{Name: "ops", Key: "hash"}}}},
+		Files: []bootstrapv1.File{{Path: "/etc/motd", Encoding: bootstrapv1.FileEncodingGzip,
+			ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.KeyReference{Name: "ops", Key: "motd.gz"}}}},
+	})
+	waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	secret, ok := dataSecret(t, f.ns, "w0")
+	require.True(t, ok)
+	config, err := ignition.Unwrap(secret.Data["value"])
+	require.NoError(t, err)
+	cfg, _, err := ignconfig.Parse(config)
+	require.NoError(t, err)
+	require.Len(t, cfg.Passwd.Users, 1)
+	require.NotNil(t, cfg.Passwd.Users[0].PasswordHash)
+	assert.Equal(t, "$6$salt$secrethash", *cfg.Passwd.Users[0].PasswordHash)
+	files, err := ignition.ReadFiles(secret.Data["value"])
+	require.NoError(t, err)
+	assert.Equal(t, "hello from a Secret\n", string(files["/etc/motd"]))
+}
+
+func gzipData(t *testing.T, data []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	_, err := zw.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	return b.Bytes()
+}
