@@ -1,11 +1,14 @@
 // Command cabpi is the Cluster API bootstrap provider for Ignition. Without a subcommand it runs
-// the manager; `cabpi render` previews the Ignition of a config offline.
+// the manager; `cabpi render` previews the Ignition of a config offline; `cabpi convert` turns
+// CABPK's KubeadmConfig(Template)s into IgnitionConfig(Template)s.
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/convertcmd"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/manager"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/rendercmd"
 )
@@ -13,13 +16,20 @@ import (
 func main() {
 	args := os.Args[1:]
 	var err error
-	if len(args) > 0 && args[0] == "render" {
+	switch {
+	case len(args) > 0 && args[0] == "render":
 		err = rendercmd.Main(args[1:], os.Stdin, os.Stdout, os.Stderr)
-	} else {
+	case len(args) > 0 && args[0] == "convert":
+		err = convertcmd.Main(args[1:], os.Stdin, os.Stdout, os.Stderr)
+	default:
 		err = manager.Main(args)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
+		var exit interface{ ExitCode() int }
+		if errors.As(err, &exit) {
+			os.Exit(exit.ExitCode())
+		}
 		os.Exit(1)
 	}
 }

@@ -61,6 +61,10 @@ type Options struct {
 	RunFiles    map[string]string // files written into the clean /run before the unit starts, standing in for units that ran before it (a metadata service)
 	Hostname    string            // transient hostname inside the sandbox (UTS namespace); default "bootsim"; a static /etc/hostname from the config wins, as on a node
 	Inspect     []string          // absolute paths whose state after the run goes into Report.Files
+	// Apply are ignition-apply's options: a config with disks or filesystems, which cannot be
+	// applied to a directory, is applied without them (IgnoreUnsupported); files owned by name
+	// need the image's accounts (ImageAccounts).
+	Apply ignitionapply.Options
 }
 
 // Report is what the simulated boot observed.
@@ -136,7 +140,7 @@ func boot(t testing.TB, opts Options) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	p.Root = ignitionapply.Apply(t, opts.Config)
+	p.Root = ignitionapply.ApplyWith(t, opts.Config, opts.Apply)
 
 	work := t.TempDir()
 	p.ScratchDir = filepath.Join(work, "scratch")

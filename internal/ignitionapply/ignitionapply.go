@@ -63,6 +63,29 @@ func repoRoot() (string, error) {
 // follows it; only when the config it carries has passwd is that config re-wrapped without.
 func Apply(t testing.TB, config []byte) string {
 	t.Helper()
+	return apply(t, config, Options{})
+}
+
+// Options change how ApplyWith applies a config.
+type Options struct {
+	// IgnoreUnsupported skips storage.disks, raid, luks and filesystems, which cannot be applied to
+	// a directory (--ignore-unsupported), and applies the rest. Tests check the skipped sections
+	// in the config itself.
+	IgnoreUnsupported bool
+	// ImageAccounts gives the root the accounts of a Flatcar image before Ignition runs: the
+	// host's /etc/passwd and /etc/group, plus core (500) where the host has none, so that files
+	// owned by name ("root:root", "core") resolve as on a node.
+	ImageAccounts bool
+}
+
+// ApplyWith is Apply with options.
+func ApplyWith(t testing.TB, config []byte, opts Options) string {
+	t.Helper()
+	return apply(t, config, opts)
+}
+
+func apply(t testing.TB, config []byte, opts Options) string {
+	t.Helper()
 	bin, err := Binary()
 	if err != nil {
 		t.Fatalf("ignition-apply is not available: %v", err)
@@ -81,12 +104,52 @@ func Apply(t testing.TB, config []byte) string {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	cmd := exec.Command(bin, "--root", root, "--offline", file)
+	if opts.ImageAccounts {
+		if err := seedAccounts(root); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"--root", root, "--offline"}
+	if opts.IgnoreUnsupported {
+		args = append(args, "--ignore-unsupported")
+	}
+	cmd := exec.Command(bin, append(args, file)...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("ignition-apply failed: %v\n%s", err, out.String())
 	}
 	return root
+}
+
+// imageAccounts are the accounts a Flatcar image has besides the host's: core, its admin user.
+var imageAccounts = map[string]string{
+	"passwd": "core:x:500:500:Flatcar Admin:/home/core:/bin/bash\n",
+	"group":  "core:x:500:\n",
+}
+
+// seedAccounts writes the host's /etc/passwd and /etc/group into root, with the image's accounts
+// the host lacks.
+func seedAccounts(root string) error {
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+		return err
+	}
+	for name, extra := range imageAccounts {
+		host, err := os.ReadFile(filepath.Join("/etc", name))
+		if err != nil {
+			return fmt.Errorf("reading the host's accounts: %w", err)
+		}
+		account, _, _ := strings.Cut(extra, ":")
+		if !bytes.Contains(append([]byte("\n"), host...), []byte("\n"+account+":")) {
+			if len(host) > 0 && !bytes.HasSuffix(host, []byte("\n")) {
+				host = append(host, '\n')
+			}
+			host = append(host, extra...)
+		}
+		if err := os.WriteFile(filepath.Join(root, "etc", name), host, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // withoutPasswd returns config without its passwd section, and the config a wrapper carries in
