@@ -65,7 +65,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests.
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=false rbac:roleName=manager-role webhook \
-		paths=./apis/... paths=./controllers/... paths=./webhooks/... \
+		paths=./apis/... paths=./controllers/... paths=./webhooks/... paths=./internal/manager/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
 

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,7 +35,9 @@ func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (_ ctrl.Result
 		return o.apply(r, s.config), nil
 	}
 
+	start := time.Now()
 	out, o := renderStorable(in)
+	took := time.Since(start)
 	if o != nil {
 		return o.apply(r, s.config), nil
 	}
@@ -43,7 +46,7 @@ func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (_ ctrl.Result
 		return ctrl.Result{}, err
 	}
 	stored = true
-	r.reportStored(ctx, s, out)
+	r.reportStored(ctx, s, out, took)
 	return ctrl.Result{}, nil
 }
 

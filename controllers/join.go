@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -11,6 +12,7 @@ import (
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
 )
 
 // reconcileJoin renders a worker or control-plane join.
@@ -29,6 +31,10 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, role ignition.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if o == nil && needs.JoinToken {
+		// A MachinePool's rotation comes through renderJoin, not here (TokenRotate).
+		metrics.JoinToken(metrics.TokenCreate)
+	}
 	return res, nil
 }
 
@@ -42,20 +48,25 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, role ignition.
 // to be retried with backoff), and the caller decides what it means for the config's status.
 func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input, ourToken bool) (ctrl.Result, *outcome, error) {
 	if !ourToken {
+		start := time.Now()
 		out, o := renderStorable(in)
+		took := time.Since(start)
 		if o != nil {
 			return ctrl.Result{}, o, nil
 		}
 		if err := r.storeDataSecret(ctx, s, out.Data, ""); err != nil {
 			return ctrl.Result{}, storeFailed(err), err
 		}
-		r.reportStored(ctx, s, out)
+		r.reportStored(ctx, s, out, took)
 		return ctrl.Result{}, nil, nil
 	}
 
 	// The render carries the placeholder token, as long as a real one: what it renders, and
 	// how large it is, is what the real token gives. Nothing is created for data that cannot be.
+	// The render's duration leaves out the token's round trip to the workload cluster.
+	start := time.Now()
 	prepared, o := renderPrepared(in)
+	took := time.Since(start)
 	if o != nil {
 		return ctrl.Result{}, o, nil
 	}
@@ -71,7 +82,9 @@ func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input
 		return ctrl.Result{}, &outcome{reason: bootstrapv1.BootstrapTokenFailedReason, message: err.Error()}, err
 	}
 	// Only kubeadm's configuration changes with the token: the rest of the render is reused.
+	start = time.Now()
 	out, o := withJoinToken(prepared, token.Value)
+	took += time.Since(start)
 	if o == nil {
 		if err = r.storeDataSecret(ctx, s, out.Data, token.ID); err != nil {
 			o = storeFailed(err)
@@ -87,7 +100,7 @@ func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input
 		return ctrl.Result{}, o, err
 	}
 	r.tokens.set(clusterKey, token.ID, now.UTC().Add(r.TokenTTL))
-	r.reportStored(ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("tokenID", token.ID)), s, out)
+	r.reportStored(ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("tokenID", token.ID)), s, out, took)
 	// Come back to refresh (Machine) or rotate (MachinePool) the token.
 	return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil, nil
 }

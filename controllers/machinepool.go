@@ -7,6 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
 )
 
 // rotatePoolToken gives a MachinePool a fresh join token and rewrites its data Secret in place:
@@ -23,6 +24,9 @@ func (r *Reconciler) rotatePoolToken(ctx context.Context, s *scope, currentUsabl
 		var res ctrl.Result
 		res, o, err = r.renderJoin(ctx, s, in, needs.JoinToken)
 		if o == nil && err == nil {
+			if needs.JoinToken {
+				metrics.JoinToken(metrics.TokenRotate)
+			}
 			return res, nil
 		}
 	}
@@ -43,7 +47,9 @@ func (r *Reconciler) rotatePoolToken(ctx context.Context, s *scope, currentUsabl
 	ctrl.LoggerFrom(ctx).Info("Cannot rotate the MachinePool's join token yet; keeping the current data",
 		"reason", o.reason, "message", o.message)
 	if o.warn {
+		// A failure the user can fix, though the condition keeps saying the data is available.
 		r.warn(s.config, o.reason, "MachinePool join token not rotated: "+o.message)
+		metrics.Failure(o.reason)
 	}
 	// Look again no later than the next token check, so an expiry is reported when it happens.
 	return ctrl.Result{RequeueAfter: min(o.requeue, r.tokenCheckInterval())}, nil

@@ -19,6 +19,7 @@ import (
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
 )
 
 // waitRequeue is how soon a config waiting on something not watched is looked at again.
@@ -32,8 +33,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 	existing, err := r.getDataSecret(ctx, config, s.cluster.Name)
 	s.dataSecret = existing
 	if errors.Is(err, errDataSecretConflict) {
-		setDataSecretFalse(config, bootstrapv1.DataSecretConflictReason, err.Error())
-		r.warn(config, bootstrapv1.DataSecretConflictReason, err.Error())
+		r.fail(config, bootstrapv1.DataSecretConflictReason, err.Error())
 		return ctrl.Result{RequeueAfter: waitRequeue}, nil
 	}
 	if err != nil {
@@ -88,11 +88,20 @@ type outcome struct {
 }
 
 func (o *outcome) apply(r *Reconciler, config *bootstrapv1.IgnitionConfig) ctrl.Result {
-	setDataSecretFalse(config, o.reason, o.message)
 	if o.warn {
-		r.warn(config, o.reason, o.message)
+		r.fail(config, o.reason, o.message)
+	} else {
+		setDataSecretFalse(config, o.reason, o.message)
 	}
 	return ctrl.Result{RequeueAfter: o.requeue}
+}
+
+// fail reports a failure the user can fix: DataSecretAvailable False with reason, a warning
+// event, and the failure counted (cabpi_failures_total) by reason.
+func (r *Reconciler) fail(config *bootstrapv1.IgnitionConfig, reason, message string) {
+	setDataSecretFalse(config, reason, message)
+	r.warn(config, reason, message)
+	metrics.Failure(reason)
 }
 
 func waitFor(reason, message string) *outcome {
@@ -141,9 +150,11 @@ func setDataSecretTrue(config *bootstrapv1.IgnitionConfig) {
 
 func builderPredicates(p predicate.Predicate) builder.Predicates { return builder.WithPredicates(p) }
 
-// reportStored records data just stored: DataSecretAvailable True, with OverPlatformLimit and a
-// warning event when the data is larger than the platform takes even compressed.
-func (r *Reconciler) reportStored(ctx context.Context, s *scope, out ignition.Output) {
+// reportStored records data just stored, rendered in took: DataSecretAvailable True, with
+// OverPlatformLimit and a warning event when the data is larger than the platform takes even
+// compressed, and the render's duration and size in the metrics.
+func (r *Reconciler) reportStored(ctx context.Context, s *scope, out ignition.Output, took time.Duration) {
+	metrics.ObserveRender(s.metricsRole(), string(configinput.Variant(&s.config.Spec)), took, out.Size.Bytes)
 	platform := s.platform()
 	ctrl.LoggerFrom(ctx).Info("Rendered bootstrap data", "role", s.role(), "platform", platform,
 		"ignitionVersion", out.SpecVersion, "bytes", out.Size.Bytes, "gzipBytes", out.Size.GzipBytes,

@@ -16,6 +16,7 @@ import (
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
 )
 
 // scope is everything one reconcile decides on, gathered before any decision is made.
@@ -85,6 +86,21 @@ func (s *scope) role() ignition.Role {
 		return ignition.RoleControlPlaneJoin
 	default:
 		return ignition.RoleInit
+	}
+}
+
+// metricsRole is the role label of the config's data in cabpi's metrics: a MachinePool's join
+// is told apart from a worker Machine's.
+func (s *scope) metricsRole() metrics.Role {
+	switch role := s.role(); {
+	case s.isMachinePool():
+		return metrics.RoleMachinePool
+	case role == ignition.RoleWorkerJoin:
+		return metrics.RoleWorkerJoin
+	case role == ignition.RoleControlPlaneJoin:
+		return metrics.RoleControlPlaneJoin
+	default:
+		return metrics.RoleInit
 	}
 }
 

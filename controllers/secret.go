@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/cluster-api/util"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
 )
 
 // Keys of the data Secret (Cluster API contract: value; format tells infrastructure providers
@@ -152,8 +153,10 @@ func (r *Reconciler) storeDataSecret(ctx context.Context, s *scope, data []byte,
 	if tokenID != "" {
 		secret.Annotations = map[string]string{bootstrapv1.BootstrapTokenIDAnnotation: tokenID}
 	}
+	op := metrics.SecretCreate
 	err := r.Client.Create(ctx, secret)
 	if apierrors.IsAlreadyExists(err) {
+		op = metrics.SecretUpdate
 		existing, getErr := r.getDataSecret(ctx, s.config, s.cluster.Name)
 		if getErr != nil {
 			return getErr
@@ -172,6 +175,7 @@ func (r *Reconciler) storeDataSecret(ctx context.Context, s *scope, data []byte,
 	if err != nil {
 		return fmt.Errorf("writing data Secret %s: %w", klog.KObj(secret), err)
 	}
+	metrics.DataSecretWritten(op)
 	s.config.Status.DataSecretName = secret.Name
 	s.config.Status.Initialization.DataSecretCreated = ptr.To(true)
 	setDataSecretTrue(s.config)

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/cluster-api/util"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
 )
 
 // joinToken is a kubeadm bootstrap token ("<id>.<secret>"). Only ID may be logged or stored
@@ -209,8 +210,7 @@ func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *cor
 		// The machine was handed the data with this token; a new token would not reach it.
 		msg := fmt.Sprintf("The join token %s of the bootstrap data was deleted or expired before the node joined, "+
 			"and the machine was already provisioned with that data, so it cannot join: delete the Machine so that it is replaced", tokenID)
-		setDataSecretFalse(s.config, bootstrapv1.JoinTokenLostReason, msg)
-		r.warn(s.config, bootstrapv1.JoinTokenLostReason, msg)
+		r.fail(s.config, bootstrapv1.JoinTokenLostReason, msg)
 		// Its node may still show up (it joined just before the token went): look again.
 		return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil
 	case err != nil:
@@ -236,6 +236,7 @@ func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *cor
 		return ctrl.Result{}, fmt.Errorf("refreshing join token %s: %w", tokenID, err)
 	}
 	r.tokens.set(clusterKey, tokenID, now.Add(r.TokenTTL))
+	metrics.JoinToken(metrics.TokenRefresh)
 	log.V(2).Info("Refreshed join token until the node joins", "expiration", newExpiration)
 	return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil
 }

@@ -91,7 +91,8 @@ func settledRSS(ctx context.Context, binary, kubeconfig, ns string, n int, logFi
 	}
 	defer out.Close()
 	cmd := exec.CommandContext(ctx, binary, "--kubeconfig="+kubeconfig, "--namespace="+ns, "--webhook-port=0",
-		"--health-probe-bind-address=0", "--metrics-bind-address="+metrics)
+		// Plain HTTP without authentication: the bench scrapes with no token.
+		"--health-probe-bind-address=0", "--diagnostics-address="+metrics, "--insecure-diagnostics")
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		return 0, err

@@ -41,7 +41,7 @@ var cabpi = contender{
 	name: "cabpi",
 	start: func(ctx context.Context, env *testenv.Environment) (func(), error) {
 		opts := manager.DefaultOptions()
-		opts.WebhookPort, opts.MetricsBindAddress, opts.HealthProbeAddress = 0, "0", "0"
+		opts.WebhookPort, opts.Diagnostics.DiagnosticsAddress, opts.HealthProbeAddress = 0, "0", "0"
 		cfg := rest.CopyConfig(env.Config)
 		cfg.QPS, cfg.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
 		requests["cabpi"].wrap(cfg)

@@ -21,13 +21,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	capisetup "sigs.k8s.io/cluster-api/core/setup"
 	"sigs.k8s.io/cluster-api/feature"
+	capiflags "sigs.k8s.io/cluster-api/util/flags"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/controllers"
@@ -52,8 +52,11 @@ type Options struct {
 	// LeaderElectionNamespace holds the lease. Empty: the manager's own namespace in a Pod, else
 	// --namespace; outside a Pod without --namespace it must be set.
 	LeaderElectionNamespace string
-	MetricsBindAddress      string
-	HealthProbeAddress      string
+	// Diagnostics are Cluster API's manager flags: the metrics endpoint (--diagnostics-address,
+	// HTTPS with the API server's authentication and authorization unless
+	// --insecure-diagnostics) and the TLS settings of it and the webhook server.
+	Diagnostics        capiflags.ManagerOptions
+	HealthProbeAddress string
 	// ProfilerAddress serves net/http/pprof (e.g. localhost:6060); empty disables it.
 	ProfilerAddress    string
 	WebhookPort        int
@@ -78,7 +81,7 @@ func (o *Options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", "cabpi-controller-leader-election", "Name of the leader election lease.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "",
 		"Namespace of the leader election lease; default: the Pod's namespace, or --namespace when run outside a Pod.")
-	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	capiflags.AddManagerOptions(fs, &o.Diagnostics)
 	fs.StringVar(&o.HealthProbeAddress, "health-probe-bind-address", ":9440", "Address of /healthz and /readyz; 0 disables them.")
 	fs.StringVar(&o.ProfilerAddress, "profiler-address", "", "Address of the pprof endpoint (e.g. localhost:6060); empty disables it.")
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port of the admission webhook server; 0 disables webhooks (no certificates needed).")
@@ -167,6 +170,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 // adjust changes the options before the manager is created (hack/bench runs several managers in
 // one process, which needs controller name validation off).
 func NewManager(cfg *rest.Config, opts Options, adjust ...func(*ctrl.Options)) (ctrl.Manager, error) {
+	tlsOpts, metricsOpts, err := capiflags.GetManagerOptions(opts.Diagnostics)
+	if err != nil {
+		return nil, fmt.Errorf("diagnostics and TLS flags: %w", err)
+	}
 	mgrOpts := ctrl.Options{
 		Scheme:                  Scheme(),
 		LeaderElection:          opts.LeaderElect,
@@ -174,7 +181,7 @@ func NewManager(cfg *rest.Config, opts Options, adjust ...func(*ctrl.Options)) (
 		LeaderElectionNamespace: leaderElectionNamespace(opts),
 		HealthProbeBindAddress:  opts.HealthProbeAddress,
 		PprofBindAddress:        opts.ProfilerAddress,
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Metrics:                 *metricsOpts,
 		Cache: cache.Options{
 			SyncPeriod:       &opts.SyncPeriod,
 			DefaultTransform: cache.TransformStripManagedFields(),
@@ -192,7 +199,7 @@ func NewManager(cfg *rest.Config, opts Options, adjust ...func(*ctrl.Options)) (
 		mgrOpts.Cache.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
 	}
 	if opts.WebhookPort != 0 {
-		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{Port: opts.WebhookPort, CertDir: opts.WebhookCertDir})
+		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{Port: opts.WebhookPort, CertDir: opts.WebhookCertDir, TLSOpts: tlsOpts})
 	}
 	for _, a := range adjust {
 		a(&mgrOpts)

@@ -39,8 +39,10 @@ const (
 	image             = "ghcr.io/cabpi/cluster-api-bootstrap-provider-ignition:" + providerVersion
 )
 
-// providerVariables are the clusterctl variables of bootstrap-components.yaml.
-var providerVariables = []string{"CABPI_BOOTSTRAP_TOKEN_TTL", "CABPI_CONCURRENCY", "EXP_MACHINE_POOL"}
+// providerVariables are the clusterctl variables of bootstrap-components.yaml. The diagnostics
+// ones are Cluster API's own, so that one setting reaches every provider.
+var providerVariables = []string{"CABPI_BOOTSTRAP_TOKEN_TTL", "CABPI_CONCURRENCY", "EXP_MACHINE_POOL",
+	"CAPI_DIAGNOSTICS_ADDRESS", "CAPI_INSECURE_DIAGNOSTICS"}
 
 // vsphereVariables are the variables the vSphere template needs without defaults.
 var vsphereVariables = map[string]string{
@@ -120,6 +122,8 @@ func TestReleaseAssets(t *testing.T) {
 		"--bootstrap-token-ttl=${CABPI_BOOTSTRAP_TOKEN_TTL:=15m}",
 		"--concurrency=${CABPI_CONCURRENCY:=10}",
 		"--feature-gates=MachinePool=${EXP_MACHINE_POOL:=true}",
+		"--diagnostics-address=${CAPI_DIAGNOSTICS_ADDRESS:=:8443}",
+		"--insecure-diagnostics=${CAPI_INSECURE_DIAGNOSTICS:=false}",
 	} {
 		assert.Contains(t, args, want)
 	}
@@ -134,7 +138,7 @@ func TestGenerateProvider(t *testing.T) {
 	objs := parseObjects(t, r.mustClusterctl(t, nil, "generate", "provider", "--bootstrap", "ignition:"+providerVersion))
 	counts := kindCounts(objs)
 	for kind, n := range map[string]int{
-		"Namespace": 1, "CustomResourceDefinition": 2, "Deployment": 1, "ServiceAccount": 1,
+		"Namespace": 1, "CustomResourceDefinition": 2, "Deployment": 1, "ServiceAccount": 1, "Service": 2,
 	} {
 		assert.Equal(t, n, counts[kind], "number of %s", kind)
 	}
@@ -170,19 +174,32 @@ func TestGenerateProvider(t *testing.T) {
 	}
 	assert.Subset(t, resources, []string{"ignitionconfigs", "ignitionconfigtemplates"})
 
-	// The defaults, and the manager accepts the flags.
+	// The metrics endpoint: the manager's port https behind a Service, and a ClusterRole that
+	// lets a scraper get /metrics and nothing else.
 	dep := &byKind(objs, "Deployment")[0]
+	assert.Contains(t, managerContainer(t, dep)["ports"], map[string]any{"containerPort": float64(8443), "name": "https", "protocol": "TCP"})
+	metricsService := find(t, objs, "Service", "cabpi-metrics-service")
+	assert.Equal(t, []any{map[string]any{"name": "https", "port": float64(8443), "protocol": "TCP", "targetPort": "https"}},
+		nested(t, metricsService, "spec", "ports"))
+	assert.Equal(t, nested(t, dep, "spec", "selector", "matchLabels"), nested(t, metricsService, "spec", "selector"))
+	assert.Equal(t, []any{map[string]any{"nonResourceURLs": []any{"/metrics"}, "verbs": []any{"get"}}},
+		nested(t, find(t, objs, "ClusterRole", "cabpi-metrics-reader"), "rules"))
+
+	// The defaults, and the manager accepts the flags.
 	args := containerArgs(t, dep)
-	assert.Subset(t, args, []string{"--bootstrap-token-ttl=15m", "--concurrency=10", "--feature-gates=MachinePool=true"})
+	assert.Subset(t, args, []string{"--bootstrap-token-ttl=15m", "--concurrency=10", "--feature-gates=MachinePool=true",
+		"--diagnostics-address=:8443", "--insecure-diagnostics=false"})
 	assert.Equal(t, image, containerImage(t, dep))
 	requireManagerAccepts(t, args)
 
 	// Values from the environment.
 	set := parseObjects(t, r.mustClusterctl(t, map[string]string{
 		"CABPI_BOOTSTRAP_TOKEN_TTL": "1h", "CABPI_CONCURRENCY": "3", "EXP_MACHINE_POOL": "false",
+		"CAPI_DIAGNOSTICS_ADDRESS": ":8080", "CAPI_INSECURE_DIAGNOSTICS": "true",
 	}, "generate", "provider", "--bootstrap", "ignition:"+providerVersion))
 	args = containerArgs(t, &byKind(set, "Deployment")[0])
-	assert.Subset(t, args, []string{"--bootstrap-token-ttl=1h", "--concurrency=3", "--feature-gates=MachinePool=false"})
+	assert.Subset(t, args, []string{"--bootstrap-token-ttl=1h", "--concurrency=3", "--feature-gates=MachinePool=false",
+		"--diagnostics-address=:8080", "--insecure-diagnostics=true"})
 	requireManagerAccepts(t, args)
 
 	// --describe is what `clusterctl init --list-images` goes through: it parses the images

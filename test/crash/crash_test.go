@@ -223,7 +223,7 @@ func startManager(t *testing.T, kubeconfig, logFile string) *manager {
 	out, err := os.Create(logFile)
 	require.NoError(t, err)
 	cmd := exec.Command(managerBinary, "--kubeconfig="+kubeconfig, "--webhook-port=0",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--concurrency=10")
+		"--diagnostics-address=0", "--health-probe-bind-address=0", "--concurrency=10")
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
 	m := &manager{cmd: cmd, done: make(chan struct{})}

@@ -51,6 +51,9 @@ var managerRoleAllowlist = []grant{
 	{permission{"", "configmaps", "create"}, "takes the kubeadm init lock (bootstrap/kubeadm/pkg/locking)"},
 	{permission{"", "configmaps", "delete"}, "releases the kubeadm init lock"},
 
+	{permission{"authentication.k8s.io", "tokenreviews", "create"}, "the diagnostics endpoint authenticates each scrape's bearer token (controller-runtime filters.WithAuthenticationAndAuthorization)"},
+	{permission{"authorization.k8s.io", "subjectaccessreviews", "create"}, "the diagnostics endpoint asks whether the scraper may get /metrics (the same filter)"},
+
 	{permission{"events.k8s.io", "events", "create"}, "warning events (client-go tools/events recorder, events.k8s.io/v1)"},
 	{permission{"events.k8s.io", "events", "patch"}, "the same recorder patches an event series when a warning repeats"},
 }
@@ -76,6 +79,15 @@ func TestLeaderElectionRoleMatchesAllowlist(t *testing.T) {
 	role, err := readObject[*rbacv1.Role]("leader_election_role.yaml")
 	require.NoError(t, err)
 	checkAllowlist(t, "config/rbac/leader_election_role.yaml", role.Rules, leaderElectionRoleAllowlist)
+}
+
+// The metrics-reader ClusterRole, bound by users to their scraper, lets it get /metrics and
+// nothing else: not the pprof and log-level handlers the diagnostics endpoint also serves.
+func TestMetricsReaderRoleGetsMetricsOnly(t *testing.T) {
+	role, err := readObject[*rbacv1.ClusterRole]("metrics_reader_role.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, "metrics-reader", role.Name)
+	assert.Equal(t, []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}, role.Rules)
 }
 
 // The aggregated ClusterRole grants Cluster API's controllers our kinds (the contract gives its

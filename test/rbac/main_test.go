@@ -5,7 +5,8 @@
 // its own ClusterCache, Secrets and ConfigMaps read uncached) runs as a ServiceAccount bound to
 // exactly the roles of config/rbac, on an API server with the OwnerReferencesPermissionEnforcement
 // admission plugin on, and takes a cluster from kubeadm init to a worker join without a single
-// request refused (flow_test.go). Direct API calls show that the permissions kept for that plugin
+// request refused (flow_test.go); a scrape of its metrics endpoint has it review the scraper's
+// token and right with its own role (metrics_test.go). Direct API calls show that the permissions kept for that plugin
 // are needed (ownerrefs_test.go).
 //
 // Only cabpi's manager is impersonated. Cluster API's own controllers and the test's client use
@@ -36,6 +37,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	capiflags "sigs.k8s.io/cluster-api/util/flags"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/controllers"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/manager"
@@ -183,6 +186,8 @@ func waitAllowed(ctx context.Context, user, namespace string, perms []permission
 type cabpiManager struct {
 	cancel context.CancelFunc
 	done   chan error
+	// metricsAddress is where the manager serves its metrics (HTTPS, authenticated).
+	metricsAddress string
 
 	mu      sync.Mutex
 	refused []string
@@ -193,6 +198,10 @@ type cabpiManager struct {
 // is recorded.
 func startCabpi(ctx context.Context, user string) (*cabpiManager, error) {
 	m := &cabpiManager{done: make(chan error, 1)}
+	var err error
+	if m.metricsAddress, err = testenv.FreeLocalAddress(); err != nil {
+		return nil, err
+	}
 	cfg := env.ImpersonatedConfig(user)
 	// Copied into every client the manager builds from cfg (cache, client, events, leader election).
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &refusalRecorder{next: rt, m: m} })
@@ -201,19 +210,21 @@ func startCabpi(ctx context.Context, user string) (*cabpiManager, error) {
 		LeaderElect:             true,
 		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: managerNamespace,
-		MetricsBindAddress:      "0",
-		HealthProbeAddress:      "0",
-		WebhookPort:             0, // the webhooks read only Machines and MachinePools (get), as the controller does
-		Concurrency:             5,
-		ClusterConcurrency:      10,
-		SyncPeriod:              10 * time.Minute,
-		BootstrapTokenTTL:       controllers.DefaultTokenTTL,
+		// Secure metrics, as deployed: scraping them makes the manager ask the API server
+		// (TokenReview, SubjectAccessReview) as the ServiceAccount (metrics_test.go).
+		Diagnostics:        capiflags.ManagerOptions{DiagnosticsAddress: m.metricsAddress},
+		HealthProbeAddress: "0",
+		WebhookPort:        0, // the webhooks read only Machines and MachinePools (get), as the controller does
+		Concurrency:        5,
+		ClusterConcurrency: 10,
+		SyncPeriod:         10 * time.Minute,
+		BootstrapTokenTTL:  controllers.DefaultTokenTTL,
 	}
 	go func() { m.done <- manager.Run(ctx, cfg, opts) }()
 
 	lease := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: managerNamespace, Name: leaderElectionID}
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		select {
 		case err := <-m.done:
 			m.done <- err

@@ -1,0 +1,134 @@
+// Package metrics holds cabpi's own Prometheus metrics, registered on controller-runtime's
+// registry (sigs.k8s.io/controller-runtime/pkg/metrics), which the manager serves on its
+// diagnostics endpoint next to controller-runtime's and client-go's (docs/adr/014-metrics.md).
+//
+// Every label value comes from a small fixed set (roles, variants, operations, condition
+// reasons), never from an object's name or namespace: the number of series does not grow with
+// the number of clusters, configs or machines.
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Role is what a rendered config makes of its node (label "role").
+type Role string
+
+// The roles, as labelled: a MachinePool's join is its own role (its data is rewritten at every
+// token rotation, a Machine's is not).
+const (
+	RoleInit             Role = "init"
+	RoleControlPlaneJoin Role = "control-plane-join"
+	RoleWorkerJoin       Role = "worker-join"
+	RoleMachinePool      Role = "machinepool"
+)
+
+// SecretOperation is how a data Secret was written (label "operation").
+type SecretOperation string
+
+// The data Secret writes.
+const (
+	SecretCreate SecretOperation = "create"
+	SecretUpdate SecretOperation = "update"
+)
+
+// TokenOperation is what happened to a join token in a workload cluster (label "operation").
+type TokenOperation string
+
+// The join token operations.
+const (
+	// TokenCreate: a token created for a config's data (first render, or a Machine's token lost
+	// before it was provisioned).
+	TokenCreate TokenOperation = "create"
+	// TokenRefresh: a Machine's token given a new expiration until its node joins.
+	TokenRefresh TokenOperation = "refresh"
+	// TokenRotate: a MachinePool's token replaced by a new one, its data rewritten.
+	TokenRotate TokenOperation = "rotate"
+)
+
+const namespace = "cabpi"
+
+var (
+	renderDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace,
+		Name:      "render_duration_seconds",
+		Help:      "Time to render a config's bootstrap data that was then stored, by role and variant (join tokens excluded).",
+		// 1 ms to about 4 s: a render takes milliseconds, a large Butane snippet more.
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 13),
+	}, []string{"role", "variant"})
+
+	renderedBytes = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace,
+		Name:      "rendered_bytes",
+		Help:      "Size of the bootstrap data stored in a data Secret, by role and variant.",
+		// 4 KiB to 1 MiB, the most a Secret holds.
+		Buckets: prometheus.ExponentialBuckets(4096, 2, 9),
+	}, []string{"role", "variant"})
+
+	dataSecretsWritten = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "data_secrets_written_total",
+		Help:      "Data Secrets written, by operation (create, update).",
+	}, []string{"operation"})
+
+	joinTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "join_tokens_total",
+		Help:      "Join tokens created, refreshed or rotated in workload clusters and delivered in bootstrap data, by operation.",
+	}, []string{"operation"})
+
+	failures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "failures_total",
+		Help:      "Reconciles that ended with a failure a user can fix, by the DataSecretAvailable condition's reason.",
+	}, []string{"reason"})
+
+	rerenders = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "rerenders_total",
+		Help:      "Bootstrap data rendered again, in place, before the machine first booted from it.",
+	})
+)
+
+func init() {
+	crmetrics.Registry.MustRegister(renderDuration, renderedBytes, dataSecretsWritten, joinTokens, failures, rerenders)
+	// The operations exist from the start, at zero: a rate over them is defined before the
+	// first write, and an alert on "no creates" can tell a quiet manager from a missing series.
+	for _, op := range []SecretOperation{SecretCreate, SecretUpdate} {
+		dataSecretsWritten.WithLabelValues(string(op))
+	}
+	for _, op := range []TokenOperation{TokenCreate, TokenRefresh, TokenRotate} {
+		joinTokens.WithLabelValues(string(op))
+	}
+}
+
+// ObserveRender records a render whose data was stored: how long it took and how large the
+// data is. variant is the config's (flatcar, fcos).
+func ObserveRender(role Role, variant string, took time.Duration, bytes int) {
+	renderDuration.WithLabelValues(string(role), variant).Observe(took.Seconds())
+	renderedBytes.WithLabelValues(string(role), variant).Observe(float64(bytes))
+}
+
+// DataSecretWritten counts a data Secret created or updated.
+func DataSecretWritten(op SecretOperation) {
+	dataSecretsWritten.WithLabelValues(string(op)).Inc()
+}
+
+// JoinToken counts a join token created, refreshed or rotated.
+func JoinToken(op TokenOperation) {
+	joinTokens.WithLabelValues(string(op)).Inc()
+}
+
+// Failure counts a reconcile that ended with a user-actionable failure; reason is the
+// DataSecretAvailable condition's (one of apis/v1alpha1's constants).
+func Failure(reason string) {
+	failures.WithLabelValues(reason).Inc()
+}
+
+// Rerender counts bootstrap data rendered again before its machine first booted.
+func Rerender() {
+	rerenders.Inc()
+}
