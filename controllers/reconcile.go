@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -51,8 +52,14 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 		return r.reconcileJoinToken(ctx, s, existing)
 
 	case existing != nil:
-		// The Secret exists but the status does not say so (a crash between the two writes, or a
-		// status lost in a move): trust the Secret, never render twice.
+		// The Secret exists but the status does not say so. Most often the config came from a
+		// cache that has not seen this controller's own status write yet: then the status must
+		// not be written again from the stale copy (it would overwrite the condition the render
+		// set, e.g. RenderedWithWarnings). Otherwise (a crash between the two writes, a status
+		// lost in a move) trust the Secret, never render twice.
+		if delivered, err := r.deliveredPerAPIServer(ctx, config); err != nil || delivered {
+			return ctrl.Result{}, err
+		}
 		if err := r.adoptDataSecret(ctx, s, existing); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -209,4 +216,17 @@ func (r *Reconciler) releaseInitLock(ctx context.Context, cluster *clusterv1.Clu
 	if r.initLock.Unlock(ctx, cluster) {
 		r.unlocked.Store(cluster.UID, struct{}{})
 	}
+}
+
+// deliveredPerAPIServer reads the config from the API server, past the cache, and reports
+// whether its status already records the data Secret.
+func (r *Reconciler) deliveredPerAPIServer(ctx context.Context, config *bootstrapv1.IgnitionConfig) (bool, error) {
+	if r.APIReader == nil {
+		return false, nil
+	}
+	fresh := &bootstrapv1.IgnitionConfig{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(config), fresh); err != nil {
+		return false, fmt.Errorf("reading IgnitionConfig %s: %w", client.ObjectKeyFromObject(config), err)
+	}
+	return ptr.Deref(fresh.Status.Initialization.DataSecretCreated, false) && fresh.Status.DataSecretName != "", nil
 }

@@ -43,6 +43,9 @@ type Reconciler struct {
 	// cluster-labelled Secrets (internal/secretcache): data Secrets (metadata only) and cluster
 	// certificates. A miss falls back to Client, so it is an optimisation, never the truth.
 	SecretCachingClient client.Client
+	// APIReader reads past the cache; used where a stale cached config would make the
+	// controller write an outdated status. Optional.
+	APIReader client.Reader
 	// ClusterCache gives clients for workload clusters (join tokens).
 	ClusterCache clustercache.ClusterCache
 	// Recorder emits events; messages never carry secret material.

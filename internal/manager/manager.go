@@ -252,6 +252,7 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cc clustercache.Clu
 	r := &controllers.Reconciler{
 		Client:              mgr.GetClient(),
 		SecretCachingClient: secretCachingClient,
+		APIReader:           mgr.GetAPIReader(),
 		ClusterCache:        cc,
 		Recorder:            mgr.GetEventRecorder("ignitionconfig-controller"),
 		WatchFilterValue:    opts.WatchFilter,
