@@ -53,6 +53,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return testenv.Run(m, testenv.Options{
+		// Cluster API's kubeadm CRDs: the input examples of cabpi convert are KubeadmConfigTemplates.
+		KubeadmCRDs: true,
 		Webhooks: &envtest.WebhookInstallOptions{
 			Paths: []string{filepath.Join(repoRoot, "config", "webhook", "manifests.yaml")},
 		},
