@@ -60,8 +60,9 @@ tools: controller-gen kustomize ignition-apply envtest-assets
 ## --- generate ---------------------------------------------------------------
 
 .PHONY: generate manifests
-generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code and the API reference (docs/guide/api.md).
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
+	go run ./hack/apidocs -apis apis/v1alpha1 -out docs/guide/api.md
 
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests.
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=false rbac:roleName=manager-role webhook \
@@ -129,8 +130,8 @@ BENCH_SECTIONS ?= render,admission,throughput,memory
 
 .PHONY: verify-gen
 verify-gen: generate manifests ## Fail when generated files are out of date.
-	@if [ -n "$$(git status --porcelain -- apis config)" ]; then \
-		git status --porcelain -- apis config; git --no-pager diff -- apis config | head -50; \
+	@if [ -n "$$(git status --porcelain -- apis config docs/guide/api.md)" ]; then \
+		git status --porcelain -- apis config docs/guide/api.md; git --no-pager diff -- apis config docs/guide/api.md | head -50; \
 		echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; fi
 
 .PHONY: clean

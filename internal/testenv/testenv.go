@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2/textlogger"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -298,7 +299,7 @@ func Start(ctx context.Context, opts Options) (_ *Environment, retErr error) {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		LeaderElection:         false,
-		Cache:                  setup.ManagerCacheOptions(scheme, name, "", 10*time.Minute),
+		Cache:                  managerCacheOptions(scheme, name),
 		Client:                 setup.ManagerClientOptions(),
 		Controller: config.Controller{
 			// Controller names are unique per process; allow a second Environment in one binary.
@@ -315,9 +316,6 @@ func Start(ctx context.Context, opts Options) (_ *Environment, retErr error) {
 			CertDir: w.LocalServingCertDir,
 		})
 	}
-	// The Secret cache as the cabpi manager configures it (CAPI's drops the data of the
-	// certificate Secrets, which cabpi reads through the cache).
-	mgrOpts.Cache.ByObject[&corev1.Secret{}] = secretcache.ByObject()
 	if opts.ManagerOptions != nil {
 		opts.ManagerOptions(&mgrOpts)
 	}
@@ -328,6 +326,22 @@ func Start(ctx context.Context, opts Options) (_ *Environment, retErr error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// managerCacheOptions is CAPI's cache set-up with the Secret cache as the cabpi manager
+// configures it: CAPI's drops the data of the certificate Secrets, which cabpi reads through the
+// cache. ByObject is keyed by object pointers, so CAPI's Secret entry is removed, not shadowed:
+// with two entries for one kind, which one controller-runtime applies depends on map order, and
+// now and then the cached <cluster>-ca had no data and joins waited for it forever.
+func managerCacheOptions(scheme *runtime.Scheme, name string) cache.Options {
+	opts := setup.ManagerCacheOptions(scheme, name, "", 10*time.Minute)
+	for obj := range opts.ByObject {
+		if _, isSecret := obj.(*corev1.Secret); isSecret {
+			delete(opts.ByObject, obj)
+		}
+	}
+	opts.ByObject[&corev1.Secret{}] = secretcache.ByObject()
+	return opts
 }
 
 // Context is the Environment's context, cancelled by Stop; pass it to SetupWithManager.
