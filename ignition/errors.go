@@ -9,7 +9,11 @@ type ErrorKind string
 const (
 	// ErrInvalidButane: the snippet does not parse or translate, or has warnings under strict.
 	ErrInvalidButane ErrorKind = "InvalidButane"
-	// ErrVariantMismatch: the snippet's variant is not the config's variant.
+	// ErrInvalidContainerLinuxConfig: the Container Linux Config does not parse or transpile,
+	// uses what Ignition 3 cannot express, or has warnings under strict.
+	ErrInvalidContainerLinuxConfig ErrorKind = "InvalidContainerLinuxConfig"
+	// ErrVariantMismatch: the snippet's variant is not the config's variant, or a Container
+	// Linux Config is given for a variant other than flatcar.
 	ErrVariantMismatch ErrorKind = "VariantMismatch"
 	// ErrOwnedPathConflict: the snippet or a file writes a path or unit the provider owns.
 	ErrOwnedPathConflict ErrorKind = "OwnedPathConflict"
@@ -22,8 +26,9 @@ const (
 )
 
 // Error is a rendering error caused by the input. Field is the spec field at fault
-// ("butane", "files[2]", "ignitionVersion", ...); Line and Column locate the error inside the
-// Butane document when Butane gives a location (1-based, 0 when unknown).
+// ("butane", "containerLinuxConfig", "files[2]", "ignitionVersion", ...); Line and Column locate
+// the error inside the Butane or Container Linux Config document when it is known (1-based, 0
+// when unknown).
 type Error struct {
 	Kind    ErrorKind
 	Field   string
