@@ -132,7 +132,7 @@ func clcReportError(rpt report.Report) *Error {
 		if e.Kind != report.EntryError {
 			continue
 		}
-		messages = append(messages, strings.ReplaceAll(strings.TrimSpace(e.Message), "\n", " "))
+		messages = append(messages, strings.Join(strings.Fields(e.Message), " ")) // yaml's are indented lines
 		if ierr.Line == 0 && e.Line > 0 {
 			ierr.Line, ierr.Column = e.Line, e.Column
 		}

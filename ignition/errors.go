@@ -39,8 +39,11 @@ type Error struct {
 
 func (e *Error) Error() string {
 	loc := ""
-	if e.Line > 0 {
+	switch {
+	case e.Line > 0 && e.Column > 0:
 		loc = fmt.Sprintf(" (line %d, column %d)", e.Line, e.Column)
+	case e.Line > 0:
+		loc = fmt.Sprintf(" (line %d)", e.Line)
 	}
 	if e.Field != "" {
 		return fmt.Sprintf("%s: %s%s", e.Field, e.Message, loc)
