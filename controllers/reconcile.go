@@ -124,8 +124,13 @@ func renderFailed(err error) *outcome {
 	reason := bootstrapv1.InvalidConfigReason
 	if rerr, ok := err.(*ignition.Error); ok {
 		switch rerr.Kind {
+		case ignition.ErrInvalidContainerLinuxConfig:
+			reason = bootstrapv1.InvalidContainerLinuxConfigReason
 		case ignition.ErrInvalidButane, ignition.ErrVariantMismatch:
 			reason = bootstrapv1.InvalidButaneReason
+			if rerr.Field == "containerLinuxConfig" { // a Container Linux Config for fcos
+				reason = bootstrapv1.InvalidContainerLinuxConfigReason
+			}
 		case ignition.ErrOwnedPathConflict:
 			reason = bootstrapv1.OwnedPathConflictReason
 		case ignition.ErrUnsupportedKubernetesVersion:

@@ -36,7 +36,7 @@ func TestApplyWithIgnition(t *testing.T) {
 			kubeadmStep string
 			certs       bool
 			snippet     bool
-		}{in, step, in.Role != ignition.RoleWorkerJoin, in.Butane != ""}
+		}{in, step, in.Role != ignition.RoleWorkerJoin, in.Butane != "" || in.ContainerLinuxConfig != ""}
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

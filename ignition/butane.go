@@ -12,29 +12,13 @@ import (
 	butane "github.com/coreos/butane/config"
 	butanecommon "github.com/coreos/butane/config/common"
 	exp "github.com/coreos/ignition/v2/config/v3_7_experimental"
-	exptypes "github.com/coreos/ignition/v2/config/v3_7_experimental/types"
 	"github.com/coreos/vcontext/report"
 	"gopkg.in/yaml.v3"
 )
 
-// butaneField is the spec field errors in the snippet are reported against.
-const butaneField = "butane"
-
 // butaneVariants are the variants Butane knows besides ours; a snippet naming one of them is a
 // variant mismatch rather than a typo.
 var butaneVariants = []string{"fcos", "flatcar", "openshift", "r4e", "fiot"}
-
-// snippet is a translated Butane document.
-type snippet struct {
-	// json is the Ignition config Butane emitted.
-	json []byte
-	// version is the Ignition spec version of json.
-	version string
-	// config is json parsed at the newest spec, for looking at what it writes.
-	config exptypes.Config
-	// warnings are the translation's warnings (none under strict: they are errors there).
-	warnings []Warning
-}
 
 // ValidateButane translates the Butane document doc and checks it the way Render does: it must
 // parse and translate (with strict, without warnings either), use the variant, emit a stable
@@ -113,7 +97,7 @@ func translateButane(variant Variant, doc string, strict, compress bool) (*snipp
 		return nil, errorf(ErrInvalidButane, butaneField, "the Ignition config Butane emitted does not parse: %v: %s",
 			err, strings.TrimSpace(rpt.String()))
 	}
-	s := &snippet{json: out, version: emitted.Ignition.Version, config: cfg, warnings: warnings}
+	s := &snippet{source: butaneSource, json: out, version: emitted.Ignition.Version, config: cfg, warnings: warnings}
 	if ierr := checkSnippet(s, nil); ierr != nil {
 		return nil, ierr
 	}

@@ -9,7 +9,11 @@ type ErrorKind string
 const (
 	// ErrInvalidButane: the snippet does not parse or translate, or has warnings under strict.
 	ErrInvalidButane ErrorKind = "InvalidButane"
-	// ErrVariantMismatch: the snippet's variant is not the config's variant.
+	// ErrInvalidContainerLinuxConfig: the Container Linux Config does not parse or transpile,
+	// uses what Ignition 3 cannot express, or has warnings under strict.
+	ErrInvalidContainerLinuxConfig ErrorKind = "InvalidContainerLinuxConfig"
+	// ErrVariantMismatch: the snippet's variant is not the config's variant, or a Container
+	// Linux Config is given for a variant other than flatcar.
 	ErrVariantMismatch ErrorKind = "VariantMismatch"
 	// ErrOwnedPathConflict: the snippet or a file writes a path or unit the provider owns.
 	ErrOwnedPathConflict ErrorKind = "OwnedPathConflict"
@@ -22,8 +26,9 @@ const (
 )
 
 // Error is a rendering error caused by the input. Field is the spec field at fault
-// ("butane", "files[2]", "ignitionVersion", ...); Line and Column locate the error inside the
-// Butane document when Butane gives a location (1-based, 0 when unknown).
+// ("butane", "containerLinuxConfig", "files[2]", "ignitionVersion", ...); Line and Column locate
+// the error inside the Butane or Container Linux Config document when it is known (1-based, 0
+// when unknown).
 type Error struct {
 	Kind    ErrorKind
 	Field   string
@@ -34,8 +39,11 @@ type Error struct {
 
 func (e *Error) Error() string {
 	loc := ""
-	if e.Line > 0 {
+	switch {
+	case e.Line > 0 && e.Column > 0:
 		loc = fmt.Sprintf(" (line %d, column %d)", e.Line, e.Column)
+	case e.Line > 0:
+		loc = fmt.Sprintf(" (line %d)", e.Line)
 	}
 	if e.Field != "" {
 		return fmt.Sprintf("%s: %s%s", e.Field, e.Message, loc)

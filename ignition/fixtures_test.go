@@ -140,6 +140,52 @@ systemd:
       enabled: true
 `
 
+// flatcarCLC is flatcarSnippet as a Container Linux Config, with what only that language has
+// (networkd units, append: true) and the file defaults it leaves implicit.
+const flatcarCLC = `passwd:
+  users:
+    - name: core
+      ssh_authorized_keys:
+        - ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExample core@example
+storage:
+  files:
+    - path: /etc/sysctl.d/90-kubernetes.conf
+      filesystem: root
+      mode: 0644
+      contents:
+        inline: |
+          net.ipv4.ip_forward = 1
+    - path: /etc/environment
+      mode: 0644
+      append: true
+      contents:
+        inline: |
+          CABPI_SNIPPET=clc
+  directories:
+    - path: /opt/cni/bin
+      mode: 0755
+  links:
+    - path: /etc/cabpi/sysctl.link
+      target: /etc/sysctl.d/90-kubernetes.conf
+systemd:
+  units:
+    - name: containerd.service
+      enabled: true
+      dropins:
+        - name: 10-limits.conf
+          contents: |
+            [Service]
+            LimitNOFILE=1048576
+networkd:
+  units:
+    - name: 00-eth0.network
+      contents: |
+        [Match]
+        Name=eth0
+        [Network]
+        DHCP=yes
+`
+
 // golden compares got with testdata/golden/name, or rewrites the file with -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()

@@ -1,5 +1,6 @@
 // Package ignition renders the bootstrap data of one node: kubeadm (the bootstrap part) plus the
-// user's Butane (the provisioning part), merged into one Ignition 3.x config.
+// user's Butane or legacy Container Linux Config (the provisioning part), merged into one
+// Ignition 3.x config.
 //
 // The renderer is pure: typed inputs in, Ignition JSON bytes out. It has no client, no clock and
 // no randomness, so identical inputs give identical bytes; callers resolve every reference
@@ -87,6 +88,13 @@ type Input struct {
 	Butane string
 	// ButaneStrict makes Butane warnings errors.
 	ButaneStrict bool
+
+	// ContainerLinuxConfig is the user's legacy Container Linux Config document (YAML), empty
+	// for none; flatcar only. It is transpiled to Ignition 2.3, translated to 3.x and merged as
+	// a Butane snippet is. At most one of Butane and ContainerLinuxConfig is set.
+	ContainerLinuxConfig string
+	// ContainerLinuxConfigStrict makes the transpiler's and the translation's warnings errors.
+	ContainerLinuxConfigStrict bool
 
 	// Compress allows gzip: each file's contents are gzipped where that is shorter (the
 	// snippet's too, by Butane), and a config over SizeLimit becomes a wrapper carrying it

@@ -19,7 +19,7 @@ import (
 // mergeFunc parses the base and the snippet (nil for none) at one spec version, merges the
 // snippet over the base and returns the validated result as JSON. check looks at the merged
 // JSON before Ignition validates it, so its more precise errors come first.
-type mergeFunc func(base, snippet []byte, check func(merged []byte) *Error) ([]byte, *Error)
+type mergeFunc func(base []byte, snippet *snippet, check func(merged []byte) *Error) ([]byte, *Error)
 
 // mergers maps every spec version the provider emits to its merge. Each version's
 // ParseCompatibleVersion accepts that version and all older ones and translates them up, which
@@ -36,15 +36,16 @@ var mergers = map[string]mergeFunc{
 
 // mergeAt builds the mergeFunc of one spec version from its parser; C is that version's Config.
 func mergeAt[C any](parse func([]byte) (C, report.Report, error)) mergeFunc {
-	return func(base, snippet []byte, check func(merged []byte) *Error) ([]byte, *Error) {
+	return func(base []byte, snippet *snippet, check func(merged []byte) *Error) ([]byte, *Error) {
 		merged, rpt, err := parse(base)
 		if err != nil {
 			return nil, reportError(ErrInvalidInput, "", "the bootstrap configuration is not valid Ignition", err, rpt)
 		}
 		if snippet != nil {
-			child, rpt, err := parse(snippet)
+			child, rpt, err := parse(snippet.json)
 			if err != nil {
-				return nil, reportError(ErrInvalidButane, butaneField, "the Butane snippet's Ignition does not parse", err, rpt)
+				src := snippet.source
+				return nil, reportError(src.invalid, src.field, src.name+"'s Ignition does not parse", err, rpt)
 			}
 			// The snippet is the child: for an entry both define, its fields win. Owned paths
 			// and units were rejected before, so this only ever adds to the base.
@@ -72,7 +73,7 @@ func mergeAt[C any](parse func([]byte) (C, report.Report, error)) mergeFunc {
 
 // mergeConfigs merges at the target version, which targetIgnitionVersion took from the tables,
 // and checks the result with check and with Ignition's validation.
-func mergeConfigs(target string, base, snippet []byte, check func(merged []byte) *Error) ([]byte, *Error) {
+func mergeConfigs(target string, base []byte, snippet *snippet, check func(merged []byte) *Error) ([]byte, *Error) {
 	m, ok := mergers[target]
 	if !ok {
 		return nil, errorf(ErrUnsupportedIgnitionVersion, "ignitionVersion", "no Ignition %s support", target)

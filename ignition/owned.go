@@ -76,80 +76,81 @@ func isBelow(p, dir string) bool {
 // adds a drop-in to kubeadm.service breaking its contract, or that replaces the whole config,
 // which would drop the bootstrap.
 func checkSnippet(s *snippet, providerPaths []string) *Error {
+	src := s.source
 	owned := append(append([]string(nil), ownedPaths...), providerPaths...)
 	storage := s.config.Storage
 	for _, n := range s.nodes() {
 		if o := ownedConflict(n.path, n.kind, owned); o != "" {
-			return errorf(ErrOwnedPathConflict, butaneField,
-				"the Butane snippet writes a %s at %s, which conflicts with %s written by the provider", n.kind, n.path, o)
+			return src.errorf(ErrOwnedPathConflict,
+				"writes a %s at %s, which conflicts with %s written by the provider", n.kind, n.path, o)
 		}
 	}
 	for _, l := range storage.Links {
-		if ierr := checkSnippetLink(l, owned); ierr != nil {
+		if ierr := checkSnippetLink(src, l, owned); ierr != nil {
 			return ierr
 		}
 	}
 	for _, f := range storage.Files {
-		if ierr := checkSnippetPreset(f); ierr != nil {
+		if ierr := checkSnippetPreset(src, f); ierr != nil {
 			return ierr
 		}
-		if ierr := checkSnippetDropinFile(f); ierr != nil {
+		if ierr := checkSnippetDropinFile(src, f); ierr != nil {
 			return ierr
 		}
-		if ierr := checkSnippetManagerConfig(f); ierr != nil {
+		if ierr := checkSnippetManagerConfig(src, f); ierr != nil {
 			return ierr
 		}
 	}
 	for _, u := range s.config.Systemd.Units {
-		if ierr := checkSnippetUnit(u, owned); ierr != nil {
+		if ierr := checkSnippetUnit(src, u, owned); ierr != nil {
 			return ierr
 		}
 	}
 	if replace := s.config.Ignition.Config.Replace.Source; replace != nil && *replace != "" {
-		return errorf(ErrInvalidButane, butaneField,
-			"the Butane snippet sets ignition.config.replace, which would discard the bootstrap configuration")
+		return src.errorf(src.invalid,
+			"sets ignition.config.replace, which would discard the bootstrap configuration")
 	}
 	if len(s.config.Ignition.Config.Merge) > 0 {
 		// A merged config is fetched and applied at boot, after every check here: it could
 		// rewrite the provider's files or add drop-ins to kubeadm.service.
-		return errorf(ErrInvalidButane, butaneField,
-			"the Butane snippet sets ignition.config.merge, a config the provider cannot check before boot: put its contents in the snippet")
+		return src.errorf(src.invalid,
+			"sets ignition.config.merge, a config the provider cannot check before boot: put its contents in the snippet")
 	}
 	return nil
 }
 
 // checkSnippetDropinFile checks a snippet file that systemd reads as a drop-in of
 // kubeadm.service; its contents must be readable here to be checked.
-func checkSnippetDropinFile(f exptypes.File) *Error {
+func checkSnippetDropinFile(src snippetSource, f exptypes.File) *Error {
 	p := path.Clean(f.Path)
 	if !kubeadmDropinPath(p) {
 		return nil
 	}
 	content, unreadable := snippetFileContent(f)
 	if unreadable != "" {
-		return errorf(ErrOwnedPathConflict, butaneField,
-			"the Butane snippet writes the drop-in %s for %s, whose contents cannot be checked (%s)", f.Path, KubeadmUnitName, unreadable)
+		return src.errorf(ErrOwnedPathConflict,
+			"writes the drop-in %s for %s, whose contents cannot be checked (%s)", f.Path, KubeadmUnitName, unreadable)
 	}
 	if problem := checkDropin(p, content); problem != "" {
-		return errorf(ErrOwnedPathConflict, butaneField, "the Butane snippet writes %s", problem)
+		return src.errorf(ErrOwnedPathConflict, "writes %s", problem)
 	}
 	return nil
 }
 
 // checkSnippetManagerConfig checks a snippet file that systemd reads as its own configuration
 // (system.conf and its drop-ins), whose DefaultEnvironment= reaches every service.
-func checkSnippetManagerConfig(f exptypes.File) *Error {
+func checkSnippetManagerConfig(src snippetSource, f exptypes.File) *Error {
 	p := path.Clean(f.Path)
 	if !managerConfigPath(p) {
 		return nil
 	}
 	content, unreadable := snippetFileContent(f)
 	if unreadable != "" {
-		return errorf(ErrOwnedPathConflict, butaneField,
-			"the Butane snippet writes %s, systemd's configuration, whose contents cannot be checked (%s)", f.Path, unreadable)
+		return src.errorf(ErrOwnedPathConflict,
+			"writes %s, systemd's configuration, whose contents cannot be checked (%s)", f.Path, unreadable)
 	}
 	if problem := checkManagerConfig(p, content); problem != "" {
-		return errorf(ErrOwnedPathConflict, butaneField, "the Butane snippet writes %s", problem)
+		return src.errorf(ErrOwnedPathConflict, "writes %s", problem)
 	}
 	return nil
 }
@@ -172,14 +173,14 @@ func snippetFileContent(f exptypes.File) (content []byte, unreadable string) {
 // writing or appending through the link changes, say, /etc/kubeadm.sh. Ignition resolves a
 // relative target from the root. A link in the preset directory is rejected too: what it points
 // to cannot be checked for a line disabling kubeadm.service.
-func checkSnippetLink(l exptypes.Link, owned []string) *Error {
+func checkSnippetLink(src snippetSource, l exptypes.Link, owned []string) *Error {
 	if p := path.Clean(l.Path); inKubeadmDropinDir(p) || slices.Contains(kubeadmDropinDirs, p) {
-		return errorf(ErrOwnedPathConflict, butaneField,
-			"the Butane snippet writes a link at %s, in or at a drop-in directory of %s: what a link points to cannot be checked", l.Path, KubeadmUnitName)
+		return src.errorf(ErrOwnedPathConflict,
+			"writes a link at %s, in or at a drop-in directory of %s: what a link points to cannot be checked", l.Path, KubeadmUnitName)
 	}
 	if isBelow(path.Clean(l.Path), systemdPresetDir) {
-		return errorf(ErrOwnedPathConflict, butaneField,
-			"the Butane snippet writes a link at %s: a preset file there could disable %s, which the provider enables, "+
+		return src.errorf(ErrOwnedPathConflict,
+			"writes a link at %s: a preset file there could disable %s, which the provider enables, "+
 				"and what a link points to cannot be checked", l.Path, KubeadmUnitName)
 	}
 	if l.Hard == nil || !*l.Hard || l.Target == nil {
@@ -189,8 +190,8 @@ func checkSnippetLink(l exptypes.Link, owned []string) *Error {
 	// A directory's semantics: the target conflicts at an owned path and below it; a hard link
 	// to a parent directory of an owned path is no hard link at all (Ignition rejects it).
 	if o := ownedConflict(target, nodeDirectory, owned); o != "" {
-		return errorf(ErrOwnedPathConflict, butaneField,
-			"the Butane snippet writes a hard link at %s to %s, which conflicts with %s written by the provider", l.Path, *l.Target, o)
+		return src.errorf(ErrOwnedPathConflict,
+			"writes a hard link at %s to %s, which conflicts with %s written by the provider", l.Path, *l.Target, o)
 	}
 	return nil
 }
@@ -200,19 +201,19 @@ func checkSnippetLink(l exptypes.Link, owned []string) *Error {
 // systemd takes the first preset line matching a unit, from files in name order; a file sorting
 // before Ignition's 20-ignition.preset would win over its enable line. Any file is refused, not
 // only those sorting first, so renaming 20-ignition.preset in a later Ignition stays safe.
-func checkSnippetPreset(f exptypes.File) *Error {
+func checkSnippetPreset(src snippetSource, f exptypes.File) *Error {
 	if !isBelow(path.Clean(f.Path), systemdPresetDir) {
 		return nil
 	}
 	all, unreadable := snippetFileContent(f)
 	if unreadable != "" {
-		return errorf(ErrOwnedPathConflict, butaneField,
-			"the Butane snippet writes the preset file %s, whose contents cannot be checked (%s): a preset could disable %s, which the provider enables",
+		return src.errorf(ErrOwnedPathConflict,
+			"writes the preset file %s, whose contents cannot be checked (%s): a preset could disable %s, which the provider enables",
 			f.Path, unreadable, KubeadmUnitName)
 	}
 	if line := presetDisablesKubeadm(all); line != "" {
-		return errorf(ErrOwnedPathConflict, butaneField,
-			"the Butane snippet writes the preset file %s, whose line %q disables %s, which the provider enables",
+		return src.errorf(ErrOwnedPathConflict,
+			"writes the preset file %s, whose line %q disables %s, which the provider enables",
 			f.Path, line, KubeadmUnitName)
 	}
 	return nil
@@ -224,32 +225,32 @@ func checkSnippetPreset(f exptypes.File) *Error {
 // disabled unit, so a name matching kubeadm.service ("kube*.service") is refused like the unit
 // itself. Ignition joins unit and drop-in names to the unit directory unchecked, so a name with
 // "../" can reach system.control or service.d: the paths are checked as Ignition builds them.
-func checkSnippetUnit(u exptypes.Unit, owned []string) *Error {
+func checkSnippetUnit(src snippetSource, u exptypes.Unit, owned []string) *Error {
 	if matched, err := path.Match(u.Name, KubeadmUnitName); matched || err != nil {
 		if !onlyDropins(u) {
-			return kubeadmUnitConflict(u)
+			return kubeadmUnitConflict(src, u)
 		}
 	}
 	unitPath := path.Join(systemdUnitDir, u.Name)
 	if o := ownedConflict(unitPath, nodeFile, owned); o != "" && !onlyDropins(u) {
-		return errorf(ErrOwnedPathConflict, butaneField,
-			"the Butane snippet defines unit %s, which Ignition writes at %s and conflicts with %s written by the provider", u.Name, unitPath, o)
+		return src.errorf(ErrOwnedPathConflict,
+			"defines unit %s, which Ignition writes at %s and conflicts with %s written by the provider", u.Name, unitPath, o)
 	}
 	if u.Contents != nil && kubeadmDropinPath(unitPath) {
 		if problem := checkDropin(unitPath, []byte(*u.Contents)); problem != "" {
-			return errorf(ErrOwnedPathConflict, butaneField, "the Butane snippet writes %s", problem)
+			return src.errorf(ErrOwnedPathConflict, "writes %s", problem)
 		}
 	}
 	for _, d := range u.Dropins {
 		dropinPath := path.Join(systemdUnitDir, u.Name+".d", d.Name)
 		if o := ownedConflict(dropinPath, nodeFile, owned); o != "" {
-			return errorf(ErrOwnedPathConflict, butaneField,
-				"the Butane snippet adds drop-in %s to unit %s, which Ignition writes at %s and conflicts with %s written by the provider",
+			return src.errorf(ErrOwnedPathConflict,
+				"adds drop-in %s to unit %s, which Ignition writes at %s and conflicts with %s written by the provider",
 				d.Name, u.Name, dropinPath, o)
 		}
 		if kubeadmDropinPath(dropinPath) && d.Contents != nil {
 			if problem := checkDropin(dropinPath, []byte(*d.Contents)); problem != "" {
-				return errorf(ErrOwnedPathConflict, butaneField, "the Butane snippet adds %s", problem)
+				return src.errorf(ErrOwnedPathConflict, "adds %s", problem)
 			}
 		}
 	}
@@ -264,7 +265,7 @@ func onlyDropins(u exptypes.Unit) bool {
 }
 
 // kubeadmUnitConflict says how a unit entry matching kubeadm.service overrides it.
-func kubeadmUnitConflict(u exptypes.Unit) *Error {
+func kubeadmUnitConflict(src snippetSource, u exptypes.Unit) *Error {
 	what := "defines"
 	switch {
 	case u.Mask != nil && *u.Mask:
@@ -276,8 +277,8 @@ func kubeadmUnitConflict(u exptypes.Unit) *Error {
 	if u.Name != KubeadmUnitName {
 		unit = fmt.Sprintf("%s, which matches %s", u.Name, KubeadmUnitName)
 	}
-	return errorf(ErrOwnedPathConflict, butaneField,
-		"the Butane snippet %s unit %s, which the provider owns (drop-ins for it are allowed)", what, unit)
+	return src.errorf(ErrOwnedPathConflict,
+		"%s unit %s, which the provider owns (drop-ins for it are allowed)", what, unit)
 }
 
 // maxPresetBytes bounds what a compressed preset file may expand to while it is checked; preset
@@ -401,16 +402,17 @@ func userFileField(i int) func(string) string {
 // merged with the user's field by field, and neither would win cleanly; a directory or link
 // would silently replace the user's file.
 func checkSnippetAgainstFiles(s *snippet, files []File) *Error {
+	src := s.source
 	for _, n := range s.nodes() {
 		for i, uf := range files {
 			if path.Clean(n.path) != path.Clean(uf.Path) {
 				continue
 			}
 			if n.kind == nodeFile {
-				return errorf(ErrInvalidInput, butaneField, "the Butane snippet writes %s, which files[%d] writes too", n.path, i)
+				return src.errorf(ErrInvalidInput, "writes %s, which files[%d] writes too", n.path, i)
 			}
-			return errorf(ErrInvalidInput, butaneField,
-				"the Butane snippet writes a %s at %s, where files[%d] writes a file: Ignition would drop the file", n.kind, n.path, i)
+			return src.errorf(ErrInvalidInput,
+				"writes a %s at %s, where files[%d] writes a file: Ignition would drop the file", n.kind, n.path, i)
 		}
 	}
 	return nil

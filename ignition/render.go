@@ -3,13 +3,15 @@ package ignition
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/blang/semver/v4"
 )
 
 // Render renders the bootstrap data of one node: kubeadm's configuration, the script and unit
-// that run it, certificates and files, merged with the user's Butane snippet into one Ignition
-// config at the spec version the variant, the snippet and the pin call for. With Input.Compress,
+// that run it, certificates and files, merged with the user's Butane snippet (or Container Linux
+// Config) into one Ignition config at the spec version the variant, the snippet and the pin
+// call for. With Input.Compress,
 // contents are gzipped where that is shorter and a config over Input.SizeLimit may be replaced
 // by a smaller wrapper carrying it (Output.Size says which); nothing is ever cut.
 //
@@ -76,13 +78,13 @@ func mergeInput(in *Input) (*merged, *Error, error) {
 	if ierr := checkCommands(in.PreKubeadmCommands, in.PostKubeadmCommands); ierr != nil {
 		return nil, ierr, nil
 	}
-	snip, ierr := translateButane(in.Variant, in.Butane, in.ButaneStrict, in.Compress)
+	snip, ierr := translateSnippet(in)
 	if ierr != nil {
 		return nil, ierr, nil
 	}
 	var emitted string
-	var snippetJSON []byte
 	var warnings []Warning
+	src := butaneSource
 	if snip != nil {
 		if ierr := checkSnippet(snip, ownedFilePaths(provider)); ierr != nil {
 			return nil, ierr, nil
@@ -90,7 +92,7 @@ func mergeInput(in *Input) (*merged, *Error, error) {
 		if ierr := checkSnippetAgainstFiles(snip, in.Files); ierr != nil {
 			return nil, ierr, nil
 		}
-		emitted, snippetJSON, warnings = snip.version, snip.json, snip.warnings
+		emitted, warnings, src = snip.version, snip.warnings, snip.source
 	}
 	target, ierr := targetIgnitionVersion(in.Variant, emitted, in.IgnitionVersion)
 	if ierr != nil {
@@ -113,13 +115,25 @@ func mergeInput(in *Input) (*merged, *Error, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("encoding the base config: %w", err)
 	}
-	origin := baseOrigins(provider, in.Files)
-	data, ierr := mergeConfigs(target, base, snippetJSON, func(merged []byte) *Error { return checkStorage(merged, origin) })
+	origin := baseOrigins(provider, in.Files, src)
+	data, ierr := mergeConfigs(target, base, snip, func(merged []byte) *Error { return checkStorage(merged, origin) })
 	if ierr != nil {
 		return nil, ierr, nil
 	}
 	return &merged{target: target, data: data, kubeVersion: kubeVersion, metadata: metadata, generated: generated,
 		warnings: warnings}, nil, nil
+}
+
+// translateSnippet translates the input's provisioning document, Butane or Container Linux
+// Config; nil for none. Only one can be merged: both set is an error.
+func translateSnippet(in *Input) (*snippet, *Error) {
+	if strings.TrimSpace(in.ContainerLinuxConfig) == "" {
+		return translateButane(in.Variant, in.Butane, in.ButaneStrict, in.Compress)
+	}
+	if strings.TrimSpace(in.Butane) != "" {
+		return nil, errorf(ErrInvalidInput, clcField, "set butane or containerLinuxConfig, not both")
+	}
+	return translateCLC(in.Variant, in.ContainerLinuxConfig, in.ContainerLinuxConfigStrict, in.Compress)
 }
 
 // finish turns a merged, validated config into the output: wrapped where compression is allowed,

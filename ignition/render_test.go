@@ -18,13 +18,19 @@ import (
 )
 
 // goldenCases cover every role on both variants, with and without a user snippet, and both
-// kubeadm API versions: v1beta3 (Kubernetes 1.30) and v1beta4 (1.31 and later).
+// kubeadm API versions: v1beta3 (Kubernetes 1.30) and v1beta4 (1.31 and later); and a flatcar
+// worker whose snippet is a Container Linux Config.
 func goldenCases() map[string]ignition.Input {
 	withSnippet := func(in ignition.Input, doc string) ignition.Input {
 		in.Butane = doc
 		in.PreKubeadmCommands = []string{"systemctl enable --now containerd"}
 		in.PostKubeadmCommands = []string{"echo bootstrapped > /var/log/cabpi.log"}
 		in.Files = []ignition.File{{Path: "/etc/cabpi/hello", Content: []byte("hello\n"), Mode: 0o640, Owner: "500:500"}}
+		return in
+	}
+	withCLC := func(in ignition.Input, doc string) ignition.Input {
+		in = withSnippet(in, "")
+		in.ContainerLinuxConfig = doc
 		return in
 	}
 	return map[string]ignition.Input{
@@ -41,6 +47,7 @@ func goldenCases() map[string]ignition.Input {
 		"controlplane-fcos-v1.34.0":            controlPlaneJoinInput(ignition.VariantFCOS, "v1.34.0"),
 		"controlplane-fcos-v1.30.4":            controlPlaneJoinInput(ignition.VariantFCOS, "v1.30.4"),
 		"controlplane-flatcar-snippet-v1.31.0": withSnippet(controlPlaneJoinInput(ignition.VariantFlatcar, "v1.31.0"), flatcarSnippet),
+		"worker-flatcar-clc-v1.34.0":           withCLC(joinInput(ignition.VariantFlatcar, "v1.34.0"), flatcarCLC),
 	}
 }
 

@@ -16,26 +16,29 @@ const shellMetacharacters = ";&|$`'\"<>\\"
 // origins names who writes each path of the base config, for errors found in the merged config,
 // where the origin of an entry is no longer recorded: "" for the provider's fixed files, the
 // field of its other files ("certificates[i]", ...), "files[i].path". Any other path comes from the
-// Butane snippet.
-type origins map[string]string
+// snippet, whose source is snippet.
+type origins struct {
+	paths   map[string]string
+	snippet snippetSource
+}
 
-func baseOrigins(provider []ownedFile, files []File) origins {
-	o := origins{KubeadmConfigPath: "", KubeadmScriptPath: ""}
+func baseOrigins(provider []ownedFile, files []File, snippet snippetSource) origins {
+	o := origins{paths: map[string]string{KubeadmConfigPath: "", KubeadmScriptPath: ""}, snippet: snippet}
 	for _, p := range provider {
-		o[path.Clean(p.Path)] = p.field
+		o.paths[path.Clean(p.Path)] = p.field
 	}
 	for i, f := range files {
-		o[path.Clean(f.Path)] = userFileField(i)("path")
+		o.paths[path.Clean(f.Path)] = userFileField(i)("path")
 	}
 	return o
 }
 
 // field is the input field that writes p.
 func (o origins) field(p string) string {
-	if f, ok := o[path.Clean(p)]; ok {
+	if f, ok := o.paths[path.Clean(p)]; ok {
 		return f
 	}
-	return butaneField
+	return o.snippet.field
 }
 
 // describe names the writer of p for a message.
@@ -43,8 +46,8 @@ func (o origins) describe(p string) string {
 	switch f := o.field(p); f {
 	case "":
 		return "the provider"
-	case butaneField:
-		return "the Butane snippet"
+	case o.snippet.field:
+		return o.snippet.name
 	default:
 		return strings.TrimSuffix(f, ".path") // the entry, not its field
 	}
@@ -105,8 +108,8 @@ func checkStorage(data []byte, o origins) *Error {
 				continue
 			}
 			field := o.field(n.path)
-			if o.field(dir) == butaneField {
-				field = butaneField
+			if o.field(dir) == o.snippet.field {
+				field = o.snippet.field
 			}
 			return errorf(ErrInvalidInput, field,
 				"%s %s (written by %s) is inside %s, a %s written by %s: Ignition cannot create it at boot",

@@ -43,7 +43,8 @@ type specCheck struct {
 // (ignition.ValidateIgnitionVersion), file permissions (configinput.ParseMode) and file paths
 // written twice once cleaned (the CRD's list-map key only catches identical strings). Then the
 // spec is rendered the way `cabpi render` does, with placeholder credentials, for the node role
-// it will have: that finds an invalid inline Butane snippet (with Butane's line and column) and
+// it will have: that finds an invalid inline Butane snippet or Container Linux Config (with its
+// line and column) and
 // what only a whole render sees (files at paths the provider owns, a snippet writing a file of
 // spec.files, a pin lower than the snippet needs, kubeadm configuration that cannot be written, a
 // pre- or post-kubeadm command that is not a complete shell command, paths that clash once the
@@ -51,8 +52,10 @@ type specCheck struct {
 // (the file or command replaced by a placeholder, the snippet dropped, ...) and the
 // render repeated, until it succeeds or nothing more can be set aside.
 //
-// Content in Secrets and ConfigMaps is not read: a Butane document from contentFrom is checked
-// by the controller when it renders, and a file's Secret content is a placeholder here.
+// Content in Secrets and ConfigMaps is not read: a Butane document or Container Linux Config from
+// contentFrom is checked by the controller when it renders, and a file's Secret content is a
+// placeholder here. Butane and a Container Linux Config both set is an error (the CRD's rule,
+// repeated for objects validated without the API server).
 //
 // The render's warnings (a key Butane does not know and drops, ...) are returned as admission
 // warnings, which kubectl prints: the config is admitted, but the user hears of them.
@@ -79,6 +82,15 @@ func validateSpec(chk specCheck) (field.ErrorList, admission.Warnings) {
 	// one more up front: a 1 MiB snippet takes most of a second to translate).
 	if spec.Butane.ContentFrom != nil {
 		work.Butane = bootstrapv1.ButaneSpec{}
+	}
+	if spec.ContainerLinuxConfig.ContentFrom != nil {
+		work.ContainerLinuxConfig = bootstrapv1.ContainerLinuxConfigSpec{}
+	}
+	// The CRD's rule says the same; objects validated offline (cabpi render) have no CRD. The
+	// Butane snippet is still checked.
+	if spec.Butane != (bootstrapv1.ButaneSpec{}) && spec.ContainerLinuxConfig != (bootstrapv1.ContainerLinuxConfigSpec{}) {
+		errs = append(errs, field.Forbidden(p.Child("containerLinuxConfig"), "set butane or containerLinuxConfig, not both"))
+		work.ContainerLinuxConfig = bootstrapv1.ContainerLinuxConfigSpec{}
 	}
 
 	seen := map[string]int{}
@@ -187,6 +199,10 @@ func blame(ierr *ignition.Error, spec, work *bootstrapv1.IgnitionConfigSpec, p *
 		// certificates of a control-plane node): either way it is set aside.
 		work.Butane = bootstrapv1.ButaneSpec{}
 		return field.Invalid(p.Child("butane", "inline"), field.OmitValueType{}, msg), true
+	case "containerLinuxConfig":
+		// Likewise the Container Linux Config (only inline documents are rendered here).
+		work.ContainerLinuxConfig = bootstrapv1.ContainerLinuxConfigSpec{}
+		return field.Invalid(p.Child("containerLinuxConfig", "inline"), field.OmitValueType{}, msg), true
 	case "ignitionVersion":
 		work.IgnitionVersion = ""
 		return field.Invalid(p.Child("ignitionVersion"), spec.IgnitionVersion, msg), true
@@ -265,8 +281,8 @@ func placeholderFile(i int) bootstrapv1.File {
 	return bootstrapv1.File{Path: fmt.Sprintf("/run/cabpi-admission/placeholder-%d", i), Content: "placeholder"}
 }
 
-// message is the renderer's message of err, with the location inside the Butane document when
-// the renderer knows it. The field is left out: the field error carries the path.
+// message is the renderer's message of err, with the location inside the Butane document or
+// Container Linux Config when the renderer knows it. The field is left out: the field error carries the path.
 func message(err error) string {
 	var ierr *ignition.Error
 	if !errors.As(err, &ierr) {

@@ -27,6 +27,10 @@ import (
 
 const flatcarButane = "variant: flatcar\nversion: 1.0.0\n"
 
+// flatcarCLC is a Container Linux Config without warnings.
+const flatcarCLC = "storage:\n  files:\n  - path: /etc/motd\n    mode: 0644\n    contents:\n      inline: hello\n" +
+	"networkd:\n  units:\n  - name: 00-eth0.network\n    contents: \"[Match]\\nName=eth0\\n\"\n"
+
 // cause is one expected entry of an Invalid error's causes: the exact field and a substring of
 // the message.
 // cause is an admission error cause a case expects: the field path and part of the message.
@@ -223,6 +227,94 @@ func TestAdmission(t *testing.T) {
 					s.Files = []bootstrapv1.File{{Path: "/opt/app/config", Content: "x"}}
 				}))
 			},
+		},
+
+		// Container Linux Config: webhook, field spec.containerLinuxConfig.inline, located.
+		{
+			name: "flatcar Container Linux Config",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.ContainerLinuxConfig = bootstrapv1.ContainerLinuxConfigSpec{Strict: true, Inline: flatcarCLC}
+				}))
+			},
+		},
+		{
+			name: "Container Linux Config from a Secret is not read at admission",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.ContainerLinuxConfig.ContentFrom = &bootstrapv1.ButaneSource{Secret: &bootstrapv1.KeyReference{Name: "clc", Key: "config"}}
+				}))
+			},
+		},
+		{
+			name: "Container Linux Config with a wrongly typed value",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.ContainerLinuxConfig.Inline = "storage:\n  files:\n  - path: /etc/x\n    mode: abc\n"
+				}))
+			},
+			want: []cause{{"spec.containerLinuxConfig.inline", "cannot unmarshal !!str `abc` into int (line 4)"}},
+		},
+		{
+			name: "strict Container Linux Config with an unknown key",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.ContainerLinuxConfig = bootstrapv1.ContainerLinuxConfigSpec{Strict: true, Inline: "storage:\n  filez: []\n"}
+				}))
+			},
+			want: []cause{{"spec.containerLinuxConfig.inline", "Config has unrecognized key: filez (line 2, column 3)"}},
+		},
+		{
+			name: "Container Linux Config for fcos",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Variant = bootstrapv1.VariantFCOS
+					s.ContainerLinuxConfig.Inline = flatcarCLC
+				}))
+			},
+			want: []cause{{"spec.containerLinuxConfig.inline", "fcos nodes never read it: write the snippet in Butane"}},
+		},
+		{
+			name: "Container Linux Config writing a file on a filesystem Ignition 2 mounted",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.ContainerLinuxConfig.Inline = "storage:\n  filesystems:\n  - name: oem\n    mount: {device: /dev/disk/by-label/OEM, format: btrfs}\n" +
+						"  files:\n  - filesystem: oem\n    path: /grub.cfg\n    mode: 0644\n"
+				}))
+			},
+			want: []cause{{"spec.containerLinuxConfig.inline", `mounted only to write it: Ignition 3 writes by path in the root`}, {"spec.containerLinuxConfig.inline", "(line 6, column 5)"}},
+		},
+		{
+			name: "Container Linux Config writing /etc/kubeadm.sh and a spec file",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.ContainerLinuxConfig.Inline = "storage:\n  files:\n  - path: /etc/kubeadm.sh\n    mode: 0700\n"
+					s.Files = []bootstrapv1.File{{Path: "/etc/kubeadm.yml", Content: "x"}}
+				}))
+			},
+			want: []cause{
+				{"spec.containerLinuxConfig.inline", "the Container Linux Config writes a file at /etc/kubeadm.sh, which conflicts with /etc/kubeadm.sh"},
+				{"spec.files[0].path", "conflicts with /etc/kubeadm.yml"},
+			},
+		},
+		{
+			name: "Butane and a Container Linux Config (CEL)",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.Butane.Inline = flatcarButane
+					s.ContainerLinuxConfig.Inline = flatcarCLC
+				}))
+			},
+			want: []cause{{"spec", "set butane or containerLinuxConfig, not both"}},
+		},
+		{
+			name: "template: Container Linux Config disabling kubeadm.service",
+			obj: func(*testing.T) client.Object {
+				return newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) {
+					s.ContainerLinuxConfig.Inline = "systemd:\n  units:\n  - name: kubeadm.service\n    mask: true\n"
+				})
+			},
+			want: []cause{{"spec.template.spec.containerLinuxConfig.inline", "masks unit kubeadm.service"}},
 		},
 
 		// Butane snippet: webhook, field spec.butane.inline, with Butane's location.
@@ -999,6 +1091,29 @@ func TestIgnitionConfigTemplateTopologyDryRun(t *testing.T) {
 	t.Run("dry-run without the annotation is rejected", func(t *testing.T) {
 		requireInvalid(t, apply(false, nil, client.DryRunAll), cause{"spec.template.spec", "immutable"})
 	})
+}
+
+// TestContainerLinuxConfigWarningsAreAdmissionWarnings: the transpiler's warnings are admitted
+// (not strict), printed with their place under spec.containerLinuxConfig.inline; strict rejects.
+func TestContainerLinuxConfigWarningsAreAdmissionWarnings(t *testing.T) {
+	ctx := t.Context()
+	ns := env.CreateNamespace(t, "clc-warnings").Name
+	rec := &warningRecorder{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WarningHandler = rec
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	require.NoError(t, err)
+
+	const misspelt = "storage:\n  filez:\n  - path: /etc/motd\n"
+	require.NoError(t, c.Create(ctx, newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) { s.ContainerLinuxConfig.Inline = misspelt })))
+	warnings := rec.all()
+	require.Len(t, warnings, 1, "one warning, even when rendered for two roles: %v", warnings)
+	assert.Contains(t, warnings[0], "spec.template.spec.containerLinuxConfig.inline: line 2, column 3: Config has unrecognized key: filez")
+
+	strict := newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+		s.ContainerLinuxConfig = bootstrapv1.ContainerLinuxConfigSpec{Inline: misspelt, Strict: true}
+	}))
+	requireInvalid(t, c.Create(ctx, strict), cause{"spec.containerLinuxConfig.inline", "filez (line 2, column 3)"})
 }
 
 // TestButaneWarningsAreAdmissionWarnings: a misspelt key Butane drops is admitted (not strict)

@@ -42,12 +42,19 @@ const (
 	// when cabpi generates the cluster's certificates).
 	InvalidClusterCertificateReason = "InvalidClusterCertificate"
 	// ReferenceNotFoundReason (False): a Secret or ConfigMap the spec references (butane.contentFrom,
-	// files[].contentFrom) or one of its keys does not exist; the message names it.
+	// containerLinuxConfig.contentFrom, files[].contentFrom) or one of its keys does not exist; the
+	// message names it.
 	ReferenceNotFoundReason = "ReferenceNotFound"
 	// InvalidButaneReason (False): the butane snippet does not translate (message carries Butane's
 	// report with line and column), uses another variant, or has warnings while strict.
 	InvalidButaneReason = "InvalidButane"
-	// OwnedPathConflictReason (False): the snippet or spec.files writes a path or unit cabpi owns.
+	// InvalidContainerLinuxConfigReason (False): the containerLinuxConfig does not transpile, says
+	// what Ignition 3 cannot (a file on a filesystem Ignition 2 mounted only to write it, an
+	// oem:// source, ...), has warnings while strict, or is given for variant fcos; the message
+	// carries the line and column in the document.
+	InvalidContainerLinuxConfigReason = "InvalidContainerLinuxConfig"
+	// OwnedPathConflictReason (False): the snippet (Butane or Container Linux Config) or
+	// spec.files writes a path or unit cabpi owns.
 	OwnedPathConflictReason = "OwnedPathConflict"
 	// UnsupportedKubernetesVersionReason (False): kubeadm config cannot be written for the version
 	// (below v1.22 or not a semantic version).

@@ -36,14 +36,20 @@ func (e *MissingReferenceError) Error() string {
 	return fmt.Sprintf("%s: %s %q not found", e.Field, e.Kind, e.Name)
 }
 
-// butaneSecretField is the spec path of a Butane document read from a Secret.
-const butaneSecretField = "spec.butane.contentFrom.secret"
+// Spec paths of the provisioning documents read from a Secret or a ConfigMap.
+const (
+	butaneSecretField    = "spec.butane.contentFrom.secret"
+	butaneConfigMapField = "spec.butane.contentFrom.configMap"
+	clcSecretField       = "spec.containerLinuxConfig.contentFrom.secret"
+	clcConfigMapField    = "spec.containerLinuxConfig.contentFrom.configMap"
+)
 
 // DefaultFileMode is the mode of spec.files without permissions.
 const DefaultFileMode = 0o644
 
-// FromSpec builds the role-independent part of the input: variant, pinned version, Butane,
-// files and commands. Role-specific parts (kubeadm configurations, certificates) are the caller's.
+// FromSpec builds the role-independent part of the input: variant, pinned version, Butane or
+// Container Linux Config, files and commands. Role-specific parts (kubeadm configurations,
+// certificates) are the caller's.
 func FromSpec(ctx context.Context, spec *bootstrapv1.IgnitionConfigSpec, role ignition.Role, kubernetesVersion string, res Resolver) (ignition.Input, error) {
 	in := ignition.Input{
 		Variant:             Variant(spec),
@@ -54,15 +60,21 @@ func FromSpec(ctx context.Context, spec *bootstrapv1.IgnitionConfigSpec, role ig
 		PostKubeadmCommands: spec.PostKubeadmCommands,
 		Verbosity:           spec.Verbosity,
 		ButaneStrict:        spec.Butane.Strict,
+
+		ContainerLinuxConfigStrict: spec.ContainerLinuxConfig.Strict,
 	}
 	if nn := spec.NodeName; nn != nil {
 		in.NodeName = &ignition.NodeNameFromMetadata{Platform: ignition.Platform(nn.FromMetadata), ProviderID: nn.ProviderID}
 	}
-	butane, err := butaneDocument(ctx, spec.Butane, res)
+	butane, err := document(ctx, spec.Butane.Inline, spec.Butane.ContentFrom, butaneSecretField, butaneConfigMapField, res)
 	if err != nil {
 		return in, err
 	}
 	in.Butane = butane
+	clc := spec.ContainerLinuxConfig
+	if in.ContainerLinuxConfig, err = document(ctx, clc.Inline, clc.ContentFrom, clcSecretField, clcConfigMapField, res); err != nil {
+		return in, err
+	}
 	for i, f := range spec.Files {
 		file, err := fileFromSpec(ctx, i, f, res)
 		if err != nil {
@@ -109,15 +121,17 @@ func Variant(spec *bootstrapv1.IgnitionConfigSpec) ignition.Variant {
 	return ignition.Variant(spec.Variant)
 }
 
-func butaneDocument(ctx context.Context, b bootstrapv1.ButaneSpec, res Resolver) (string, error) {
+// document is a provisioning document (Butane or Container Linux Config): inline, or read from
+// the Secret or ConfigMap key contentFrom names, reported against secretField or configMapField.
+func document(ctx context.Context, inline string, from *bootstrapv1.ButaneSource, secretField, configMapField string, res Resolver) (string, error) {
 	switch {
-	case b.ContentFrom == nil:
-		return b.Inline, nil
-	case b.ContentFrom.Secret != nil:
-		data, err := res.SecretKey(ctx, butaneSecretField, *b.ContentFrom.Secret)
+	case from == nil:
+		return inline, nil
+	case from.Secret != nil:
+		data, err := res.SecretKey(ctx, secretField, *from.Secret)
 		return string(data), err
-	case b.ContentFrom.ConfigMap != nil:
-		return res.ConfigMapKey(ctx, "spec.butane.contentFrom.configMap", *b.ContentFrom.ConfigMap)
+	case from.ConfigMap != nil:
+		return res.ConfigMapKey(ctx, configMapField, *from.ConfigMap)
 	}
 	return "", nil
 }

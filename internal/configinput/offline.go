@@ -14,13 +14,13 @@ import (
 const DefaultKubernetesVersion = "v1.34.0"
 
 // OfflineResolver resolves references without a cluster: a file's Secret content becomes a
-// placeholder (noted on Warn); a Butane document from a Secret or ConfigMap cannot be read and
-// is an error.
+// placeholder (noted on Warn); a Butane document or Container Linux Config from a Secret or
+// ConfigMap cannot be read and is an error.
 type OfflineResolver struct{ Warn io.Writer }
 
 func (o OfflineResolver) SecretKey(_ context.Context, field string, ref bootstrapv1.KeyReference) ([]byte, error) {
-	if field == butaneSecretField {
-		return nil, fmt.Errorf("%s: rendering offline cannot read Secret %q; put the Butane inline to preview it", field, ref.Name)
+	if what := offlineDocument(field); what != "" {
+		return nil, fmt.Errorf("%s: rendering offline cannot read Secret %q; put the %s inline to preview it", field, ref.Name, what)
 	}
 	if o.Warn != nil {
 		fmt.Fprintf(o.Warn, "warning: %s: Secret %s key %s replaced by a placeholder\n", field, ref.Name, ref.Key)
@@ -32,7 +32,19 @@ func (o OfflineResolver) SecretKey(_ context.Context, field string, ref bootstra
 func (o OfflineResolver) Placeholders() bool { return true }
 
 func (o OfflineResolver) ConfigMapKey(_ context.Context, field string, ref bootstrapv1.KeyReference) (string, error) {
-	return "", fmt.Errorf("%s: rendering offline cannot read ConfigMap %q; put the Butane inline to preview it", field, ref.Name)
+	return "", fmt.Errorf("%s: rendering offline cannot read ConfigMap %q; put the %s inline to preview it", field, ref.Name, offlineDocument(field))
+}
+
+// offlineDocument names the document a reference at field holds, "" for a file's content: a
+// document cannot be replaced by a placeholder, as it is translated.
+func offlineDocument(field string) string {
+	switch field {
+	case butaneSecretField, butaneConfigMapField:
+		return "Butane"
+	case clcSecretField, clcConfigMapField:
+		return "Container Linux Config"
+	}
+	return ""
 }
 
 // Offline builds the input of spec for role and version with placeholder credentials, the way

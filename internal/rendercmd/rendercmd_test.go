@@ -189,6 +189,21 @@ func TestRenderRejectsBadInput(t *testing.T) {
 			wantErr: "cannot read ConfigMap",
 		},
 		{
+			name:    "invalid container linux config reports its line",
+			yaml:    "kind: IgnitionConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1alpha1\nspec:\n  containerLinuxConfig:\n    inline: |\n      storage:\n        files:\n          - path: /x\n            mode: rw\n",
+			wantErr: "containerLinuxConfig: the Container Linux Config does not transpile: yaml: unmarshal errors: line 4: cannot unmarshal",
+		},
+		{
+			name:    "butane and container linux config",
+			yaml:    "kind: IgnitionConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1alpha1\nspec:\n  butane:\n    inline: \"variant: flatcar\\nversion: 1.0.0\\n\"\n  containerLinuxConfig:\n    inline: \"systemd: {}\\n\"\n",
+			wantErr: "set butane or containerLinuxConfig, not both",
+		},
+		{
+			name:    "container linux config from a Secret cannot be previewed",
+			yaml:    "kind: IgnitionConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1alpha1\nspec:\n  containerLinuxConfig:\n    contentFrom:\n      secret: {name: s, key: k}\n",
+			wantErr: "spec.containerLinuxConfig.contentFrom.secret: rendering offline cannot read Secret",
+		},
+		{
 			name:    "not our kind",
 			yaml:    "kind: KubeadmConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1beta2\n",
 			wantErr: "neither IgnitionConfig nor IgnitionConfigTemplate",

@@ -127,6 +127,17 @@ func butaneData(name, doc string) map[string]map[string]string {
 	return map[string]map[string]string{name: {"config.bu": doc}}
 }
 
+// clcFromSecret reads a Container Linux Config from key "config.yaml" of Secret name.
+func clcFromSecret(name string) bootstrapv1.IgnitionConfigSpec {
+	return bootstrapv1.IgnitionConfigSpec{ContainerLinuxConfig: bootstrapv1.ContainerLinuxConfigSpec{ContentFrom: &bootstrapv1.ButaneSource{
+		Secret: &bootstrapv1.KeyReference{Name: name, Key: "config.yaml"}}}}
+}
+
+// clcData is the data of a Secret holding doc under "config.yaml".
+func clcData(name, doc string) map[string]map[string]string {
+	return map[string]map[string]string{name: {"config.yaml": doc}}
+}
+
 // catalogue is every bad input. Admission cases come first: they are answered at once. Then the
 // reconcile-side cases, which the webhook cannot stop (it does not read what contentFrom names,
 // nor the Cluster, nor the Machine created after the config).
@@ -376,6 +387,37 @@ func catalogue() []badInput {
 
 		{name: "owner Machine whose version is not a version", ownerVersion: "latest",
 			rejected: []cause{{"metadata.ownerReferences[0]", `Kubernetes version "latest" is not a semantic version`}}},
+
+		// ---- Admission: the Container Linux Config (webhook, field spec.containerLinuxConfig.inline). ----
+		{name: "clc: wrongly typed value",
+			spec:     bootstrapv1.IgnitionConfigSpec{ContainerLinuxConfig: bootstrapv1.ContainerLinuxConfigSpec{Inline: "storage:\n  files:\n  - path: /etc/x\n    mode: abc\n"}},
+			rejected: []cause{{"spec.containerLinuxConfig.inline", "(line 4)"}}},
+		{name: "clc: with Butane (CEL)",
+			spec: bootstrapv1.IgnitionConfigSpec{Butane: bootstrapv1.ButaneSpec{Inline: flatcar("")},
+				ContainerLinuxConfig: bootstrapv1.ContainerLinuxConfigSpec{Inline: "systemd: {}\n"}},
+			rejected: []cause{{"spec", "set butane or containerLinuxConfig, not both"}}},
+
+		// ---- Reconcile: a Container Linux Config the webhook does not read (contentFrom). ----
+		{name: "clc from a Secret: does not transpile", spec: clcFromSecret("clc-yaml"),
+			secrets: clcData("clc-yaml", "storage:\n  files: [\n"),
+			reason:  bootstrapv1.InvalidContainerLinuxConfigReason, message: "does not transpile"},
+		{name: "clc from a Secret: file from the OEM partition", spec: clcFromSecret("clc-oem"),
+			secrets: clcData("clc-oem", "storage:\n  files:\n  - path: /etc/x\n    mode: 0644\n    contents:\n      remote:\n        url: oem:///x\n"),
+			reason:  bootstrapv1.InvalidContainerLinuxConfigReason, message: "no oem:// scheme"},
+		{name: "clc from a Secret: an alias the transpiler panics on", spec: clcFromSecret("clc-alias"),
+			secrets: clcData("clc-alias", "x: &r\n  remote:\n    url: https://example.invalid/x\nstorage:\n  files:\n  - path: /etc/x\n    mode: 0644\n    contents: *r\n"),
+			reason:  bootstrapv1.InvalidContainerLinuxConfigReason, message: "it does not follow YAML aliases"},
+		{name: "clc from a Secret: for fcos",
+			spec: func() bootstrapv1.IgnitionConfigSpec {
+				s := clcFromSecret("clc-fcos")
+				s.Variant = bootstrapv1.VariantFCOS
+				return s
+			}(),
+			secrets: clcData("clc-fcos", "systemd: {}\n"),
+			reason:  bootstrapv1.InvalidContainerLinuxConfigReason, message: "fcos nodes never read it"},
+		{name: "clc from a Secret: writes /etc/kubeadm.sh", spec: clcFromSecret("clc-kubeadm-sh"),
+			secrets: clcData("clc-kubeadm-sh", "storage:\n  files:\n  - path: /etc/kubeadm.sh\n    mode: 0700\n"),
+			reason:  bootstrapv1.OwnedPathConflictReason, message: "the Container Linux Config writes a file at /etc/kubeadm.sh"},
 
 		// ---- Reconcile: a Butane snippet the webhook does not read (contentFrom). ----
 		{name: "from a Secret: YAML syntax error", spec: snippetFromSecret("bu-yaml"),

@@ -1,0 +1,70 @@
+package controllers_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/ignitionapply"
+)
+
+// A Container Linux Config from a Secret or ConfigMap (which admission never reads) is checked
+// when rendered: a bad one is an InvalidContainerLinuxConfig condition with its line, and no
+// data Secret and no join token exist for it; a good one gives data the real Ignition applies.
+func TestContainerLinuxConfig(t *testing.T) {
+	ctx := t.Context()
+	f := newCluster(t, clusterSetup{})
+	const bad = `storage:
+  filesystems:
+    - name: oem
+      mount: {device: /dev/disk/by-label/OEM, format: btrfs}
+  files:
+    - filesystem: oem
+      path: /grub.cfg
+      mode: 0644
+`
+	const good = `storage:
+  files:
+    - path: /etc/cabpi/from-clc
+      mode: 0640
+      contents:
+        inline: hello from a Container Linux Config
+networkd:
+  units:
+    - name: 00-eth0.network
+      contents: "[Match]\nName=eth0\n"
+`
+	require.NoError(t, env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "clc"}, Data: map[string][]byte{"config.yaml": []byte(bad)}}))
+	require.NoError(t, env.Client.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "clc"}, Data: map[string]string{"config.yaml": good}}))
+	from := func(source bootstrapv1.ButaneSource) bootstrapv1.IgnitionConfigSpec {
+		return bootstrapv1.IgnitionConfigSpec{ContainerLinuxConfig: bootstrapv1.ContainerLinuxConfigSpec{ContentFrom: &source}}
+	}
+	ref := &bootstrapv1.KeyReference{Name: "clc", Key: "config.yaml"}
+	f.addMachine(t, "bad", false, from(bootstrapv1.ButaneSource{Secret: ref}))
+	f.addMachine(t, "good", false, from(bootstrapv1.ButaneSource{ConfigMap: ref}))
+
+	c := waitForCondition(t, f.ns, "bad", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.InvalidContainerLinuxConfigReason)
+	assert.Contains(t, c.Message, `/grub.cfg is on filesystem "oem", which Ignition 2 mounted only to write it`)
+	assert.Contains(t, c.Message, "(line 6, column 7)")
+
+	waitForCondition(t, f.ns, "good", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+	secret, ok := dataSecret(t, f.ns, "good")
+	require.True(t, ok)
+	root := ignitionapply.Apply(t, secret.Data["value"])
+	assert.True(t, ignitionapply.UnitEnabled(t, root, "kubeadm.service"))
+	assert.Equal(t, "hello from a Container Linux Config", fileIn(t, secret.Data["value"], "/etc/cabpi/from-clc"))
+	assert.FileExists(t, root+"/etc/cabpi/from-clc")
+	assert.FileExists(t, root+"/etc/systemd/network/00-eth0.network")
+
+	never(t, 2*time.Second, 200*time.Millisecond, func() bool {
+		_, ok := dataSecret(t, f.ns, "bad")
+		return ok || len(tokensOf(t, f.ns, "bad")) > 0
+	}, "no data Secret and no join token for a Container Linux Config that does not render")
+}

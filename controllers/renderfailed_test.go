@@ -1,0 +1,34 @@
+package controllers
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+)
+
+// Each renderer error names the condition reason of the document or field at fault: a variant
+// mismatch is Butane's or the Container Linux Config's, by the field it is reported on.
+func TestRenderFailedReasons(t *testing.T) {
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{&ignition.Error{Kind: ignition.ErrInvalidButane, Field: "butane"}, bootstrapv1.InvalidButaneReason},
+		{&ignition.Error{Kind: ignition.ErrVariantMismatch, Field: "butane"}, bootstrapv1.InvalidButaneReason},
+		{&ignition.Error{Kind: ignition.ErrInvalidContainerLinuxConfig, Field: "containerLinuxConfig"}, bootstrapv1.InvalidContainerLinuxConfigReason},
+		{&ignition.Error{Kind: ignition.ErrVariantMismatch, Field: "containerLinuxConfig"}, bootstrapv1.InvalidContainerLinuxConfigReason},
+		{&ignition.Error{Kind: ignition.ErrOwnedPathConflict, Field: "containerLinuxConfig"}, bootstrapv1.OwnedPathConflictReason},
+		{&ignition.Error{Kind: ignition.ErrUnsupportedIgnitionVersion, Field: "ignitionVersion"}, bootstrapv1.UnsupportedIgnitionVersionReason},
+		{&ignition.Error{Kind: ignition.ErrInvalidInput, Field: "containerLinuxConfig"}, bootstrapv1.InvalidConfigReason},
+		{errors.New("not an input error"), bootstrapv1.InvalidConfigReason},
+	}
+	for _, tc := range cases {
+		o := renderFailed(tc.err)
+		assert.Equal(t, tc.want, o.reason, "%v", tc.err)
+		assert.True(t, o.warn)
+	}
+}

@@ -1,0 +1,221 @@
+package ignition
+
+import (
+	"gopkg.in/yaml.v3"
+)
+
+// position is a place in the user's document: 1-based line and column, zero when unknown.
+type position struct{ line, column int }
+
+// clcList is a list of a Container Linux Config and the member that names its entries: where an
+// entry of the transpiled Ignition 2.3 config was written is found by that name, because the
+// transpiler keeps no positions in its output and adds entries of its own.
+type clcList struct {
+	path []string
+	// key is the member naming an entry; "" for a single entry (ignition.config.replace).
+	key string
+}
+
+var (
+	clcFiles        = clcList{path: []string{"storage", "files"}, key: "path"}
+	clcDirectories  = clcList{path: []string{"storage", "directories"}, key: "path"}
+	clcLinks        = clcList{path: []string{"storage", "links"}, key: "path"}
+	clcFilesystems  = clcList{path: []string{"storage", "filesystems"}, key: "name"}
+	clcDisks        = clcList{path: []string{"storage", "disks"}, key: "device"}
+	clcRaid         = clcList{path: []string{"storage", "raid"}, key: "name"}
+	clcUnits        = clcList{path: []string{"systemd", "units"}, key: "name"}
+	clcNetworkd     = clcList{path: []string{"networkd", "units"}, key: "name"}
+	clcUsers        = clcList{path: []string{"passwd", "users"}, key: "name"}
+	clcGroups       = clcList{path: []string{"passwd", "groups"}, key: "name"}
+	clcConfigAppend = clcList{path: []string{"ignition", "config", "append"}, key: "source"}
+	clcConfigRepl   = clcList{path: []string{"ignition", "config", "replace"}}
+	clcCAs          = clcList{path: []string{"ignition", "security", "tls", "certificate_authorities"}, key: "source"}
+)
+
+// generated is what the transpiler makes of a section of a Container Linux Config: entries
+// named like those of a list, which are located at the section.
+type generated struct {
+	sections []string
+	// first: the transpiler emits it before the list's own entries (units of the docker:,
+	// etcd: and flannel: sections), else after them (update.conf of update: and locksmith:).
+	first bool
+}
+
+// clcGenerated are the transpiler's generated entries by name.
+var clcGenerated = map[string]generated{
+	"docker.service":          {sections: []string{"docker"}, first: true},
+	"etcd-member.service":     {sections: []string{"etcd"}, first: true},
+	"flanneld.service":        {sections: []string{"flannel"}, first: true},
+	"/etc/coreos/update.conf": {sections: []string{"update", "locksmith"}},
+}
+
+// entryRef names one entry of a list: the nth (0-based) whose key member is value.
+type entryRef struct {
+	list  clcList
+	value string
+	nth   int
+}
+
+// clcLocator finds entries in the YAML of a Container Linux Config. The zero locator finds
+// nothing (every position unknown).
+type clcLocator struct{ root *yaml.Node }
+
+// newCLCLocator reads doc, which the transpiler has parsed already; a document it cannot read
+// gives the zero locator.
+func newCLCLocator(doc string) clcLocator {
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte(doc), &root); err != nil || len(root.Content) != 1 {
+		return clcLocator{}
+	}
+	return clcLocator{root: root.Content[0]}
+}
+
+// at is the position of the entry, or of sub inside it (mapping keys and sequence indexes) as
+// far as sub is found; for an entry the transpiler generated, the section it came from.
+func (l clcLocator) at(r entryRef, sub ...any) position {
+	if l.root == nil {
+		return position{}
+	}
+	if g, ok := clcGenerated[r.value]; ok {
+		if section := l.section(g); section != nil {
+			if g.first && r.nth == 0 {
+				return position{section.Line, section.Column}
+			}
+			if g.first {
+				r.nth-- // the list's own entries come after the generated one
+			}
+			if l.find(r) == nil {
+				return position{section.Line, section.Column}
+			}
+		}
+	}
+	n := l.find(r)
+	if n == nil {
+		return position{}
+	}
+	return descend(n, sub)
+}
+
+// section is the key of the first of g's sections in the document, nil when there is none.
+func (l clcLocator) section(g generated) *yaml.Node {
+	for _, name := range g.sections {
+		if key, _ := entryOf(l.root, name); key != nil {
+			return key
+		}
+	}
+	return nil
+}
+
+// path is the position of what keys (mapping keys and sequence indexes) lead to from the top of
+// the document, as far as they are found.
+func (l clcLocator) path(keys ...any) position {
+	if l.root == nil {
+		return position{}
+	}
+	return descend(l.root, keys)
+}
+
+// descend is the position of what keys lead to from n, as far as they are found: of the key
+// for a mapping key (the value of "create:" is the mapping below it), of the item for an index.
+func descend(n *yaml.Node, keys []any) position {
+	at := position{n.Line, n.Column}
+	for _, k := range keys {
+		key, value := entryOf(n, k)
+		if value == nil {
+			break
+		}
+		at, n = position{key.Line, key.Column}, value
+	}
+	return at
+}
+
+// find returns the node of the entry, nil when it is not in the document.
+func (l clcLocator) find(r entryRef) *yaml.Node {
+	n := l.root
+	for _, k := range r.list.path {
+		if n = child(n, k); n == nil {
+			return nil
+		}
+	}
+	if r.list.key == "" {
+		return n
+	}
+	if n.Kind != yaml.SequenceNode {
+		return nil
+	}
+	seen := 0
+	for _, item := range n.Content {
+		item = resolve(item)
+		if v := child(item, r.list.key); v != nil && v.Kind == yaml.ScalarNode && v.Value == r.value {
+			if seen == r.nth {
+				return item
+			}
+			seen++
+		}
+	}
+	return nil
+}
+
+// child is the value of key k (a string) of a mapping or item k (an int) of a sequence, nil when
+// there is none.
+func child(n *yaml.Node, k any) *yaml.Node {
+	_, value := entryOf(n, k)
+	return value
+}
+
+// entryOf is the key node and the value of key k (a string) of a mapping, or item k (an int) of
+// a sequence as both; nils when there is none.
+func entryOf(n *yaml.Node, k any) (key, value *yaml.Node) {
+	n = resolve(n)
+	if n == nil {
+		return nil, nil
+	}
+	switch k := k.(type) {
+	case string:
+		if n.Kind != yaml.MappingNode {
+			return nil, nil
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == k {
+				return n.Content[i], resolve(n.Content[i+1])
+			}
+		}
+	case int:
+		if n.Kind == yaml.SequenceNode && k >= 0 && k < len(n.Content) {
+			item := resolve(n.Content[k])
+			return item, item
+		}
+	}
+	return nil, nil
+}
+
+// firstAlias is the position of the first YAML alias of the document, zero for none.
+func (l clcLocator) firstAlias() position {
+	var walk func(n *yaml.Node) *yaml.Node
+	walk = func(n *yaml.Node) *yaml.Node {
+		if n == nil {
+			return nil
+		}
+		if n.Kind == yaml.AliasNode {
+			return n
+		}
+		for _, c := range n.Content {
+			if a := walk(c); a != nil {
+				return a
+			}
+		}
+		return nil
+	}
+	if a := walk(l.root); a != nil {
+		return position{a.Line, a.Column}
+	}
+	return position{}
+}
+
+// resolve follows an alias to its anchored node.
+func resolve(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}

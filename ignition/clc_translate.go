@@ -1,0 +1,213 @@
+package ignition
+
+import (
+	"fmt"
+	"net/url"
+	"reflect"
+
+	v3types "github.com/coreos/ignition/v2/config/v3_3/types"
+	v2types "github.com/flatcar/ignition/config/v2_3/types"
+)
+
+// clcSpecVersion is the Ignition spec a Container Linux Config is translated to: the lowest 3.x
+// spec Flatcar reads. mergeConfigs translates it up to the output's version.
+const clcSpecVersion = "3.3.0"
+
+// v2to3 translates an Ignition 2.3 config, as Flatcar's Container Linux Config transpiler emits
+// it, to Ignition 3.3.0 (docs/adr/013). Most of 2.x is said differently in 3.x rather than not at
+// all: filesystems by path instead of by name, networkd units as files, a user's create section
+// as the user's own fields, file defaults made explicit. Where 3.x cannot say what Ignition 2
+// did, the entry is refused with its place in the document; where it says something slightly
+// different, the translation carries a warning. Nothing is dropped silently.
+type v2to3 struct {
+	at clcLocator
+	// seen counts the entries of a list met so far with a name, to locate the nth of them.
+	seen map[string]int
+	// filesystems are the 2.x filesystems by name; as in Ignition 2, the last of a name wins.
+	filesystems map[string]v2types.Filesystem
+	warnings    []Warning
+}
+
+// translateV2 translates in to spec 3.3.0; at locates its entries in the document the
+// transpiler read (the zero locator leaves every position unknown).
+func translateV2(in v2types.Config, at clcLocator) (v3types.Config, []Warning, *Error) {
+	t := &v2to3{at: at, seen: map[string]int{}, filesystems: map[string]v2types.Filesystem{}}
+	out := v3types.Config{Ignition: v3types.Ignition{Version: clcSpecVersion}}
+	steps := []func(v2types.Config, *v3types.Config) *Error{
+		t.ignitionSection, t.storage, t.systemd, t.passwd,
+	}
+	for _, step := range steps {
+		if ierr := step(in, &out); ierr != nil {
+			return v3types.Config{}, nil, ierr
+		}
+	}
+	return out, t.warnings, nil
+}
+
+// ref names the next entry of list with the given name.
+func (t *v2to3) ref(list clcList, value string) entryRef {
+	k := fmt.Sprint(list.path, "\x00", value)
+	n := t.seen[k]
+	t.seen[k] = n + 1
+	return entryRef{list: list, value: value, nth: n}
+}
+
+// fail is an error about the entry r (or sub inside it).
+func (t *v2to3) fail(r entryRef, sub []any, format string, args ...any) *Error {
+	p := t.at.at(r, sub...)
+	return &Error{Kind: ErrInvalidContainerLinuxConfig, Field: clcField, Line: p.line, Column: p.column,
+		Message: fmt.Sprintf(format, args...)}
+}
+
+// warn notes that the entry r (or sub inside it) means something slightly different in 3.x.
+func (t *v2to3) warn(r entryRef, sub []any, format string, args ...any) {
+	p := t.at.at(r, sub...)
+	t.warnings = append(t.warnings, Warning{Field: clcField, Line: p.line, Column: p.column, Message: fmt.Sprintf(format, args...)})
+}
+
+// ignitionSection translates config references (append becomes merge), timeouts and the
+// certificate authorities.
+func (t *v2to3) ignitionSection(in v2types.Config, out *v3types.Config) *Error {
+	for _, a := range in.Ignition.Config.Append {
+		r := t.ref(clcConfigAppend, a.Source)
+		res, ierr := t.resource(r, []any{"source"}, a.Source, "", a.Verification)
+		if ierr != nil {
+			return ierr
+		}
+		out.Ignition.Config.Merge = append(out.Ignition.Config.Merge, res)
+	}
+	if rep := in.Ignition.Config.Replace; rep != nil {
+		r := t.ref(clcConfigRepl, "")
+		res, ierr := t.resource(r, []any{"source"}, rep.Source, "", rep.Verification)
+		if ierr != nil {
+			return ierr
+		}
+		out.Ignition.Config.Replace = res
+	}
+	out.Ignition.Timeouts = v3types.Timeouts{
+		HTTPResponseHeaders: in.Ignition.Timeouts.HTTPResponseHeaders,
+		HTTPTotal:           in.Ignition.Timeouts.HTTPTotal,
+	}
+	for _, ca := range in.Ignition.Security.TLS.CertificateAuthorities {
+		r := t.ref(clcCAs, ca.Source)
+		res, ierr := t.resource(r, []any{"source"}, ca.Source, "", ca.Verification)
+		if ierr != nil {
+			return ierr
+		}
+		out.Ignition.Security.TLS.CertificateAuthorities = append(out.Ignition.Security.TLS.CertificateAuthorities, res)
+	}
+	return nil
+}
+
+// resource translates a 2.x source with its compression and verification. Ignition 2 reads
+// oem:// from the OEM partition; Ignition 3 has no such scheme.
+func (t *v2to3) resource(r entryRef, sub []any, source, compression string, v v2types.Verification) (v3types.Resource, *Error) {
+	var res v3types.Resource
+	if source != "" {
+		if u, err := url.Parse(source); err == nil && u.Scheme == "oem" {
+			return res, t.fail(r, sub, "source %s: Ignition 3 has no oem:// scheme (Ignition 2 read it from the OEM partition): "+
+				"put the contents inline or fetch them over https", source)
+		}
+		res.Source = ptr(source)
+	}
+	res.Compression = stringOrNil(compression)
+	if v.Hash != nil {
+		res.Verification.Hash = ptr(*v.Hash)
+	}
+	return res, nil
+}
+
+// passwd translates users and groups. A user's deprecated create section holds the fields
+// Ignition 2 used in its place (a user with create has none of its own), so they become the
+// user's fields, as Ignition 2 itself did.
+func (t *v2to3) passwd(in v2types.Config, out *v3types.Config) *Error {
+	var users []located[v3types.PasswdUser]
+	for _, u := range in.Passwd.Users {
+		r := t.ref(clcUsers, u.Name)
+		u3 := v3types.PasswdUser{
+			Name:         u.Name,
+			PasswordHash: u.PasswordHash,
+			UID:          u.UID,
+			Gecos:        stringOrNil(u.Gecos),
+			HomeDir:      stringOrNil(u.HomeDir),
+			NoCreateHome: trueOrNil(u.NoCreateHome),
+			PrimaryGroup: stringOrNil(u.PrimaryGroup),
+			NoUserGroup:  trueOrNil(u.NoUserGroup),
+			NoLogInit:    trueOrNil(u.NoLogInit),
+			Shell:        stringOrNil(u.Shell),
+			System:       trueOrNil(u.System),
+		}
+		for _, k := range u.SSHAuthorizedKeys {
+			u3.SSHAuthorizedKeys = append(u3.SSHAuthorizedKeys, v3types.SSHAuthorizedKey(k))
+		}
+		for _, g := range u.Groups {
+			u3.Groups = append(u3.Groups, v3types.Group(g))
+		}
+		if c := u.Create; c != nil {
+			u3.UID, u3.Gecos, u3.HomeDir = c.UID, stringOrNil(c.Gecos), stringOrNil(c.HomeDir)
+			u3.NoCreateHome, u3.PrimaryGroup, u3.NoUserGroup = trueOrNil(c.NoCreateHome), stringOrNil(c.PrimaryGroup), trueOrNil(c.NoUserGroup)
+			u3.NoLogInit, u3.Shell, u3.System = trueOrNil(c.NoLogInit), stringOrNil(c.Shell), trueOrNil(c.System)
+			u3.Groups = nil
+			for _, g := range c.Groups {
+				u3.Groups = append(u3.Groups, v3types.Group(g))
+			}
+		}
+		users = append(users, located[v3types.PasswdUser]{u3, r})
+	}
+	var ierr *Error
+	if out.Passwd.Users, ierr = dedupe(t, users, func(u v3types.PasswdUser) string { return u.Name }, "user"); ierr != nil {
+		return ierr
+	}
+
+	var groups []located[v3types.PasswdGroup]
+	for _, g := range in.Passwd.Groups {
+		groups = append(groups, located[v3types.PasswdGroup]{v3types.PasswdGroup{
+			Name: g.Name, Gid: g.Gid, PasswordHash: stringOrNil(g.PasswordHash), System: trueOrNil(g.System),
+		}, t.ref(clcGroups, g.Name)})
+	}
+	out.Passwd.Groups, ierr = dedupe(t, groups, func(g v3types.PasswdGroup) string { return g.Name }, "group")
+	return ierr
+}
+
+// located is a translated entry with the entry of the document it came from.
+type located[T any] struct {
+	v   T
+	ref entryRef
+}
+
+// dedupe keeps one entry per key. Ignition 2 applied every entry in turn; Ignition 3 refuses two
+// entries with one key. Equal entries are one; different ones are refused at the later one, as
+// no single 3.x entry says what applying both did.
+func dedupe[T any](t *v2to3, entries []located[T], key func(T) string, what string) ([]T, *Error) {
+	var out []T
+	first := map[string]int{}
+	for _, e := range entries {
+		k := key(e.v)
+		i, dup := first[k]
+		if !dup {
+			first[k] = len(out)
+			out = append(out, e.v)
+			continue
+		}
+		if !reflect.DeepEqual(out[i], e.v) {
+			return nil, t.fail(e.ref, nil, "%s %s is defined again, differently: Ignition 3 takes one entry per %s; merge the two", what, k, what)
+		}
+	}
+	return out, nil
+}
+
+// stringOrNil is s, or nil for "": Ignition 2's zero values are 3.x's absent ones.
+func stringOrNil(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// trueOrNil is b, or nil for false.
+func trueOrNil(b bool) *bool {
+	if !b {
+		return nil
+	}
+	return &b
+}

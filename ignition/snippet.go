@@ -1,0 +1,48 @@
+package ignition
+
+import (
+	"fmt"
+
+	exptypes "github.com/coreos/ignition/v2/config/v3_7_experimental/types"
+)
+
+// Spec fields of the user's provisioning documents; errors and warnings about a document are
+// reported against its field.
+const (
+	butaneField = "butane"
+	clcField    = "containerLinuxConfig"
+)
+
+// snippetSource is the kind of document a snippet was translated from: its spec field, how
+// messages call it, and the error kind of a mistake in the document itself.
+type snippetSource struct {
+	field   string
+	name    string
+	invalid ErrorKind
+}
+
+var (
+	butaneSource = snippetSource{field: butaneField, name: "the Butane snippet", invalid: ErrInvalidButane}
+	clcSource    = snippetSource{field: clcField, name: "the Container Linux Config", invalid: ErrInvalidContainerLinuxConfig}
+)
+
+// errorf builds an error about the document, its message starting with the document's name:
+// src.errorf(kind, "writes %s", p) says "the Butane snippet writes /etc/x".
+func (src snippetSource) errorf(kind ErrorKind, format string, args ...any) *Error {
+	return &Error{Kind: kind, Field: src.field, Message: src.name + " " + fmt.Sprintf(format, args...)}
+}
+
+// snippet is a user's document translated to Ignition 3.x, ready to be checked and merged over
+// the provider's config.
+type snippet struct {
+	// source is the kind of document it was translated from.
+	source snippetSource
+	// json is the Ignition config the translation emitted.
+	json []byte
+	// version is the Ignition spec version of json.
+	version string
+	// config is json parsed at the newest spec, for looking at what it writes.
+	config exptypes.Config
+	// warnings are the translation's warnings (none under strict: they are errors there).
+	warnings []Warning
+}
