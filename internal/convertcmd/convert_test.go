@@ -149,13 +149,6 @@ func TestConvertFields(t *testing.T) {
 				assert.Empty(t, lines)
 			},
 		},
-		"a Container Linux Config that is not YAML is kept as it is": {
-			spec: "  format: ignition\n  ntp: {servers: [a.example], enabled: true}\n  ignition:\n    containerLinuxConfig:\n      additionalConfig: '[unclosed'\n",
-			check: func(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec, lines []string) {
-				assert.Equal(t, "[unclosed", spec.ContainerLinuxConfig.Inline)
-				assert.Contains(t, lineFor(lines, "spec.ignition.containerLinuxConfig.additionalConfig"), "the ntp, diskSetup and mounts settings are not carried")
-			},
-		},
 		"file templates, boot commands, inactive users, a second file at a path": {
 			spec: "  format: ignition\n  bootCommands: [echo hi]\n  files:\n  - {path: /etc/a, content: '{{ .controlPlane.version }}', contentFormat: Template}\n  - {path: /etc/a, content: b}\n  users:\n  - {name: a, inactive: true}\n",
 			check: func(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec, lines []string) {
@@ -262,4 +255,14 @@ func TestMainFlags(t *testing.T) {
 	assert.FileExists(t, out2)
 
 	require.Error(t, Main(nil, strings.NewReader(""), &stdout, &stderr), "-f is required")
+}
+
+// A Container Linux Config that is not YAML cannot be carried over: the converted config would
+// not render, and convert says so (with the field and the line) instead of writing it.
+func TestConvertRefusesAContainerLinuxConfigThatDoesNotTranspile(t *testing.T) {
+	_, err := Convert([]byte(config("  format: ignition\n  ntp: {servers: [a.example], enabled: true}\n  ignition:\n    containerLinuxConfig:\n      additionalConfig: '[unclosed'\n")))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "does not render")
+	assert.Contains(t, err.Error(), "containerLinuxConfig")
+	assert.Contains(t, err.Error(), "line 1")
 }

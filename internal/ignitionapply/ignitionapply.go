@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -94,6 +95,10 @@ func apply(t testing.TB, config []byte, opts Options) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stripped, presets, err := withoutInstanceEnables(stripped)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, "config.ign")
 	if err := os.WriteFile(file, stripped, 0o600); err != nil {
@@ -118,7 +123,89 @@ func apply(t testing.TB, config []byte, opts Options) string {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("ignition-apply failed: %v\n%s", err, out.String())
 	}
+	if err := appendPresets(root, presets); err != nil {
+		t.Fatal(err)
+	}
 	return root
+}
+
+// ignitionPresetFile is where Ignition writes its preset lines.
+const ignitionPresetFile = "etc/systemd/system-preset/20-ignition.preset"
+
+// withoutInstanceEnables takes enabled/disabled off the template and instance units of config
+// ("name@.service", "name@x.service") and returns the preset lines Ignition would write for
+// them ("enable name@.service x y"). With such a unit, ignition-apply asks the running systemd
+// for its version over D-Bus, which a test sandbox has not: the lines are written after the
+// apply instead, as Ignition writes them (units.go, createSystemdPresetFile). A wrapped config is
+// returned as it is.
+func withoutInstanceEnables(config []byte) ([]byte, []string, error) {
+	var cfg map[string]any
+	if err := json.Unmarshal(config, &cfg); err != nil {
+		return nil, nil, fmt.Errorf("config is not JSON: %w", err)
+	}
+	systemd, _ := cfg["systemd"].(map[string]any)
+	units, _ := systemd["units"].([]any)
+	type preset struct {
+		enabled   bool
+		instances []string
+	}
+	templates := map[string]*preset{}
+	var order []string
+	for _, u := range units {
+		unit, _ := u.(map[string]any)
+		name, _ := unit["name"].(string)
+		enabled, set := unit["enabled"].(bool)
+		at, dot := strings.Index(name, "@"), strings.LastIndex(name, ".")
+		if !set || at < 0 || dot < at {
+			continue
+		}
+		delete(unit, "enabled")
+		template := name[:at+1] + name[dot:]
+		p, ok := templates[template]
+		if !ok {
+			p = &preset{}
+			templates[template] = p
+			order = append(order, template)
+		}
+		p.enabled = enabled
+		p.instances = append(p.instances, name[at+1:dot])
+	}
+	if len(order) == 0 {
+		return config, nil, nil
+	}
+	sort.Strings(order)
+	lines := make([]string, 0, len(order))
+	for _, template := range order {
+		verb := "disable"
+		if templates[template].enabled {
+			verb = "enable"
+		}
+		lines = append(lines, fmt.Sprintf("%s %s %s", verb, template, strings.Join(templates[template].instances, " ")))
+	}
+	out, err := json.Marshal(cfg)
+	return out, lines, err
+}
+
+// appendPresets adds preset lines to Ignition's preset file under root.
+func appendPresets(root string, lines []string) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	path := filepath.Join(root, ignitionPresetFile)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	for _, l := range lines {
+		if _, err := fmt.Fprintln(f, l); err != nil {
+			_ = f.Close()
+			return err
+		}
+	}
+	return f.Close()
 }
 
 // imageAccounts are the accounts a Flatcar image has besides the host's: core, its admin user.
