@@ -315,9 +315,19 @@ func Start(ctx context.Context, opts Options) (_ *Environment, retErr error) {
 			CertDir: w.LocalServingCertDir,
 		})
 	}
-	// The Secret cache as the cabpi manager configures it (CAPI's drops the data of the
-	// certificate Secrets, which cabpi reads through the cache).
+	// The Secret and ConfigMap caches as the cabpi manager configures them (CAPI's drops the
+	// data of the certificate Secrets, which cabpi reads through the cache, and caches every
+	// ConfigMap once one is watched).
+	// The map is keyed by pointer: CAPI's Secret entry is removed, not shadowed (with two
+	// entries for one type, the cache would take either, at random).
+	for obj := range mgrOpts.Cache.ByObject {
+		switch obj.(type) {
+		case *corev1.Secret, *corev1.ConfigMap:
+			delete(mgrOpts.Cache.ByObject, obj)
+		}
+	}
 	mgrOpts.Cache.ByObject[&corev1.Secret{}] = secretcache.ByObject()
+	mgrOpts.Cache.ByObject[&corev1.ConfigMap{}] = secretcache.ConfigMapByObject()
 	if opts.ManagerOptions != nil {
 		opts.ManagerOptions(&mgrOpts)
 	}
