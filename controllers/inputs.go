@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/secret"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
@@ -70,7 +71,9 @@ func (r *Reconciler) nodeInput(ctx context.Context, s *scope, role ignition.Role
 		cluster.JoinToken = placeholderToken
 	}
 
-	in, err = configinput.Build(ctx, spec, role, version, cluster, apiResolver{c: r.Client, ns: s.config.Namespace})
+	res := &apiResolver{c: r.Client, ns: s.config.Namespace}
+	in, err = configinput.Build(ctx, spec, role, version, cluster, res)
+	s.unwatchedReference = res.unwatched
 	var missing *configinput.MissingReferenceError
 	var invalid *ignition.Error
 	switch {
@@ -81,6 +84,12 @@ func (r *Reconciler) nodeInput(ctx context.Context, s *scope, role ignition.Role
 	case err != nil:
 		return in, needs, nil, err
 	}
+	// With the placeholder, not the real token: refreshing or replacing the token never
+	// changes the digest (docs/adr/015).
+	if s.inputsHash, err = configinput.InputsHash(in); err != nil {
+		return in, needs, nil, err
+	}
+	s.inputsRole = role
 	return in, needs, nil, nil
 }
 
@@ -108,9 +117,19 @@ func (r *Reconciler) clusterCA(ctx context.Context, s *scope) (*secret.Certifica
 type apiResolver struct {
 	c  client.Reader
 	ns string
+	// unwatched is set when an object read lacks the cluster-name label: the reference watch
+	// (references.go) only sees labelled ones.
+	unwatched bool
 }
 
-func (a apiResolver) SecretKey(ctx context.Context, field string, ref bootstrapv1.KeyReference) ([]byte, error) {
+// note records whether obj is one the reference watch sees.
+func (a *apiResolver) note(obj client.Object) {
+	if _, ok := obj.GetLabels()[clusterv1.ClusterNameLabel]; !ok {
+		a.unwatched = true
+	}
+}
+
+func (a *apiResolver) SecretKey(ctx context.Context, field string, ref bootstrapv1.KeyReference) ([]byte, error) {
 	secret := &corev1.Secret{}
 	if err := a.c.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: ref.Name}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -118,6 +137,7 @@ func (a apiResolver) SecretKey(ctx context.Context, field string, ref bootstrapv
 		}
 		return nil, fmt.Errorf("reading Secret %s/%s for %s: %w", a.ns, ref.Name, field, err)
 	}
+	a.note(secret)
 	data, ok := secret.Data[ref.Key]
 	if !ok {
 		return nil, &configinput.MissingReferenceError{Field: field, Kind: "Secret", Name: ref.Name, Key: ref.Key, KeyMissing: true}
@@ -125,7 +145,7 @@ func (a apiResolver) SecretKey(ctx context.Context, field string, ref bootstrapv
 	return data, nil
 }
 
-func (a apiResolver) ConfigMapKey(ctx context.Context, field string, ref bootstrapv1.KeyReference) (string, error) {
+func (a *apiResolver) ConfigMapKey(ctx context.Context, field string, ref bootstrapv1.KeyReference) (string, error) {
 	cm := &corev1.ConfigMap{}
 	if err := a.c.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: ref.Name}, cm); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -133,6 +153,7 @@ func (a apiResolver) ConfigMapKey(ctx context.Context, field string, ref bootstr
 		}
 		return "", fmt.Errorf("reading ConfigMap %s/%s for %s: %w", a.ns, ref.Name, field, err)
 	}
+	a.note(cm)
 	data, ok := cm.Data[ref.Key]
 	if !ok {
 		return "", &configinput.MissingReferenceError{Field: field, Kind: "ConfigMap", Name: ref.Name, Key: ref.Key, KeyMissing: true}

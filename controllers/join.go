@@ -2,10 +2,12 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"sigs.k8s.io/cluster-api/util"
 
@@ -24,7 +26,7 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, role ignition.
 	if o != nil {
 		return o.apply(r, s.config), nil
 	}
-	res, o, err := r.renderJoin(ctx, s, in, needs.JoinToken)
+	res, o, err := r.renderJoin(ctx, s, in, needs.JoinToken, false)
 	if o != nil {
 		res = o.apply(r, s.config)
 	}
@@ -43,10 +45,12 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, role ignition.
 // after an interrupted try, reused) in the workload cluster, and put into the rendered config
 // in place of the placeholder (ignition.Prepared.WithJoinToken: kubeadm's configuration is
 // encoded again, nothing else is rendered twice). Bad input never creates a token (ADR 001).
-// MachinePool token rotation comes through here too, rewriting the Secret in place, which is why
-// it does not touch the conditions: a failure is returned as an outcome (with an error when it is
-// to be retried with backoff), and the caller decides what it means for the config's status.
-func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input, ourToken bool) (ctrl.Result, *outcome, error) {
+// MachinePool token rotation and a render again before provisioning (rerender.go) come through
+// here too, rewriting the Secret in place, which is why it does not touch the conditions: a
+// failure is returned as an outcome (with an error when it is to be retried with backoff), and
+// the caller decides what it means for the config's status. With keepToken the data keeps the
+// join token it carries (the token of the data Secret's annotation, while it is there).
+func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input, ourToken, keepToken bool) (ctrl.Result, *outcome, error) {
 	if !ourToken {
 		start := time.Now()
 		out, o := renderStorable(in)
@@ -77,7 +81,7 @@ func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input
 			message: fmt.Sprintf("Workload cluster not reachable to create the join token: %v", err)}, nil
 	}
 	now := nowFunc()
-	token, err := ensureJoinToken(ctx, remote, s.config, s.currentTokenID(), r.TokenTTL, now)
+	token, expiration, made, err := r.joinTokenFor(ctx, remote, s, keepToken, now)
 	if err != nil {
 		return ctrl.Result{}, &outcome{reason: bootstrapv1.BootstrapTokenFailedReason, message: err.Error()}, err
 	}
@@ -91,18 +95,41 @@ func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input
 		}
 	}
 	if o != nil {
-		// The token was made for data that was not stored: no machine can have it. Removed, so
-		// retries leave no tokens behind.
-		if derr := deleteJoinToken(ctx, remote, token.ID); derr != nil {
-			ctrl.LoggerFrom(ctx).Error(derr, "Removing a join token for data never stored", "tokenID", token.ID)
+		if made {
+			// The token was made for data that was not stored: no machine can have it. Removed,
+			// so retries leave no tokens behind. A kept token stays: the stored data carries it.
+			if derr := deleteJoinToken(ctx, remote, token.ID); derr != nil {
+				ctrl.LoggerFrom(ctx).Error(derr, "Removing a join token for data never stored", "tokenID", token.ID)
+			}
+			r.tokens.forget(clusterKey, token.ID)
 		}
-		r.tokens.forget(clusterKey, token.ID)
 		return ctrl.Result{}, o, err
 	}
-	r.tokens.set(clusterKey, token.ID, now.UTC().Add(r.TokenTTL))
+	r.tokens.set(clusterKey, token.ID, expiration)
 	r.reportStored(ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("tokenID", token.ID)), s, out, took)
 	// Come back to refresh (Machine) or rotate (MachinePool) the token.
 	return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil, nil
+}
+
+// joinTokenFor returns the join token the new data carries, with its expiration, and whether it
+// was made (or, after an interrupted try, reused) for this data, so that it is removed if the
+// data is not stored. With keep, that is the token of the current data (the data Secret's
+// annotation) while it exists in the workload cluster: data rendered again before provisioning
+// keeps its token, so a machine that already took the earlier data still joins. Otherwise, or
+// when that token is gone, it is the next token of the config (ensureJoinToken).
+func (r *Reconciler) joinTokenFor(ctx context.Context, remote client.Client, s *scope, keep bool, now time.Time) (joinToken, time.Time, bool, error) {
+	if current := s.currentTokenID(); keep && current != "" {
+		token, expiration, err := currentJoinToken(ctx, remote, s.config, current, now)
+		if err == nil {
+			return token, expiration, false, nil
+		}
+		if !errors.Is(err, errTokenGone) {
+			return joinToken{}, time.Time{}, false, err
+		}
+		ctrl.LoggerFrom(ctx).Info("The join token of the data is gone; the data rendered again gets a fresh one", "tokenID", current)
+	}
+	token, err := ensureJoinToken(ctx, remote, s.config, s.currentTokenID(), r.TokenTTL, now)
+	return token, now.UTC().Add(r.TokenTTL), true, err
 }
 
 // renderPrepared renders in (carrying the placeholder token) and checks the data fits in a
@@ -135,7 +162,7 @@ func storable(out ignition.Output, err error) (ignition.Output, *outcome) {
 		return out, renderFailed(err)
 	}
 	if msg := configinput.DataTooLarge(out.Size.Bytes); msg != "" {
-		return out, &outcome{reason: bootstrapv1.DataTooLargeReason, message: msg, requeue: renderErrorRetry, warn: true}
+		return out, &outcome{reason: bootstrapv1.DataTooLargeReason, message: msg, requeue: renderErrorRetry, warn: true, renderError: true}
 	}
 	return out, nil
 }

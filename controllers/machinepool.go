@@ -22,7 +22,7 @@ func (r *Reconciler) rotatePoolToken(ctx context.Context, s *scope, currentUsabl
 	in, needs, o, err := r.nodeInput(ctx, s, ignition.RoleWorkerJoin)
 	if o == nil && err == nil {
 		var res ctrl.Result
-		res, o, err = r.renderJoin(ctx, s, in, needs.JoinToken)
+		res, o, err = r.renderJoin(ctx, s, in, needs.JoinToken, false)
 		if o == nil && err == nil {
 			if needs.JoinToken {
 				metrics.JoinToken(metrics.TokenRotate)

@@ -49,7 +49,16 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 			setDataSecretTrue(config)
 		} // else kept as is: an OverPlatformLimit warning stays until the data changes
 
-		return r.reconcileJoinToken(ctx, s, existing)
+		if existing == nil {
+			return r.reconcileJoinToken(ctx, s, existing)
+		}
+		// Inputs changed before the owner started provisioning: the data is rendered again.
+		inputs, rendered, err := r.reconcileDataInputs(ctx, s)
+		if err != nil || rendered {
+			return inputs, err
+		}
+		res, err := r.reconcileJoinToken(ctx, s, existing)
+		return soonest(res, inputs), err
 
 	case existing != nil:
 		// The Secret exists but the status does not say so. Most often the config came from a
@@ -92,6 +101,9 @@ type outcome struct {
 	requeue time.Duration
 	// warn emits a warning event (user-actionable errors), not for plain waiting.
 	warn bool
+	// renderError: the input does not render (or does not fit a Secret); the same input never
+	// will, so it is not rendered again until it changes.
+	renderError bool
 }
 
 func (o *outcome) apply(r *Reconciler, config *bootstrapv1.IgnitionConfig) ctrl.Result {
@@ -116,7 +128,8 @@ func waitFor(reason, message string) *outcome {
 }
 
 // renderErrorRetry: a config that fails to render is looked at again after this long (for
-// fixes in referenced Secrets and ConfigMaps, which are not watched); a spec change is seen at once.
+// fixes in referenced Secrets and ConfigMaps the reference watch does not see, those without the
+// cluster-name label); a spec change, or a change to a labelled reference, is seen at once.
 const renderErrorRetry = 5 * time.Minute
 
 // renderFailed maps a renderer error to the condition reason a user acts on.
@@ -139,7 +152,7 @@ func renderFailed(err error) *outcome {
 			reason = bootstrapv1.UnsupportedIgnitionVersionReason
 		}
 	}
-	return &outcome{reason: reason, message: fmt.Sprintf("Rendering failed: %v", err), requeue: renderErrorRetry, warn: true}
+	return &outcome{reason: reason, message: fmt.Sprintf("Rendering failed: %v", err), requeue: renderErrorRetry, warn: true, renderError: true}
 }
 
 // storeFailed: the data Secret could not be written (retried with backoff).
@@ -158,6 +171,14 @@ func setDataSecretTrue(config *bootstrapv1.IgnitionConfig) {
 	conditions.Set(config, metav1.Condition{
 		Type: bootstrapv1.DataSecretAvailableCondition, Status: metav1.ConditionTrue, Reason: bootstrapv1.DataSecretAvailableReason,
 	})
+}
+
+// soonest merges two reconcile results: the earlier of their requeues.
+func soonest(a, b ctrl.Result) ctrl.Result {
+	if a.RequeueAfter == 0 || (b.RequeueAfter > 0 && b.RequeueAfter < a.RequeueAfter) {
+		a.RequeueAfter = b.RequeueAfter
+	}
+	return a
 }
 
 func builderPredicates(p predicate.Predicate) builder.Predicates { return builder.WithPredicates(p) }

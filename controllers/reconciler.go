@@ -63,6 +63,9 @@ type Reconciler struct {
 	// tokens remembers the expirations this manager gave or read, so a reconcile soon after a
 	// token was created or refreshed does not ask the workload cluster again.
 	tokens tokenExpiries
+	// inputs remembers the input digests this manager stored and failed to render, so changed
+	// inputs cost one render (rerender.go).
+	inputs inputsMemory
 }
 
 // ownedConditions are the conditions this controller writes (patch helper ownership).
@@ -100,6 +103,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			predicates.ClusterControlPlaneInitialized(mgr.GetScheme(), log),
 		)),
 	).WatchesRawSource(r.ClusterCache.GetClusterSource("ignitionconfig", r.clusterToConfigs))
+	if err := r.watchReferences(ctx, mgr, b); err != nil {
+		return err
+	}
 
 	if err := b.Complete(r); err != nil {
 		return fmt.Errorf("setting up the IgnitionConfig controller: %w", err)
@@ -115,7 +121,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;machines;machinepools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile runs the BootstrapConfig flow for one IgnitionConfig.
@@ -124,10 +130,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	config := &bootstrapv1.IgnitionConfig{}
 	if err := r.Client.Get(ctx, req.NamespacedName, config); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.inputs.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !config.DeletionTimestamp.IsZero() {
 		// The data Secret goes with the config through its owner reference.
+		r.inputs.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 

@@ -28,6 +28,15 @@ type scope struct {
 	machinePool *clusterv1.MachinePool
 	// dataSecret is the config's data Secret; nil while there is none.
 	dataSecret *corev1.Secret
+
+	// inputsHash and inputsRole are the digest and the role of the renderer's input built by
+	// this reconcile (nodeInput), recorded with the data it renders (status.dataInputsHash, the
+	// data Secret's role annotation).
+	inputsHash string
+	inputsRole ignition.Role
+	// unwatchedReference is true when nodeInput read a referenced Secret or ConfigMap without
+	// the cluster-name label: no watch sees its changes, so the config is looked at periodically.
+	unwatchedReference bool
 }
 
 // currentTokenID is the ID of the join token in the config's data, "" without one.
@@ -36,6 +45,22 @@ func (s *scope) currentTokenID() string {
 		return ""
 	}
 	return s.dataSecret.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+}
+
+// dataRole is the role the delivered data was rendered for: the data Secret's role annotation.
+// Data written before the role was recorded is a worker's for a worker Machine or a MachinePool,
+// and not known ("") for a control-plane Machine.
+func (s *scope) dataRole() ignition.Role {
+	if s.dataSecret == nil {
+		return ""
+	}
+	if role := s.dataSecret.Annotations[bootstrapv1.BootstrapRoleAnnotation]; role != "" {
+		return ignition.Role(role)
+	}
+	if !s.isControlPlane() {
+		return ignition.RoleWorkerJoin
+	}
+	return ""
 }
 
 // owner returns the config's owner as a client.Object (for logging and events).
@@ -174,6 +199,26 @@ func (s *scope) clusterInfrastructureProvisioned() bool {
 func (s *scope) machineProvisioned() bool {
 	return s.machine != nil &&
 		(s.machine.Spec.ProviderID != "" || ptr.Deref(s.machine.Status.Initialization.InfrastructureProvisioned, false))
+}
+
+// ownerProvisioningStarted is the line after which delivered data never changes: the owner's
+// infrastructure may have booted from it. The contract's signals: a Machine's spec.providerID or
+// status.initialization.infrastructureProvisioned; a MachinePool's spec.providerIDList or its
+// status.initialization.infrastructureProvisioned.
+func (s *scope) ownerProvisioningStarted() bool {
+	if s.machinePool != nil {
+		return len(s.machinePool.Spec.ProviderIDList) > 0 ||
+			ptr.Deref(s.machinePool.Status.Initialization.InfrastructureProvisioned, false)
+	}
+	return s.machineProvisioned()
+}
+
+// ownerKind is "Machine" or "MachinePool", for messages.
+func (s *scope) ownerKind() string {
+	if s.machinePool != nil {
+		return "MachinePool"
+	}
+	return "Machine"
 }
 
 // infrastructureKind is the kind of the owner's infrastructure (AWSMachine, DockerMachine, ...):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	ignconfig "github.com/coreos/ignition/v2/config"
 	corev1 "k8s.io/api/core/v1"
@@ -134,8 +135,10 @@ func (r *Reconciler) adoptDataSecret(ctx context.Context, s *scope, secret *core
 	return nil
 }
 
-// storeDataSecret writes the rendered data: created the first time, updated in place when a
-// MachinePool's token is rotated. tokenID (may be empty) is recorded for token refresh.
+// storeDataSecret writes the rendered data: created the first time, updated in place (same
+// name, same UID) when a MachinePool's token is rotated or the inputs changed before the owner
+// started provisioning. tokenID (may be empty) is recorded for token refresh; the digest of the
+// inputs the data was rendered from (s.inputsHash) goes into status.dataInputsHash.
 func (r *Reconciler) storeDataSecret(ctx context.Context, s *scope, data []byte, tokenID string) error {
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
@@ -150,26 +153,34 @@ func (r *Reconciler) storeDataSecret(ctx context.Context, s *scope, data []byte,
 			dataSecretFormatKey: []byte(bootstrapv1.DataSecretFormat),
 		},
 	}
+	secret.Annotations = map[string]string{bootstrapv1.BootstrapRoleAnnotation: string(s.inputsRole)}
 	if tokenID != "" {
-		secret.Annotations = map[string]string{bootstrapv1.BootstrapTokenIDAnnotation: tokenID}
+		secret.Annotations[bootstrapv1.BootstrapTokenIDAnnotation] = tokenID
 	}
+	existing := s.dataSecret
 	op := metrics.SecretCreate
-	err := r.Client.Create(ctx, secret)
-	if apierrors.IsAlreadyExists(err) {
+	var err error
+	if existing == nil {
+		err = r.Client.Create(ctx, secret)
+		if apierrors.IsAlreadyExists(err) {
+			if existing, err = r.getDataSecret(ctx, s.config, s.cluster.Name); err == nil && existing == nil {
+				err = fmt.Errorf("data Secret %s vanished while being written, retrying", klog.KObj(secret))
+			}
+		}
+	}
+	if existing != nil && err == nil {
 		op = metrics.SecretUpdate
-		existing, getErr := r.getDataSecret(ctx, s.config, s.cluster.Name)
-		if getErr != nil {
-			return getErr
-		}
-		if existing == nil {
-			return fmt.Errorf("data Secret %s vanished while being written, retrying", klog.KObj(secret))
-		}
+		// The Secret this reconcile found (metadata only, from the cache): a stale copy fails
+		// the update with a conflict, retried with backoff.
+		existing = existing.DeepCopy()
 		existing.Data = secret.Data
 		existing.Labels = util.MergeMap(existing.Labels, secret.Labels)
-		if tokenID != "" {
-			existing.Annotations = util.MergeMap(secret.Annotations, existing.Annotations)
-			existing.Annotations[bootstrapv1.BootstrapTokenIDAnnotation] = tokenID
+		if existing.Annotations == nil {
+			existing.Annotations = map[string]string{}
 		}
+		// The new data's: a token annotation of data that carries no token of ours goes.
+		delete(existing.Annotations, bootstrapv1.BootstrapTokenIDAnnotation)
+		maps.Copy(existing.Annotations, secret.Annotations)
 		err = r.Client.Update(ctx, existing)
 	}
 	if err != nil {
@@ -178,6 +189,8 @@ func (r *Reconciler) storeDataSecret(ctx context.Context, s *scope, data []byte,
 	metrics.DataSecretWritten(op)
 	s.config.Status.DataSecretName = secret.Name
 	s.config.Status.Initialization.DataSecretCreated = ptr.To(true)
+	s.config.Status.DataInputsHash = s.inputsHash
+	r.inputs.stored(client.ObjectKeyFromObject(s.config), s.inputsHash)
 	setDataSecretTrue(s.config)
 	return nil
 }

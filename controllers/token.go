@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"time"
 
@@ -82,6 +83,31 @@ func ensureJoinToken(ctx context.Context, remote client.Client, config *bootstra
 		return joinToken{}, fmt.Errorf("reusing bootstrap token %s in the workload cluster: %w", id, err)
 	}
 	return joinToken{ID: id, Value: id + "." + string(existing.Data[bootstrapapi.BootstrapTokenSecretKey])}, nil
+}
+
+// errTokenGone: the token of the current data cannot be kept (deleted, expired, or made for
+// something else).
+var errTokenGone = errors.New("join token gone")
+
+// currentJoinToken reads the token id of the config's current data from the workload cluster's
+// kube-system, with its expiration: errTokenGone when it is not there, not the config's (its
+// description names another config), or expired.
+func currentJoinToken(ctx context.Context, remote client.Client, config *bootstrapv1.IgnitionConfig, id string, now time.Time) (joinToken, time.Time, error) {
+	secret := &corev1.Secret{}
+	err := remote.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: bootstraputil.BootstrapTokenSecretName(id)}, secret)
+	if apierrors.IsNotFound(err) {
+		return joinToken{}, time.Time{}, errTokenGone
+	}
+	if err != nil {
+		return joinToken{}, time.Time{}, fmt.Errorf("looking up join token %s in the workload cluster: %w", id, err)
+	}
+	value := id + "." + string(secret.Data[bootstrapapi.BootstrapTokenSecretKey])
+	expiration := tokenExpiration(secret)
+	if string(secret.Data[bootstrapapi.BootstrapTokenDescriptionKey]) != tokenDescription(client.ObjectKeyFromObject(config)) ||
+		!expiration.After(now) || !bootstraputil.IsValidBootstrapToken(value) {
+		return joinToken{}, time.Time{}, errTokenGone
+	}
+	return joinToken{ID: id, Value: value}, expiration, nil
 }
 
 // createJoinToken creates a bootstrap token Secret in the workload cluster's kube-system, with

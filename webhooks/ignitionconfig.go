@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -52,10 +53,11 @@ func SetupIgnitionConfigWebhookWithManager(mgr ctrl.Manager) error {
 //
 // In-place changes (Cluster API contract): every spec field may be changed at any time, and each
 // update is validated exactly like a create. Before status.initialization.dataSecretCreated is
-// true the controller renders the changed spec; once it is true, the data Secret is never
-// rendered again, so a change has no effect on the Machine (the update is accepted with a
-// warning saying so). Roll out new bootstrap data by changing the MachineDeployment's template
-// instead. An update that leaves the spec as it is (labels, annotations, owner references,
+// true the controller renders the changed spec; once it is true, the data is rendered again in
+// place only while the owner has not started provisioning (docs/adr/015), and after that never,
+// so a change then has no effect on the Machine. An update of a config whose data exists is
+// accepted with a warning saying which applies. Roll out new bootstrap data by changing the
+// MachineDeployment's template instead. An update that leaves the spec as it is (labels, annotations, owner references,
 // finalizers) is not validated, so objects stored before a stricter version of these checks
 // keep working; the owner's Kubernetes version is only checked on create, since the owner
 // reference of a Machine is added by Cluster API after the config exists.
@@ -109,7 +111,7 @@ func (w *IgnitionConfigWebhook) ValidateUpdate(ctx context.Context, oldObj, newO
 	owner := w.owner(ctx, newObj)
 	var warnings admission.Warnings
 	if created := oldObj.Status.Initialization.DataSecretCreated; created != nil && *created {
-		warnings = append(warnings, changeAfterDataWarning(newObj.Name, owner.machinePool))
+		warnings = append(warnings, changeAfterDataWarning(newObj.Name, owner))
 	}
 	errs, renderWarnings := validateSpec(specCheck{
 		spec:              &newObj.Spec,
@@ -121,11 +123,17 @@ func (w *IgnitionConfigWebhook) ValidateUpdate(ctx context.Context, oldObj, newO
 	return warnings, invalid(bootstrapv1.GroupVersion.WithKind("IgnitionConfig").GroupKind(), newObj.Name, errs)
 }
 
-// changeAfterDataWarning says what a spec change does once the data Secret exists. A Machine's
-// data is never rendered again (it may have booted with it); a MachinePool's is rendered again
-// from the current spec at each join-token rotation, for the instances created after it.
-func changeAfterDataWarning(name string, machinePool bool) string {
-	if machinePool {
+// changeAfterDataWarning says what a spec change does once the data Secret exists. While the
+// owner has not started provisioning, the data is rendered again in place (docs/adr/015). After
+// that, a Machine's data is never rendered again (it may have booted with it); a MachinePool's
+// is rendered again from the current spec at each join-token rotation, for the instances
+// created after it. Without a known owner, nothing renders it.
+func changeAfterDataWarning(name string, owner ownerInfo) string {
+	switch {
+	case owner.known && !owner.provisioningStarted:
+		return fmt.Sprintf("the bootstrap data Secret of IgnitionConfig %s already exists; its %s has not started provisioning, "+
+			"so the data is rendered again in place from this spec (a bad spec leaves the current data as it is)", name, owner.kind)
+	case owner.machinePool:
 		return fmt.Sprintf("the bootstrap data Secret of IgnitionConfig %s already exists: this spec change reaches the MachinePool's "+
 			"instances created after its next join-token rotation, which renders the data again from the current spec; "+
 			"instances created before keep the data they booted with", name)
@@ -148,6 +156,12 @@ type ownerInfo struct {
 	controlPlane bool
 	// machinePool is true when the owner is a MachinePool.
 	machinePool bool
+	// known is true when the owner was read; kind is then "Machine" or "MachinePool".
+	known bool
+	kind  string
+	// provisioningStarted is true once the owner's infrastructure may have booted from the
+	// data (the controller's line, docs/adr/015): a providerID, or infrastructure provisioned.
+	provisioningStarted bool
 	// errs reports an owner whose Kubernetes version is not supported.
 	errs field.ErrorList
 }
@@ -168,13 +182,20 @@ func (w *IgnitionConfigWebhook) owner(ctx context.Context, c *bootstrapv1.Igniti
 		key := types.NamespacedName{Namespace: c.Namespace, Name: ref.Name}
 		var obj client.Object
 		var version func() string
+		var provisioningStarted func() bool
 		switch ref.Kind {
 		case "Machine":
 			m := &clusterv1.Machine{}
 			obj, version = m, func() string { return m.Spec.Version }
+			provisioningStarted = func() bool {
+				return m.Spec.ProviderID != "" || ptr.Deref(m.Status.Initialization.InfrastructureProvisioned, false)
+			}
 		case "MachinePool":
 			mp := &clusterv1.MachinePool{}
 			obj, version = mp, func() string { return mp.Spec.Template.Spec.Version }
+			provisioningStarted = func() bool {
+				return len(mp.Spec.ProviderIDList) > 0 || ptr.Deref(mp.Status.Initialization.InfrastructureProvisioned, false)
+			}
 		default:
 			continue
 		}
@@ -189,6 +210,7 @@ func (w *IgnitionConfigWebhook) owner(ctx context.Context, c *bootstrapv1.Igniti
 			info.controlPlane = isControlPlane(obj.GetLabels())
 		}
 		info.machinePool = ref.Kind == "MachinePool"
+		info.known, info.kind, info.provisioningStarted = true, ref.Kind, provisioningStarted()
 		v := version()
 		if v == "" {
 			continue

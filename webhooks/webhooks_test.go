@@ -978,8 +978,9 @@ func TestIgnitionConfigUpdate(t *testing.T) {
 	bad.Spec.IgnitionVersion = "3.0.0"
 	requireInvalid(t, c.Update(ctx, bad), cause{"spec.ignitionVersion", "not supported for flatcar"})
 
-	// A MachinePool's data is rendered again from the current spec at each token rotation: the
-	// warning says so instead of "no effect".
+	// A MachinePool's data is rendered again in place while the pool has not started
+	// provisioning, and afterwards from the current spec at each token rotation: the warning
+	// says which instead of "no effect".
 	pool := &clusterv1.MachinePool{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool"},
 		Spec: clusterv1.MachinePoolSpec{ClusterName: "cluster", Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
@@ -998,12 +999,56 @@ func TestIgnitionConfigUpdate(t *testing.T) {
 	poolCfg.Status.DataSecretName = poolCfg.Name
 	require.NoError(t, c.Status().Update(ctx, poolCfg))
 	rec.reset()
+	poolCfg.Spec.PreKubeadmCommands = []string{"echo before provisioning"}
+	require.NoError(t, c.Update(ctx, poolCfg))
+	warnings = rec.all()
+	require.Len(t, warnings, 1)
+	assert.Contains(t, warnings[0], "MachinePool has not started provisioning, so the data is rendered again in place")
+
+	pool.Spec.ProviderIDList = []string{"test:///instance-0"}
+	require.NoError(t, c.Update(ctx, pool))
+	rec.reset()
 	poolCfg.Spec.PreKubeadmCommands = []string{"echo for new instances"}
 	require.NoError(t, c.Update(ctx, poolCfg))
 	warnings = rec.all()
 	require.Len(t, warnings, 1)
 	assert.Contains(t, warnings[0], "instances created after its next join-token rotation")
 	assert.NotContains(t, warnings[0], "no effect")
+
+	// A Machine's data likewise, until the Machine has a providerID; then never.
+	machine := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "machine"},
+		Spec: clusterv1.MachineSpec{ClusterName: "cluster", Version: "v1.34.0",
+			Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: bootstrapv1.GroupVersion.Group, Kind: "IgnitionConfig", Name: "machine"}},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "GenericInfrastructureMachine", Name: "machine"},
+		},
+	}
+	require.NoError(t, c.Create(ctx, machine))
+	machineCfg := newConfig(ns, func(cfg *bootstrapv1.IgnitionConfig) {
+		cfg.Name = "machine"
+		cfg.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: machine.Name, UID: machine.UID}}
+	})
+	require.NoError(t, c.Create(ctx, machineCfg))
+	machineCfg.Status.Initialization.DataSecretCreated = ptr.To(true)
+	machineCfg.Status.DataSecretName = machineCfg.Name
+	require.NoError(t, c.Status().Update(ctx, machineCfg))
+	rec.reset()
+	machineCfg.Spec.PreKubeadmCommands = []string{"echo before provisioning"}
+	require.NoError(t, c.Update(ctx, machineCfg))
+	warnings = rec.all()
+	require.Len(t, warnings, 1)
+	assert.Contains(t, warnings[0], "Machine has not started provisioning, so the data is rendered again in place")
+
+	machine.Spec.ProviderID = "test:///machine"
+	require.NoError(t, c.Update(ctx, machine))
+	rec.reset()
+	machineCfg.Spec.PreKubeadmCommands = []string{"echo after provisioning"}
+	require.NoError(t, c.Update(ctx, machineCfg))
+	warnings = rec.all()
+	require.Len(t, warnings, 1)
+	assert.Contains(t, warnings[0], "is not rendered again")
+	assert.Contains(t, warnings[0], "no effect on the Machine")
 }
 
 // TestIgnitionConfigTemplateImmutable: spec.template.spec cannot change; the rejection shows a

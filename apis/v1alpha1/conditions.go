@@ -79,6 +79,12 @@ const (
 	// them errors instead. OverPlatformLimit, when both apply, is the reason, and the message
 	// carries both.
 	RenderedWithWarningsReason = "RenderedWithWarnings"
+	// RerenderFailedReason (DataSecretAvailable True) says the inputs changed before the owner
+	// started provisioning but the data could not be rendered again from them (the message says
+	// why, e.g. a Butane error or a referenced Secret gone): the data Secret keeps the data
+	// rendered before, which still boots. A warning event says the same. Fix the input, or put
+	// it back, and the reason goes away.
+	RerenderFailedReason = "RerenderFailed"
 	// JoinTokenLostReason (False): the join token in the data of a Machine that has already been
 	// provisioned was deleted or expired before its node joined (the manager was down past the
 	// token's TTL, or the token cleaner removed it): that machine cannot join with the data it
@@ -106,10 +112,25 @@ const (
 	CertificatesInternalErrorReason = "InternalError"
 )
 
+// Reasons of the events cabpi emits besides the condition reasons above (warnings carry those).
+const (
+	// RerenderedEventReason (Normal): the inputs changed before the owner started provisioning
+	// and the data Secret was rendered again in place, with the same join token.
+	RerenderedEventReason = "Rerendered"
+	// NotRerenderedEventReason: the spec changed after the owner started provisioning; the data
+	// is not rendered again (Warning for a Machine: roll out new data through its
+	// MachineDeployment; Normal for a MachinePool, whose next join-token rotation renders it).
+	NotRerenderedEventReason = "NotRerendered"
+)
+
 // Annotations and labels cabpi sets.
 const (
 	// BootstrapTokenIDAnnotation on the data Secret records the ID (the public half) of the
 	// kubeadm bootstrap token embedded in the data, so the controller can refresh it. The token's
 	// secret half is never stored outside the data Secret and the workload cluster.
 	BootstrapTokenIDAnnotation = "bootstrap.cluster.x-k8s.io/ignition-token-id"
+	// BootstrapRoleAnnotation on the data Secret records what kubeadm does with the data: init,
+	// control-plane (join --control-plane) or worker (join). Data rendered again before its owner
+	// started provisioning keeps its role: kubeadm init data is never turned into a join.
+	BootstrapRoleAnnotation = "bootstrap.cluster.x-k8s.io/ignition-role"
 )

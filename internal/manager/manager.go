@@ -185,8 +185,12 @@ func NewManager(cfg *rest.Config, opts Options, adjust ...func(*ctrl.Options)) (
 		Cache: cache.Options{
 			SyncPeriod:       &opts.SyncPeriod,
 			DefaultTransform: cache.TransformStripManagedFields(),
-			// Only cluster-labelled Secrets, read through the Reconciler's SecretCachingClient.
-			ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: secretcache.ByObject()},
+			// Only cluster-labelled Secrets, read through the Reconciler's SecretCachingClient, and
+			// cluster-labelled ConfigMaps without data, watched for changes to references.
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Secret{}:    secretcache.ByObject(),
+				&corev1.ConfigMap{}: secretcache.ConfigMapByObject(),
+			},
 		},
 		Client: client.Options{Cache: &client.CacheOptions{
 			// The manager's client reads Secrets and ConfigMaps from the API server: caching

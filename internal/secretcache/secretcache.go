@@ -1,8 +1,13 @@
-// Package secretcache configures the manager's one cache of Secrets. Like Cluster API's own
-// managers, only Secrets carrying the cluster-name label are cached (data Secrets and cluster
-// certificates), so unrelated Secrets of the management cluster cost no memory; everything else
-// is read from the API server. The configuration is CABPK's (bootstrap/kubeadm/setup), which
-// cannot be taken from there without its informer naming, which allows one manager per process.
+// Package secretcache configures the manager's caches of Secrets and ConfigMaps. Like Cluster
+// API's own managers, only Secrets carrying the cluster-name label are cached (data Secrets,
+// cluster certificates, and Secrets a config references), so unrelated Secrets of the management
+// cluster cost no memory; everything else is read from the API server. The configuration is
+// CABPK's (bootstrap/kubeadm/setup), which cannot be taken from there without its informer
+// naming, which allows one manager per process. ConfigMaps are cached the same way, without
+// their data, only so that a change to one a config references is seen (docs/adr/015).
+//
+// A cache configured here holds only objects with the cluster-name label: an object without it
+// is never seen by a watch, and a read of it misses the cache and goes to the API server.
 package secretcache
 
 import (
@@ -20,12 +25,8 @@ import (
 // -kubeconfig, ...), which are read for their content, as CABPK's. Data Secrets are cached for their
 // metadata only (existence, controller, token annotation): 1,000 of them cost a few hundred KiB.
 func ByObject() cache.ByObject {
-	hasCluster, err := labels.NewRequirement(clusterv1.ClusterNameLabel, selection.Exists, nil)
-	if err != nil {
-		panic(err) // a constant requirement
-	}
 	return cache.ByObject{
-		Label: labels.NewSelector().Add(*hasCluster),
+		Label: hasClusterName(),
 		Transform: func(in any) (any, error) {
 			if s, ok := in.(*corev1.Secret); ok {
 				s.SetManagedFields(nil)
@@ -36,4 +37,29 @@ func ByObject() cache.ByObject {
 			return in, nil
 		},
 	}
+}
+
+// ConfigMapByObject is the cache configuration of ConfigMaps: those with the cluster-name label,
+// metadata only. The controller watches them for changes to the ConfigMaps configs reference;
+// it reads their content from the API server (the manager's client does not use this cache).
+func ConfigMapByObject() cache.ByObject {
+	return cache.ByObject{
+		Label: hasClusterName(),
+		Transform: func(in any) (any, error) {
+			if cm, ok := in.(*corev1.ConfigMap); ok {
+				cm.SetManagedFields(nil)
+				cm.Data, cm.BinaryData = nil, nil
+			}
+			return in, nil
+		},
+	}
+}
+
+// hasClusterName selects objects carrying the cluster-name label, whatever its value.
+func hasClusterName() labels.Selector {
+	hasCluster, err := labels.NewRequirement(clusterv1.ClusterNameLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant requirement
+	}
+	return labels.NewSelector().Add(*hasCluster)
 }

@@ -547,7 +547,40 @@ func (e *Environment) MarkMachineNodeJoined(ctx context.Context, machine *cluste
 		}
 	}
 
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	if err := e.markInfraMachineProvisioned(ctx, m, providerID); err != nil {
+		return nil, err
+	}
+	return node, nil
+}
+
+// MarkMachineInfrastructureProvisioned plays the infrastructure provider alone: it sets the
+// infrastructure machine's spec.providerID (its own, the Machine's, or ProviderID) and
+// status.initialization.provisioned=true, and returns the providerID. CAPI's Machine controller
+// then sets the Machine's spec.providerID and status.initialization.infrastructureProvisioned
+// (assert it with Eventually); no Node is created, so the Machine gets no nodeRef.
+func (e *Environment) MarkMachineInfrastructureProvisioned(ctx context.Context, machine *clusterv1.Machine) (string, error) {
+	m := &clusterv1.Machine{}
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(machine), m); err != nil {
+		return "", fmt.Errorf("testenv: getting Machine: %w", err)
+	}
+	infra, err := external.GetObjectFromContractVersionedRef(ctx, e.Client, m.Spec.InfrastructureRef, m.Namespace)
+	if err != nil {
+		return "", fmt.Errorf("testenv: getting infrastructure machine of Machine %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	providerID, _, _ := unstructured.NestedString(infra.Object, "spec", "providerID")
+	if providerID == "" {
+		providerID = m.Spec.ProviderID
+	}
+	if providerID == "" {
+		providerID = ProviderID(m)
+	}
+	return providerID, e.markInfraMachineProvisioned(ctx, m, providerID)
+}
+
+// markInfraMachineProvisioned sets spec.providerID and status.initialization.provisioned of the
+// infrastructure machine of m.
+func (e *Environment) markInfraMachineProvisioned(ctx context.Context, m *clusterv1.Machine, providerID string) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		obj, err := external.GetObjectFromContractVersionedRef(ctx, e.Client, m.Spec.InfrastructureRef, m.Namespace)
 		if err != nil {
 			return err
@@ -559,12 +592,12 @@ func (e *Environment) MarkMachineNodeJoined(ctx context.Context, machine *cluste
 		return e.Client.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 	})
 	if err != nil {
-		return nil, fmt.Errorf("testenv: setting spec.providerID of %s %s: %w", m.Spec.InfrastructureRef.Kind, m.Spec.InfrastructureRef.Name, err)
+		return fmt.Errorf("testenv: setting spec.providerID of %s %s: %w", m.Spec.InfrastructureRef.Kind, m.Spec.InfrastructureRef.Name, err)
 	}
 	if err := e.setNestedStatus(ctx, m.Namespace, m.Spec.InfrastructureRef, true, "initialization", "provisioned"); err != nil {
-		return nil, fmt.Errorf("testenv: marking %s %s provisioned: %w", m.Spec.InfrastructureRef.Kind, m.Spec.InfrastructureRef.Name, err)
+		return fmt.Errorf("testenv: marking %s %s provisioned: %w", m.Spec.InfrastructureRef.Kind, m.Spec.InfrastructureRef.Name, err)
 	}
-	return node, nil
+	return nil
 }
 
 func ptrTrue() *bool { t := true; return &t }

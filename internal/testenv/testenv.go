@@ -328,19 +328,21 @@ func Start(ctx context.Context, opts Options) (_ *Environment, retErr error) {
 	return e, nil
 }
 
-// managerCacheOptions is CAPI's cache set-up with the Secret cache as the cabpi manager
-// configures it: CAPI's drops the data of the certificate Secrets, which cabpi reads through the
-// cache. ByObject is keyed by object pointers, so CAPI's Secret entry is removed, not shadowed:
+// managerCacheOptions is CAPI's cache set-up with the Secret and ConfigMap caches as the cabpi
+// manager configures them: CAPI's drops the data of the certificate Secrets, which cabpi reads
+// through the cache, and a ConfigMap watch would otherwise cache every ConfigMap. ByObject is keyed by object pointers, so CAPI's Secret entry is removed, not shadowed:
 // with two entries for one kind, which one controller-runtime applies depends on map order, and
 // now and then the cached <cluster>-ca had no data and joins waited for it forever.
 func managerCacheOptions(scheme *runtime.Scheme, name string) cache.Options {
 	opts := setup.ManagerCacheOptions(scheme, name, "", 10*time.Minute)
 	for obj := range opts.ByObject {
-		if _, isSecret := obj.(*corev1.Secret); isSecret {
+		switch obj.(type) {
+		case *corev1.Secret, *corev1.ConfigMap:
 			delete(opts.ByObject, obj)
 		}
 	}
 	opts.ByObject[&corev1.Secret{}] = secretcache.ByObject()
+	opts.ByObject[&corev1.ConfigMap{}] = secretcache.ConfigMapByObject()
 	return opts
 }
 

@@ -42,12 +42,14 @@ var managerRoleAllowlist = []grant{
 
 	{permission{"", "secrets", "get"}, "by name: data Secret, cluster certificates, Secrets a config references, <cluster>-kubeconfig (ClusterCache)"},
 	{permission{"", "secrets", "list"}, "informer: Secrets with the cluster-name label are cached (data Secrets, metadata only; cluster certificates), so delivered configs cost no API read (issue 12)"},
-	{permission{"", "secrets", "watch"}, "informer: the same label-selected Secret cache"},
+	{permission{"", "secrets", "watch"}, "informer: the same label-selected Secret cache, also watched for changes to Secrets a config references (ADR 015)"},
 	{permission{"", "secrets", "create"}, "the data Secret, and the cluster certificates when no control-plane provider creates them"},
 	{permission{"", "secrets", "update"}, "rewrites the data Secret in place (MachinePool token rotation, a create that lost a race)"},
 	{permission{"", "secrets", "patch"}, "adopts a data Secret restored without controller (owner reference and cluster-name label)"},
 	{permission{"", "secrets", "delete"}, "OwnerReferencesPermissionEnforcement: changing a Secret's ownerReferences (adoption) needs delete on it"},
 	{permission{"", "configmaps", "get"}, "by name: the kubeadm init lock, ConfigMaps a config references"},
+	{permission{"", "configmaps", "list"}, "informer: ConfigMaps with the cluster-name label (metadata only), watched so a change to one a config references renders its data again before provisioning (ADR 015)"},
+	{permission{"", "configmaps", "watch"}, "informer: the same label-selected ConfigMap cache"},
 	{permission{"", "configmaps", "create"}, "takes the kubeadm init lock (bootstrap/kubeadm/pkg/locking)"},
 	{permission{"", "configmaps", "delete"}, "releases the kubeadm init lock"},
 

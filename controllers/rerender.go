@@ -1,0 +1,203 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"sigs.k8s.io/cluster-api/util/conditions"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
+)
+
+// referenceRecheck is how often delivered data that may still change (owner not provisioning)
+// is looked at again when it reads a Secret or ConfigMap without the cluster-name label, whose
+// changes no watch sees (docs/adr/015). A variable for the tests only.
+var referenceRecheck = time.Minute
+
+// reconcileDataInputs renders delivered data again, in place, when its inputs changed before the
+// owner started provisioning (docs/adr/015). The inputs are built as for the first render and
+// their digest compared with status.dataInputsHash; only a changed digest renders. rendered
+// says the data Secret was written, and res is then the reconcile's result; otherwise res
+// carries a requeue for the caller to merge with its own.
+//
+// Inputs that cannot be built or rendered leave the delivered data alone: it still boots, so
+// DataSecretAvailable stays True, with reason RerenderFailed and the failure in its message.
+func (r *Reconciler) reconcileDataInputs(ctx context.Context, s *scope) (res ctrl.Result, rendered bool, err error) {
+	config := s.config
+	if s.ownerProvisioningStarted() {
+		r.noteChangeAfterProvisioning(s)
+		return ctrl.Result{}, false, nil
+	}
+	if !s.clusterInfrastructureProvisioned() {
+		// Around a clusterctl move: the workload cluster (the join token) is not reachable.
+		// The data stays as delivered until it is.
+		return ctrl.Result{}, false, nil
+	}
+
+	role := s.role()
+	if delivered := s.dataRole(); delivered != role {
+		// The role of delivered data never changes: a control-plane Machine that got kubeadm init
+		// may be seen with its Cluster's control plane initialized (by itself) before it is seen
+		// provisioned. Init data is never turned into a join, nor data of an unknown role.
+		ctrl.LoggerFrom(ctx).V(4).Info("Not rendering the data again: its role would change", "dataRole", delivered, "role", role)
+		return ctrl.Result{}, false, nil
+	}
+	restore := keepConditions(config)
+	in, needs, o, err := r.nodeInput(ctx, s, role)
+	if err != nil || o != nil {
+		// What nodeInput reports is about rendering data, and this data is delivered.
+		restore()
+	}
+	if err != nil {
+		return ctrl.Result{}, false, err
+	}
+	if s.unwatchedReference {
+		res.RequeueAfter = referenceRecheck
+	}
+	recorded := config.Status.DataInputsHash
+	if o != nil {
+		if recorded == "" {
+			ctrl.LoggerFrom(ctx).V(1).Info("Inputs of data delivered before digests were recorded cannot be built; leaving it alone",
+				"reason", o.reason, "message", o.message)
+			return res, false, nil
+		}
+		r.reportRerenderFailed(s, o)
+		return soonest(res, ctrl.Result{RequeueAfter: o.requeue}), false, nil
+	}
+
+	key := client.ObjectKeyFromObject(config)
+	switch {
+	case s.inputsHash == recorded:
+		if conditions.GetReason(config, bootstrapv1.DataSecretAvailableCondition) == bootstrapv1.RerenderFailedReason {
+			setDataSecretTrue(config) // the inputs are back to what the data was rendered from
+		}
+		return res, false, nil
+	case recorded == "":
+		// Delivered before digests were recorded: the data is taken to be what the current
+		// inputs give. Recorded, not rendered.
+		config.Status.DataInputsHash = s.inputsHash
+		return res, false, nil
+	case r.inputs.storedWas(key, s.inputsHash):
+		// This manager wrote the data of these inputs; the config read is older than the status
+		// patch that recorded it.
+		config.Status.DataInputsHash = s.inputsHash
+		return res, false, nil
+	case r.inputs.failedWas(key, s.inputsHash):
+		return res, false, nil // reported when it failed; rendered again once the inputs change
+	}
+	return r.rerender(ctx, s, role, in, needs)
+}
+
+// rerender renders the data again from in and updates the data Secret in place: same name, same
+// UID and, for a join, the same join token, so that a machine which took the earlier data
+// before its owner reported provisioning still joins.
+func (r *Reconciler) rerender(ctx context.Context, s *scope, role ignition.Role, in ignition.Input, needs configinput.Needs) (ctrl.Result, bool, error) {
+	var (
+		res ctrl.Result
+		o   *outcome
+		err error
+	)
+	if role == ignition.RoleInit {
+		// The init lock is this Machine's since its data was first stored; it stays so.
+		var out ignition.Output
+		start := time.Now()
+		if out, o = renderStorable(in); o == nil {
+			took := time.Since(start)
+			if err = r.storeDataSecret(ctx, s, out.Data, ""); err != nil {
+				o = storeFailed(err)
+			} else {
+				r.reportStored(ctx, s, out, took)
+			}
+		}
+	} else {
+		res, o, err = r.renderJoin(ctx, s, in, needs.JoinToken, true)
+	}
+	if err != nil {
+		// Retried with backoff; the conditions say what they said.
+		return ctrl.Result{}, false, err
+	}
+	if o != nil {
+		if o.renderError {
+			r.inputs.failed(client.ObjectKeyFromObject(s.config), s.inputsHash)
+		}
+		r.reportRerenderFailed(s, o)
+		return ctrl.Result{RequeueAfter: o.requeue}, false, nil
+	}
+	metrics.Rerender()
+	ctrl.LoggerFrom(ctx).Info("Inputs changed before the owner started provisioning; rendered the data again in place",
+		"dataInputsHash", s.inputsHash)
+	if r.Recorder != nil {
+		r.Recorder.Eventf(s.config, nil, corev1.EventTypeNormal, bootstrapv1.RerenderedEventReason, "Render",
+			"The inputs changed before the %s started provisioning: data Secret %s rendered again in place", s.ownerKind(), dataSecretName(s.config))
+	}
+	return res, true, nil
+}
+
+// reportRerenderFailed says, on DataSecretAvailable (kept True: the delivered data still boots)
+// and in a warning event for what the user must fix, why changed inputs were not rendered.
+// The event is emitted when the message changes, not at every reconcile.
+func (r *Reconciler) reportRerenderFailed(s *scope, o *outcome) {
+	msg := bounded(fmt.Sprintf("The inputs changed, but the data cannot be rendered again from them (%s): %s. "+
+		"The data Secret keeps the data rendered before", o.reason, o.message), maxConditionMessage)
+	var before metav1.Condition // a copy: Get points into the conditions Set changes
+	if c := conditions.Get(s.config, bootstrapv1.DataSecretAvailableCondition); c != nil {
+		before = *c
+	}
+	conditions.Set(s.config, metav1.Condition{
+		Type: bootstrapv1.DataSecretAvailableCondition, Status: metav1.ConditionTrue,
+		Reason: bootstrapv1.RerenderFailedReason, Message: msg,
+	})
+	if o.warn && (before.Reason != bootstrapv1.RerenderFailedReason || before.Message != msg) {
+		r.warn(s.config, bootstrapv1.RerenderFailedReason, msg)
+	}
+}
+
+// noteChangeAfterProvisioning says once per spec change, in an event, that a spec changed after
+// the owner started provisioning is not rendered: a generation not yet observed
+// (status.observedGeneration), and not yet noted by this manager. Changes to referenced objects
+// are not noted (their digest is not computed after the line).
+func (r *Reconciler) noteChangeAfterProvisioning(s *scope) {
+	c := s.config
+	if r.Recorder == nil || c.Status.ObservedGeneration == 0 || c.Generation == c.Status.ObservedGeneration ||
+		!r.inputs.firstNote(client.ObjectKeyFromObject(c), c.Generation) {
+		return
+	}
+	if s.isMachinePool() {
+		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, bootstrapv1.NotRerenderedEventReason, "Render",
+			"The spec changed after the MachinePool started provisioning: data Secret %s is rendered again from it at the next join-token rotation, for instances created after it",
+			dataSecretName(c))
+		return
+	}
+	r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, bootstrapv1.NotRerenderedEventReason, "Render",
+		"The spec changed after the Machine started provisioning: data Secret %s is not rendered again; change the MachineDeployment's template to roll out new data",
+		dataSecretName(c))
+}
+
+// keepConditions saves the conditions nodeInput may set, and returns what puts them back.
+func keepConditions(config *bootstrapv1.IgnitionConfig) (restore func()) {
+	types := []string{bootstrapv1.DataSecretAvailableCondition, bootstrapv1.CertificatesAvailableCondition}
+	saved := make([]*metav1.Condition, len(types))
+	for i, t := range types {
+		if c := conditions.Get(config, t); c != nil {
+			saved[i] = c.DeepCopy()
+		}
+	}
+	return func() {
+		for i, t := range types {
+			if saved[i] == nil {
+				conditions.Delete(config, t)
+			} else {
+				conditions.Set(config, *saved[i])
+			}
+		}
+	}
+}

@@ -1,0 +1,75 @@
+package configinput_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
+)
+
+// The digest of the inputs is stable for the same inputs, and changes with each input that
+// shapes the data: the spec, referenced content, the Cluster's facts, the version.
+func TestInputsHash(t *testing.T) {
+	spec := &bootstrapv1.IgnitionConfigSpec{Files: []bootstrapv1.File{{Path: "/etc/a", Content: "a"}}}
+	build := func(spec *bootstrapv1.IgnitionConfigSpec, version string, mutate func(*configinput.Cluster)) string {
+		t.Helper()
+		cluster := configinput.Placeholders(spec, ignition.RoleWorkerJoin)
+		if mutate != nil {
+			mutate(&cluster)
+		}
+		in, err := configinput.Build(context.Background(), spec, ignition.RoleWorkerJoin, version, cluster, configinput.OfflineResolver{})
+		require.NoError(t, err)
+		h, err := configinput.InputsHash(in)
+		require.NoError(t, err)
+		return h
+	}
+	base := build(spec, "v1.34.0", nil)
+	assert.True(t, strings.HasPrefix(base, "sha256:"))
+	assert.Len(t, base, len("sha256:")+64)
+	assert.Equal(t, base, build(spec.DeepCopy(), "v1.34.0", nil), "the same inputs, the same digest")
+
+	changed := spec.DeepCopy()
+	changed.Files[0].Content = "b"
+	secretFile := spec.DeepCopy()
+	secretFile.Files[0] = bootstrapv1.File{Path: "/etc/a", ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.KeyReference{Name: "s", Key: "k"}}}
+	others := map[string]string{
+		"spec":                   build(changed, "v1.34.0", nil),
+		"referenced content":     build(secretFile, "v1.34.0", nil),
+		"Kubernetes version":     build(spec, "v1.33.0", nil),
+		"control-plane endpoint": build(spec, "v1.34.0", func(c *configinput.Cluster) { c.ControlPlaneEndpoint = "other.invalid:6443" }),
+		"cluster CA":             build(spec, "v1.34.0", func(c *configinput.Cluster) { c.CACertHashes = []string{"sha256:" + strings.Repeat("1", 64)} }),
+		"join token":             build(spec, "v1.34.0", func(c *configinput.Cluster) { c.JoinToken = "zyxwvu.0123456789abcdef" }),
+	}
+	for what, h := range others {
+		assert.NotEqual(t, base, h, "a change of the %s changes the digest", what)
+	}
+}
+
+// References names every object a spec reads content from, once each.
+func TestReferences(t *testing.T) {
+	ref := func(name string) bootstrapv1.KeyReference { return bootstrapv1.KeyReference{Name: name, Key: "k"} }
+	cm := ref("butane-cm")
+	spec := &bootstrapv1.IgnitionConfigSpec{
+		Butane:               bootstrapv1.ButaneSpec{ContentFrom: &bootstrapv1.ButaneSource{ConfigMap: &cm}},
+		ContainerLinuxConfig: bootstrapv1.ContainerLinuxConfigSpec{ContentFrom: &bootstrapv1.ButaneSource{Secret: &bootstrapv1.KeyReference{Name: "clc", Key: "k"}}},
+		Files: []bootstrapv1.File{
+			{Path: "/a", Content: "inline"},
+			{Path: "/b", ContentFrom: &bootstrapv1.FileSource{Secret: ref("files")}},
+			{Path: "/c", ContentFrom: &bootstrapv1.FileSource{Secret: ref("files")}},
+		},
+		Users: []bootstrapv1.User{{Name: "core", PasswordHashFrom: &bootstrapv1.FileSource{Secret: ref("passwords")}}},
+	}
+	assert.Equal(t, []configinput.Reference{
+		{Kind: configinput.ConfigMapKind, Name: "butane-cm"},
+		{Kind: configinput.SecretKind, Name: "clc"},
+		{Kind: configinput.SecretKind, Name: "files"},
+		{Kind: configinput.SecretKind, Name: "passwords"},
+	}, configinput.References(spec))
+	assert.Empty(t, configinput.References(&bootstrapv1.IgnitionConfigSpec{}))
+}

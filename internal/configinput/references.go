@@ -1,0 +1,53 @@
+package configinput
+
+import (
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+)
+
+// Kinds of objects a spec references.
+const (
+	SecretKind    = "Secret"
+	ConfigMapKind = "ConfigMap"
+)
+
+// Reference is an object in the config's namespace whose content shapes the data.
+type Reference struct {
+	Kind string // SecretKind or ConfigMapKind
+	Name string
+}
+
+// References lists every object spec reads content from (butane and containerLinuxConfig
+// contentFrom, files[].contentFrom, users[].passwordHashFrom), each once, in spec order. The
+// controller indexes configs by them, so that a change to one renders the configs that use it.
+func References(spec *bootstrapv1.IgnitionConfigSpec) []Reference {
+	var refs []Reference
+	add := func(kind string, ref *bootstrapv1.KeyReference) {
+		if ref == nil || ref.Name == "" {
+			return
+		}
+		r := Reference{Kind: kind, Name: ref.Name}
+		for _, seen := range refs {
+			if seen == r {
+				return
+			}
+		}
+		refs = append(refs, r)
+	}
+	for _, src := range []*bootstrapv1.ButaneSource{spec.Butane.ContentFrom, spec.ContainerLinuxConfig.ContentFrom} {
+		if src != nil {
+			add(SecretKind, src.Secret)
+			add(ConfigMapKind, src.ConfigMap)
+		}
+	}
+	for i := range spec.Files {
+		if from := spec.Files[i].ContentFrom; from != nil {
+			add(SecretKind, &from.Secret)
+		}
+	}
+	for i := range spec.Users {
+		if from := spec.Users[i].PasswordHashFrom; from != nil {
+			add(SecretKind, &from.Secret)
+		}
+	}
+	return refs
+}
