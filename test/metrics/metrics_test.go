@@ -83,6 +83,24 @@ func TestWorkerFlowMovesCounters(t *testing.T) {
 			"failures (the config waiting on its ConfigMap is looked at again)")
 	}, eventually, tick)
 
+	// Fixed before its Machine provisions (the generic infrastructure never does): rendered again
+	// in place, counted as a re-render and a data Secret update.
+	mid := scrapeOK(ctx, t, token)
+	cfg := &bootstrapv1.IgnitionConfig{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w-0"}, cfg))
+	cfg.Spec.PreKubeadmCommands = []string{"echo fixed"}
+	require.NoError(t, env.Client.Update(ctx, cfg))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		after := scrape(ctx, c, token)
+		if after == nil {
+			return
+		}
+		assert.Equal(c, 1.0, sample(after, "cabpi_rerenders_total", map[string]string{}, counter)-
+			sample(mid, "cabpi_rerenders_total", map[string]string{}, counter), "re-renders")
+		assert.Equal(c, 1.0, sample(after, "cabpi_data_secrets_written_total", map[string]string{"operation": "update"}, counter)-
+			sample(mid, "cabpi_data_secrets_written_total", map[string]string{"operation": "update"}, counter), "data Secret updated in place")
+	}, eventually, tick)
+
 	// Refused: no token (not authenticated), a token of a ServiceAccount without the role.
 	status, body, err := testenv.ScrapeMetrics(ctx, metricsAddress, "")
 	require.NoError(t, err)
@@ -94,6 +112,14 @@ func TestWorkerFlowMovesCounters(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusForbidden, status, body)
 	assert.NotContains(t, body, "cabpi_")
+}
+
+// scrapeOK scrapes until the endpoint answers.
+func scrapeOK(ctx context.Context, t *testing.T, token string) map[string]*dto.MetricFamily {
+	t.Helper()
+	var families map[string]*dto.MetricFamily
+	require.EventuallyWithT(t, func(c *assert.CollectT) { families = scrape(ctx, c, token) }, eventually, tick)
+	return families
 }
 
 // scrape gets the metrics with token and parses them; nil (and c failed) when it cannot.
