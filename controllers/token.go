@@ -209,7 +209,16 @@ func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *cor
 	// meanwhile is found by the periodic check (every TTL/3), as it would be without this.
 	clusterKey := util.ObjectKey(s.cluster)
 	now := nowFunc().UTC()
-	if known := r.tokens.get(clusterKey, tokenID); known.After(now.Add(r.refreshWhenLeft())) {
+	known := r.tokens.get(clusterKey, tokenID)
+	if known.IsZero() && !s.isMachinePool() {
+		// Not seen by this manager (it restarted): the token was created, with this TTL, just
+		// before the data Secret that names it. A manager restarted during a scale-up then does
+		// not ask the workload cluster about every config it just delivered. Only the first
+		// sixth of the TTL is skipped, as for tokens this manager made; a TTL raised across the
+		// restart could delay the first check of such a token by that much.
+		known = data.CreationTimestamp.Add(r.TokenTTL)
+	}
+	if known.After(now.Add(r.refreshWhenLeft())) {
 		return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil
 	}
 
