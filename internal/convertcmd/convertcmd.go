@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/rendercmd"
 	"github.com/spf13/pflag"
 )
 
@@ -59,7 +60,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("-f is required")
 	}
-	input, err := readInput(opts.File, stdin)
+	input, err := rendercmd.ReadInput(opts.File, stdin)
 	if err != nil {
 		return err
 	}
@@ -82,15 +83,4 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	_, err = io.Copy(stdout, bytes.NewReader(res.Output))
 	return err
-}
-
-func readInput(path string, stdin io.Reader) ([]byte, error) {
-	if path == "-" {
-		return io.ReadAll(stdin)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	return data, nil
 }

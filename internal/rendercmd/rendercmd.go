@@ -53,7 +53,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("-f is required")
 	}
-	doc, err := readInput(opts.File, stdin)
+	doc, err := ReadInput(opts.File, stdin)
 	if err != nil {
 		return err
 	}
@@ -122,7 +122,8 @@ func printSize(w io.Writer, out ignition.Output, spec *bootstrapv1.IgnitionConfi
 	}
 }
 
-func readInput(path string, stdin io.Reader) ([]byte, error) {
+// ReadInput reads the file a command's -f names; "-" reads stdin.
+func ReadInput(path string, stdin io.Reader) ([]byte, error) {
 	if path == "-" {
 		return io.ReadAll(stdin)
 	}
