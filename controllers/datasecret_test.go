@@ -156,6 +156,18 @@ func TestDeliveredDataSurvivesInfrastructureNotProvisioned(t *testing.T) {
 	f := newCluster(t, clusterSetup{})
 	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
 	waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+	// A Cluster controller reconcile that read the Cluster before it was marked provisioned writes
+	// infrastructureProvisioned=true when it ends, which can be after the flip below (it was, in
+	// CI). Its status patch sets the phase too: once the manager's cache has the phase and the
+	// condition, the reconciles that follow read a provisioned Cluster and leave the field alone.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cached := &clusterv1.Cluster{}
+		if !assert.NoError(c, env.Manager.GetClient().Get(ctx, client.ObjectKeyFromObject(f.cluster), cached)) {
+			return
+		}
+		assert.Equal(c, string(clusterv1.ClusterPhaseProvisioned), cached.Status.Phase)
+		assert.True(c, conditions.IsTrue(cached, clusterv1.ClusterInfrastructureReadyCondition))
+	}, eventually, tick, "Cluster API's Cluster controller records the provisioned infrastructure")
 
 	// Both the infrastructure cluster and the Cluster say not provisioned (CAPI's Cluster
 	// controller, running here, would otherwise set the Cluster's field back from the former).
@@ -164,11 +176,32 @@ func TestDeliveredDataSurvivesInfrastructureNotProvisioned(t *testing.T) {
 	infraBefore := infra.DeepCopy()
 	require.NoError(t, unstructured.SetNestedField(infra.Object, false, "status", "initialization", "provisioned"))
 	require.NoError(t, env.Client.Status().Patch(ctx, infra, client.MergeFrom(infraBefore)))
+	// Cluster API's Cluster controller keeps a provisioned Cluster provisioned, and sets the field
+	// from the infrastructure cluster it reads through the shared cache: until that cache has the
+	// change, a reconcile triggered by the Cluster patch below would set the field back to true.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cached := infra.NewEmptyInstance().(*unstructured.Unstructured)
+		if !assert.NoError(c, env.Manager.GetClient().Get(ctx, client.ObjectKeyFromObject(infra), cached)) {
+			return
+		}
+		provisioned, found, err := unstructured.NestedBool(cached.Object, "status", "initialization", "provisioned")
+		assert.NoError(c, err)
+		assert.True(c, found && !provisioned, "the manager's cache still shows the infrastructure provisioned")
+	}, eventually, tick)
 	cluster := &clusterv1.Cluster{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(f.cluster), cluster))
 	before := cluster.DeepCopy()
 	cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(false)
 	require.NoError(t, env.Client.Status().Patch(ctx, cluster, client.MergeFrom(before)))
+	// Our reconciler reads the Cluster through the same cache: w1 must not be created before it
+	// has the change, or it renders against the old value.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cached := &clusterv1.Cluster{}
+		if !assert.NoError(c, env.Manager.GetClient().Get(ctx, client.ObjectKeyFromObject(f.cluster), cached)) {
+			return
+		}
+		assert.False(c, ptr.Deref(cached.Status.Initialization.InfrastructureProvisioned, true))
+	}, eventually, tick)
 	// A new config, not rendered yet, waits; its reconcile also proves the controller saw the flip.
 	f.addMachine(t, "w1", false, bootstrapv1.IgnitionConfigSpec{})
 	waitForCondition(t, f.ns, "w1", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.WaitingForClusterInfrastructureReason)
