@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"time"
 
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,7 +26,7 @@ func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (_ ctrl.Result
 		}
 	}()
 
-	in, _, o, err := r.nodeInput(ctx, s, ignition.RoleInit)
+	in, _, o, err := r.nodeInput(ctx, s, ignition.RoleInit, generateCertificates)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -35,18 +34,10 @@ func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (_ ctrl.Result
 		return o.apply(r, s.config), nil
 	}
 
-	start := time.Now()
-	out, o := renderStorable(in)
-	took := time.Since(start)
-	if o != nil {
-		return o.apply(r, s.config), nil
-	}
-	if err := r.storeDataSecret(ctx, s, out.Data, ""); err != nil {
-		storeFailed(err).apply(r, s.config)
-		return ctrl.Result{}, err
+	if o, err := r.renderAndStore(ctx, s, in); o != nil {
+		return o.apply(r, s.config), err
 	}
 	stored = true
-	r.reportStored(ctx, s, out, took)
 	return ctrl.Result{}, nil
 }
 

@@ -21,11 +21,23 @@ import (
 // form of a real one); renderJoin puts the real token in before the one render.
 const placeholderToken = configinput.PlaceholderToken
 
+// certificates says whether nodeInput may create the cluster certificates kubeadm init needs.
+type certificates bool
+
+const (
+	// lookUpCertificates: only read them. Checking delivered data for changed inputs
+	// (rerender.go) never creates anything.
+	lookUpCertificates certificates = false
+	// generateCertificates: create the missing ones for kubeadm init when no control-plane
+	// provider does (the Cluster has no controlPlaneRef).
+	generateCertificates certificates = true
+)
+
 // nodeInput gathers what the role needs from the Cluster, waiting (a non-nil outcome) for what
 // is not there yet, and builds the renderer's input with configinput.Build, the builder the
 // webhook and `cabpi render` use too. needs says what the spec takes from the Cluster; with
 // needs.JoinToken the input carries placeholderToken, for the caller to replace.
-func (r *Reconciler) nodeInput(ctx context.Context, s *scope, role ignition.Role) (in ignition.Input, needs configinput.Needs, o *outcome, err error) {
+func (r *Reconciler) nodeInput(ctx context.Context, s *scope, role ignition.Role, certs certificates) (in ignition.Input, needs configinput.Needs, o *outcome, err error) {
 	version := s.kubernetesVersion()
 	if version == "" {
 		return in, needs, waitFor(bootstrapv1.WaitingForKubernetesVersionReason,
@@ -59,13 +71,13 @@ func (r *Reconciler) nodeInput(ctx context.Context, s *scope, role ignition.Role
 			return in, needs, nil, fmt.Errorf("hashing the CA of Cluster %s: %w", s.cluster.Name, err)
 		}
 	}
-	if certs := configinput.CertificatesFor(spec, role); certs != nil {
+	if wanted := configinput.CertificatesFor(spec, role); wanted != nil {
 		// Without a control-plane provider nobody else creates the cluster certificates.
-		generate := role == ignition.RoleInit && !s.cluster.Spec.ControlPlaneRef.IsDefined()
-		if o, err := r.lookupCertificates(ctx, s, certs, generate); err != nil || o != nil {
+		generate := certs == generateCertificates && role == ignition.RoleInit && !s.cluster.Spec.ControlPlaneRef.IsDefined()
+		if o, err := r.lookupCertificates(ctx, s, wanted, generate); err != nil || o != nil {
 			return in, needs, o, err
 		}
-		cluster.Certificates = certs
+		cluster.Certificates = wanted
 	}
 	if needs.JoinToken {
 		cluster.JoinToken = placeholderToken

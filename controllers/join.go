@@ -19,7 +19,7 @@ import (
 
 // reconcileJoin renders a worker or control-plane join.
 func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, role ignition.Role) (ctrl.Result, error) {
-	in, needs, o, err := r.nodeInput(ctx, s, role)
+	in, needs, o, err := r.nodeInput(ctx, s, role, lookUpCertificates)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -52,17 +52,8 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, role ignition.
 // join token it carries (the token of the data Secret's annotation, while it is there).
 func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input, ourToken, keepToken bool) (ctrl.Result, *outcome, error) {
 	if !ourToken {
-		start := time.Now()
-		out, o := renderStorable(in)
-		took := time.Since(start)
-		if o != nil {
-			return ctrl.Result{}, o, nil
-		}
-		if err := r.storeDataSecret(ctx, s, out.Data, ""); err != nil {
-			return ctrl.Result{}, storeFailed(err), err
-		}
-		r.reportStored(ctx, s, out, took)
-		return ctrl.Result{}, nil, nil
+		o, err := r.renderAndStore(ctx, s, in)
+		return ctrl.Result{}, o, err
 	}
 
 	// The render carries the placeholder token, as long as a real one: what it renders, and
@@ -101,11 +92,11 @@ func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input
 			if derr := deleteJoinToken(ctx, remote, token.ID); derr != nil {
 				ctrl.LoggerFrom(ctx).Error(derr, "Removing a join token for data never stored", "tokenID", token.ID)
 			}
-			r.tokens.forget(clusterKey, token.ID)
+			r.memory.forgetToken(client.ObjectKeyFromObject(s.config))
 		}
 		return ctrl.Result{}, o, err
 	}
-	r.tokens.set(clusterKey, token.ID, expiration)
+	r.memory.setToken(client.ObjectKeyFromObject(s.config), token.ID, expiration)
 	r.reportStored(ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("tokenID", token.ID)), s, out, took)
 	// Come back to refresh (Machine) or rotate (MachinePool) the token.
 	return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil, nil

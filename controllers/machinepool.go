@@ -19,7 +19,7 @@ import (
 // join with it; the failure is logged (a render failure is also an event) and retried. Once the
 // token is expired or gone, the data no longer joins anything and the condition says why.
 func (r *Reconciler) rotatePoolToken(ctx context.Context, s *scope, currentUsable bool) (ctrl.Result, error) {
-	in, needs, o, err := r.nodeInput(ctx, s, ignition.RoleWorkerJoin)
+	in, needs, o, err := r.nodeInput(ctx, s, ignition.RoleWorkerJoin, lookUpCertificates)
 	if o == nil && err == nil {
 		var res ctrl.Result
 		res, o, err = r.renderJoin(ctx, s, in, needs.JoinToken, false)

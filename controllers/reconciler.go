@@ -60,12 +60,11 @@ type Reconciler struct {
 	// their control plane was initialized: no lock is taken after that, so no join needs to
 	// look for one again (it would cost a ConfigMap read per join).
 	unlocked sync.Map
-	// tokens remembers the expirations this manager gave or read, so a reconcile soon after a
-	// token was created or refreshed does not ask the workload cluster again.
-	tokens tokenExpiries
-	// inputs remembers the input digests this manager stored and failed to render, so changed
-	// inputs cost one render (rerender.go).
-	inputs inputsMemory
+	// memory keeps, per config, the join token's expiration this manager gave or read (a
+	// reconcile soon after the token was created or refreshed does not ask the workload cluster
+	// again) and the input digests it stored and failed to render (changed inputs cost one
+	// render, rerender.go).
+	memory memory
 }
 
 // ownedConditions are the conditions this controller writes (patch helper ownership).
@@ -131,13 +130,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	config := &bootstrapv1.IgnitionConfig{}
 	if err := r.Client.Get(ctx, req.NamespacedName, config); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.inputs.forget(req.NamespacedName)
+			r.memory.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !config.DeletionTimestamp.IsZero() {
 		// The data Secret goes with the config through its owner reference.
-		r.inputs.forget(req.NamespacedName)
+		r.memory.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 
@@ -167,13 +166,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("creating patch helper for %s: %w", klog.KObj(config), err)
 	}
-	// A new config that is not paused gets its NotPaused condition with the rest of this
-	// reconcile's status, in the one patch below: EnsurePausedCondition would patch it alone
-	// and ask for a whole extra reconcile first (a third of the writes of a new worker).
-	if conditions.Get(config, clusterv1.PausedCondition) == nil && !annotations.IsPaused(cluster, config) {
-		conditions.Set(config, metav1.Condition{Type: clusterv1.PausedCondition, Status: metav1.ConditionFalse,
-			Reason: clusterv1.NotPausedReason, ObservedGeneration: config.Generation})
-	}
+	markNewConfigNotPaused(cluster, config)
 	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, config); err != nil || isPaused || requeue {
 		return ctrl.Result{}, err
 	}
@@ -185,6 +178,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}()
 
 	return r.reconcile(ctx, s)
+}
+
+// markNewConfigNotPaused gives a new config that is not paused its NotPaused condition, as
+// EnsurePausedCondition would, so that it goes with the rest of this reconcile's status in one
+// patch: EnsurePausedCondition would patch it alone and ask for a whole extra reconcile first (a
+// third of the writes of a new worker). It must set exactly what EnsurePausedCondition sets, or
+// that patches anyway (TestNotPausedConditionNeedsNoPatchOfItsOwn).
+func markNewConfigNotPaused(cluster *clusterv1.Cluster, config *bootstrapv1.IgnitionConfig) {
+	if conditions.Get(config, clusterv1.PausedCondition) == nil && !annotations.IsPaused(cluster, config) {
+		conditions.Set(config, metav1.Condition{Type: clusterv1.PausedCondition, Status: metav1.ConditionFalse,
+			Reason: clusterv1.NotPausedReason, ObservedGeneration: config.Generation})
+	}
 }
 
 // patch writes the Ready summary and persists status and conditions.

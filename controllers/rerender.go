@@ -52,7 +52,7 @@ func (r *Reconciler) reconcileDataInputs(ctx context.Context, s *scope) (res ctr
 		return ctrl.Result{}, false, nil
 	}
 	restore := keepConditions(config)
-	in, needs, o, err := r.nodeInput(ctx, s, role)
+	in, needs, o, err := r.nodeInput(ctx, s, role, lookUpCertificates)
 	if err != nil || o != nil {
 		// What nodeInput reports is about rendering data, and this data is delivered.
 		restore()
@@ -86,12 +86,12 @@ func (r *Reconciler) reconcileDataInputs(ctx context.Context, s *scope) (res ctr
 		// inputs give. Recorded, not rendered.
 		config.Status.DataInputsHash = s.inputsHash
 		return res, false, nil
-	case r.inputs.storedWas(key, s.inputsHash):
+	case r.memory.storedWas(key, s.inputsHash):
 		// This manager wrote the data of these inputs; the config read is older than the status
 		// patch that recorded it.
 		config.Status.DataInputsHash = s.inputsHash
 		return res, false, nil
-	case r.inputs.failedWas(key, s.inputsHash):
+	case r.memory.failedWas(key, s.inputsHash):
 		return res, false, nil // reported when it failed; rendered again once the inputs change
 	}
 	return r.rerender(ctx, s, role, in, needs)
@@ -108,16 +108,7 @@ func (r *Reconciler) rerender(ctx context.Context, s *scope, role ignition.Role,
 	)
 	if role == ignition.RoleInit {
 		// The init lock is this Machine's since its data was first stored; it stays so.
-		var out ignition.Output
-		start := time.Now()
-		if out, o = renderStorable(in); o == nil {
-			took := time.Since(start)
-			if err = r.storeDataSecret(ctx, s, out.Data, ""); err != nil {
-				o = storeFailed(err)
-			} else {
-				r.reportStored(ctx, s, out, took)
-			}
-		}
+		o, err = r.renderAndStore(ctx, s, in)
 	} else {
 		res, o, err = r.renderJoin(ctx, s, in, needs.JoinToken, true)
 	}
@@ -127,7 +118,7 @@ func (r *Reconciler) rerender(ctx context.Context, s *scope, role ignition.Role,
 	}
 	if o != nil {
 		if o.renderError {
-			r.inputs.failed(client.ObjectKeyFromObject(s.config), s.inputsHash)
+			r.memory.failed(client.ObjectKeyFromObject(s.config), s.inputsHash)
 		}
 		r.reportRerenderFailed(s, o)
 		return ctrl.Result{RequeueAfter: o.requeue}, false, nil
@@ -168,7 +159,7 @@ func (r *Reconciler) reportRerenderFailed(s *scope, o *outcome) {
 func (r *Reconciler) noteChangeAfterProvisioning(s *scope) {
 	c := s.config
 	if r.Recorder == nil || c.Status.ObservedGeneration == 0 || c.Generation == c.Status.ObservedGeneration ||
-		!r.inputs.firstNote(client.ObjectKeyFromObject(c), c.Generation) {
+		!r.memory.firstNote(client.ObjectKeyFromObject(c), c.Generation) {
 		return
 	}
 	if s.isMachinePool() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	ignconfig "github.com/coreos/ignition/v2/config"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/cluster-api/util"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
 )
 
@@ -69,34 +71,32 @@ func (r *Reconciler) getDataSecret(ctx context.Context, config *bootstrapv1.Igni
 		}
 		return nil, fmt.Errorf("getting data Secret %s: %w", key, err)
 	}
-	ref := configOwnerRef(config)
-	if ctl := metav1.GetControllerOf(secret); ctl != nil {
-		if ctl.UID == config.UID {
-			// Metadata only (the cache keeps no data of data Secrets): callers never read it.
-			return secret, nil
-		}
-		return nil, fmt.Errorf("%w: Secret %s is controlled by %s %s, not by this IgnitionConfig: delete or rename it",
-			errDataSecretConflict, key, ctl.Kind, ctl.Name)
-	}
-	// Adoption looks at the data, which the cache does not keep: read it whole from the API
-	// server, unless that is where it came from.
-	if !wholeFromAPI {
+	ctl := metav1.GetControllerOf(secret)
+	if ctl == nil && !wholeFromAPI {
+		// Adoption looks at the data, which the cache does not keep: read it whole from the API
+		// server. A cache that has not seen the adoption yet finds it done there.
 		if err := r.Client.Get(ctx, key, secret); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, nil
 			}
 			return nil, fmt.Errorf("getting data Secret %s: %w", key, err)
 		}
-		if ctl := metav1.GetControllerOf(secret); ctl != nil {
-			return nil, fmt.Errorf("data Secret %s got controller %s %s while being read, retrying", key, ctl.Kind, ctl.Name)
-		}
+		ctl = metav1.GetControllerOf(secret)
+	}
+	switch {
+	case ctl != nil && ctl.UID == config.UID:
+		// Callers never read its data (from the cache there is none: it keeps metadata only).
+		return secret, nil
+	case ctl != nil:
+		return nil, fmt.Errorf("%w: Secret %s is controlled by %s %s, not by this IgnitionConfig: delete or rename it",
+			errDataSecretConflict, key, ctl.Kind, ctl.Name)
 	}
 	if why := notOurs(secret); why != "" {
 		return nil, fmt.Errorf("%w: Secret %s has no controller but is not bootstrap data of this kind (%s): delete or rename it",
 			errDataSecretConflict, key, why)
 	}
 	original := secret.DeepCopy()
-	secret.OwnerReferences = util.EnsureOwnerRef(secret.OwnerReferences, ref)
+	secret.OwnerReferences = util.EnsureOwnerRef(secret.OwnerReferences, configOwnerRef(config))
 	if secret.Labels == nil {
 		secret.Labels = map[string]string{}
 	}
@@ -190,7 +190,23 @@ func (r *Reconciler) storeDataSecret(ctx context.Context, s *scope, data []byte,
 	s.config.Status.DataSecretName = secret.Name
 	s.config.Status.Initialization.DataSecretCreated = ptr.To(true)
 	s.config.Status.DataInputsHash = s.inputsHash
-	r.inputs.stored(client.ObjectKeyFromObject(s.config), s.inputsHash)
-	setDataSecretTrue(s.config)
+	r.memory.stored(client.ObjectKeyFromObject(s.config), s.inputsHash)
 	return nil
+}
+
+// renderAndStore renders in, data that carries no join token of ours (kubeadm init, a join with
+// the user's own discovery), stores it and reports it stored (reportStored). A non-nil outcome
+// says why not, with an error when it is to be retried with backoff.
+func (r *Reconciler) renderAndStore(ctx context.Context, s *scope, in ignition.Input) (*outcome, error) {
+	start := time.Now()
+	out, o := renderStorable(in)
+	took := time.Since(start)
+	if o != nil {
+		return o, nil
+	}
+	if err := r.storeDataSecret(ctx, s, out.Data, ""); err != nil {
+		return storeFailed(err), err
+	}
+	r.reportStored(ctx, s, out, took)
+	return nil, nil
 }

@@ -195,7 +195,9 @@ func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *cor
 		// kubeadm init, or a join with a user-provided discovery: no token of ours to look after.
 		return ctrl.Result{}, nil
 	}
+	configKey := client.ObjectKeyFromObject(s.config)
 	if s.machineJoined() {
+		r.memory.forgetToken(configKey) // left to expire: nothing to look after
 		return ctrl.Result{}, nil
 	}
 	if !s.clusterInfrastructureProvisioned() {
@@ -209,7 +211,7 @@ func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *cor
 	// meanwhile is found by the periodic check (every TTL/3), as it would be without this.
 	clusterKey := util.ObjectKey(s.cluster)
 	now := nowFunc().UTC()
-	known := r.tokens.get(clusterKey, tokenID)
+	known := r.memory.tokenExpiration(configKey, tokenID)
 	if known.IsZero() && !s.isMachinePool() {
 		// Not seen by this manager (it restarted): the token was created, with this TTL, just
 		// before the data Secret that names it. A manager restarted during a scale-up then does
@@ -231,7 +233,7 @@ func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *cor
 	key := client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: bootstraputil.BootstrapTokenSecretName(tokenID)}
 	err = remote.Get(ctx, key, tokenSecret)
 	if apierrors.IsNotFound(err) {
-		r.tokens.forget(clusterKey, tokenID)
+		r.memory.forgetToken(configKey)
 	}
 	switch {
 	case apierrors.IsNotFound(err) && s.isMachinePool():
@@ -253,7 +255,7 @@ func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *cor
 	}
 
 	expiration := tokenExpiration(tokenSecret)
-	r.tokens.set(clusterKey, tokenID, expiration)
+	r.memory.setToken(configKey, tokenID, expiration)
 	if s.isMachinePool() {
 		// A pool's data must stay usable for new instances: rotate past half the TTL.
 		if expiration.Before(now.Add(r.TokenTTL / 2)) {
@@ -270,7 +272,7 @@ func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *cor
 	if err := remote.Update(ctx, tokenSecret); err != nil {
 		return ctrl.Result{}, fmt.Errorf("refreshing join token %s: %w", tokenID, err)
 	}
-	r.tokens.set(clusterKey, tokenID, now.Add(r.TokenTTL))
+	r.memory.setToken(configKey, tokenID, now.Add(r.TokenTTL))
 	metrics.JoinToken(metrics.TokenRefresh)
 	log.V(2).Info("Refreshed join token until the node joins", "expiration", newExpiration)
 	return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil

@@ -1,0 +1,122 @@
+package controllers
+
+import (
+	"sync"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// configMemory is what this manager remembers of one config between its reconciles. Each part
+// is a shortcut, never the truth: after a restart it is found again (one render, one event, one
+// read of the join token in the workload cluster).
+type configMemory struct {
+	// storedHash is the input digest of the data this manager last wrote. The config in the
+	// cache may not show the status patch that recorded it yet; a reconcile seeing that digest
+	// again records it instead of rendering the same data a second time.
+	storedHash string
+	// failedHash is the digest of inputs that did not render: not rendered again until they
+	// change.
+	failedHash string
+	// notedGeneration is the spec generation last said not to be rendered (after the owner
+	// started provisioning), so a config read before its status patch arrived does not say it
+	// twice.
+	notedGeneration int64
+	// token is the join token of the config's data, with the expiration this manager last gave
+	// it or read from it. A config is reconciled again right after its data is stored (its own
+	// status change, the Machine taking the data, the Cluster's fan-out), well before its token
+	// needs anything: with this, those reconciles cost no workload-cluster request, whose client
+	// is rate limited (--clustercache-client-qps).
+	tokenID         string
+	tokenExpiration time.Time
+}
+
+// memory holds a configMemory per config. An entry goes when its config is deleted; the token
+// part goes once the node joined, when the token needs nothing more.
+type memory struct {
+	mu      sync.Mutex
+	configs map[client.ObjectKey]*configMemory
+}
+
+// update runs f on the config's entry, created if needed, under the lock.
+func (m *memory) update(config client.ObjectKey, f func(*configMemory)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.configs == nil {
+		m.configs = map[client.ObjectKey]*configMemory{}
+	}
+	e, ok := m.configs[config]
+	if !ok {
+		e = &configMemory{}
+		m.configs[config] = e
+	}
+	f(e)
+}
+
+// read returns a copy of the config's entry (zero when there is none).
+func (m *memory) read(config client.ObjectKey) configMemory {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.configs[config]; ok {
+		return *e
+	}
+	return configMemory{}
+}
+
+// forget drops what is remembered of a config that is gone.
+func (m *memory) forget(config client.ObjectKey) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.configs, config)
+}
+
+// firstNote is true the first time it is asked for config at generation.
+func (m *memory) firstNote(config client.ObjectKey, generation int64) (first bool) {
+	m.update(config, func(e *configMemory) {
+		first = e.notedGeneration != generation
+		e.notedGeneration = generation
+	})
+	return first
+}
+
+// stored records the digest of the data just written; inputs that failed before are forgotten.
+func (m *memory) stored(config client.ObjectKey, hash string) {
+	m.update(config, func(e *configMemory) { e.storedHash, e.failedHash = hash, "" })
+}
+
+// failed records the digest of inputs that did not render.
+func (m *memory) failed(config client.ObjectKey, hash string) {
+	m.update(config, func(e *configMemory) { e.failedHash = hash })
+}
+
+// storedWas and failedWas say whether hash is the digest last stored, or last failed, for config.
+func (m *memory) storedWas(config client.ObjectKey, hash string) bool {
+	return hash != "" && m.read(config).storedHash == hash
+}
+
+func (m *memory) failedWas(config client.ObjectKey, hash string) bool {
+	return hash != "" && m.read(config).failedHash == hash
+}
+
+// setToken records the expiration of the config's join token tokenID (replacing the memory of
+// an earlier token: one token per config).
+func (m *memory) setToken(config client.ObjectKey, tokenID string, expiration time.Time) {
+	m.update(config, func(e *configMemory) { e.tokenID, e.tokenExpiration = tokenID, expiration })
+}
+
+// tokenExpiration is the expiration remembered for the config's token tokenID, zero when none.
+func (m *memory) tokenExpiration(config client.ObjectKey, tokenID string) time.Time {
+	if e := m.read(config); e.tokenID == tokenID {
+		return e.tokenExpiration
+	}
+	return time.Time{}
+}
+
+// forgetToken drops the memory of the config's token (gone, or not needed any more).
+func (m *memory) forgetToken(config client.ObjectKey) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.configs[config]; ok {
+		e.tokenID, e.tokenExpiration = "", time.Time{}
+	}
+}

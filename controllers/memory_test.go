@@ -1,0 +1,48 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func TestMemoryIsPerConfigAndForgotten(t *testing.T) {
+	var m memory
+	w0 := client.ObjectKey{Namespace: "ns", Name: "w0"}
+	w1 := client.ObjectKey{Namespace: "ns", Name: "w1"}
+	exp := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+	m.setToken(w0, "abcdef", exp)
+	assert.Equal(t, exp, m.tokenExpiration(w0, "abcdef"))
+	assert.True(t, m.tokenExpiration(w0, "zzzzzz").IsZero(), "another token of the config is not known")
+	assert.True(t, m.tokenExpiration(w1, "abcdef").IsZero(), "another config's token is not known")
+
+	m.setToken(w0, "ghijkl", exp.Add(time.Hour)) // a MachinePool's rotation
+	assert.True(t, m.tokenExpiration(w0, "abcdef").IsZero(), "the rotated token is forgotten")
+	assert.Equal(t, exp.Add(time.Hour), m.tokenExpiration(w0, "ghijkl"))
+
+	m.failed(w0, "h1")
+	assert.True(t, m.failedWas(w0, "h1"))
+	m.stored(w0, "h2")
+	assert.True(t, m.storedWas(w0, "h2"))
+	assert.False(t, m.failedWas(w0, "h1"), "stored data clears the failure")
+	assert.False(t, m.storedWas(w1, "h2"))
+	assert.False(t, m.storedWas(w1, ""), "nothing stored is not the empty digest")
+
+	assert.True(t, m.firstNote(w0, 2))
+	assert.False(t, m.firstNote(w0, 2))
+	assert.True(t, m.firstNote(w0, 3))
+
+	m.forgetToken(w0)
+	assert.True(t, m.tokenExpiration(w0, "ghijkl").IsZero())
+	assert.True(t, m.storedWas(w0, "h2"), "forgetting the token keeps the rest")
+
+	m.forget(w0)
+	assert.False(t, m.storedWas(w0, "h2"))
+	assert.True(t, m.firstNote(w0, 3))
+	m.forget(w0)
+	m.forget(w1)
+	assert.Empty(t, m.configs, "a deleted config leaves nothing behind")
+}
