@@ -76,9 +76,12 @@ func TestRestoredDataSecretIsAdopted(t *testing.T) {
 	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
 
 	waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
-	cfg := getConfig(t, f.ns, "w0")
-	assert.Equal(t, ptr.To(true), cfg.Status.Initialization.DataSecretCreated)
-	assert.Equal(t, "w0", cfg.Status.DataSecretName)
+	// Cluster API's patch helper writes the conditions first, then the rest of the status.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cfg := getConfig(t, f.ns, "w0")
+		assert.Equal(c, ptr.To(true), cfg.Status.Initialization.DataSecretCreated)
+		assert.Equal(c, "w0", cfg.Status.DataSecretName)
+	}, eventually, tick)
 
 	s, ok := dataSecret(t, f.ns, "w0")
 	require.True(t, ok)
@@ -86,7 +89,7 @@ func TestRestoredDataSecretIsAdopted(t *testing.T) {
 	assert.Equal(t, f.cluster.Name, s.Labels[clusterv1.ClusterNameLabel])
 	ctl := metav1.GetControllerOf(s)
 	require.NotNil(t, ctl, "the config controls the adopted Secret")
-	assert.Equal(t, cfg.UID, ctl.UID)
+	assert.Equal(t, getConfig(t, f.ns, "w0").UID, ctl.UID)
 	assert.Empty(t, tokenIDs(tokensOf(t, f.ns, "w0")), "no join token for data that is not rendered")
 }
 

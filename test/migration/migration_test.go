@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -129,6 +130,10 @@ func TestCABPKFlatcarWorkerTemplateMovesOver(t *testing.T) {
 		cond := conditions.Get(got, bootstrapv1.DataSecretAvailableCondition)
 		require.NotNil(c, cond)
 		require.Equal(c, metav1.ConditionTrue, cond.Status, "%s: %s", cond.Reason, cond.Message)
+		// Cluster API's patch helper writes the conditions before the rest of the status: the
+		// contract's fields say the data is there.
+		require.True(c, ptr.Deref(got.Status.Initialization.DataSecretCreated, false), "status.initialization.dataSecretCreated")
+		require.NotEmpty(c, got.Status.DataSecretName)
 		config = got
 	}, timeout, tick)
 	cond := conditions.Get(config, bootstrapv1.DataSecretAvailableCondition)
