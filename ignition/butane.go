@@ -22,10 +22,10 @@ var butaneVariants = []string{"fcos", "flatcar", "openshift", "r4e", "fiot"}
 
 // translateButane translates the Butane document doc to a snippet (nil for an empty document):
 // it must parse and translate (with strict, without warnings either), use the variant and emit a
-// stable Ignition version the variant supports, and leave the provider's own paths and unit
-// alone. Local file references are refused: no files directory is given to Butane, and the
-// renderer reads nothing from disk. With compress, Butane gzips contents where that is shorter,
-// as the provider does with its own files (Input.Compress).
+// stable Ignition version the variant supports; what it writes is checked by mergeInput
+// (checkSnippet). Local file references are refused: no files directory is given to Butane, and
+// the renderer reads nothing from disk. With compress, Butane gzips contents where that is
+// shorter, as the provider does with its own files (Input.Compress).
 func translateButane(variant Variant, doc string, strict, compress bool) (*snippet, *Error) {
 	spec, ierr := specFor(variant)
 	if ierr != nil {
@@ -89,11 +89,7 @@ func translateButane(variant Variant, doc string, strict, compress bool) (*snipp
 		return nil, errorf(ErrInvalidButane, butaneField, "the Ignition config Butane emitted does not parse: %v: %s",
 			err, strings.TrimSpace(rpt.String()))
 	}
-	s := &snippet{source: butaneSource, json: out, version: emitted.Ignition.Version, config: cfg, warnings: warnings}
-	if ierr := checkSnippet(s, nil); ierr != nil {
-		return nil, ierr
-	}
-	return s, nil
+	return &snippet{source: butaneSource, json: out, version: emitted.Ignition.Version, config: cfg, warnings: warnings}, nil
 }
 
 // butaneHeader is the variant and version of a Butane document and where they are.

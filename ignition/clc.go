@@ -15,11 +15,11 @@ import (
 	"github.com/flatcar/ignition/config/validate/report"
 )
 
-// translateCLC makes a snippet of a Container Linux Config (nil for an empty document), checked
-// the way a Butane snippet is: transpiled to Ignition 2.3 by Flatcar's transpiler, translated to
-// 3.3.0 (transpileCLC), its file contents encoded as the provider's are (gzipped where compress
-// allows it and that is shorter), validated, and refused when it writes the provider's paths or
-// unit. The language is Flatcar's alone: for fcos it is a variant mismatch.
+// translateCLC makes a snippet of a Container Linux Config (nil for an empty document):
+// transpiled to Ignition 2.3 by Flatcar's transpiler, translated to 3.3.0 (transpileCLC), its
+// file contents encoded as the provider's are (gzipped where compress allows it and that is
+// shorter) and validated. What it writes is checked by mergeInput (checkSnippet), as a Butane
+// snippet's is. The language is Flatcar's alone: for fcos it is a variant mismatch.
 func translateCLC(variant Variant, doc string, strict, compress bool) (*snippet, *Error) {
 	spec, ierr := specFor(variant)
 	if ierr != nil {
@@ -51,11 +51,7 @@ func translateCLC(variant Variant, doc string, strict, compress bool) (*snippet,
 	if err != nil {
 		return nil, reportError(ErrInvalidContainerLinuxConfig, clcField, "the Container Linux Config's Ignition does not parse", err, rpt)
 	}
-	s := &snippet{source: clcSource, json: out, version: clcSpecVersion, config: parsed, warnings: warnings}
-	if ierr := checkSnippet(s, nil); ierr != nil {
-		return nil, ierr
-	}
-	return s, nil
+	return &snippet{source: clcSource, json: out, version: clcSpecVersion, config: parsed, warnings: warnings}, nil
 }
 
 // transpileCLC transpiles a Container Linux Config with Flatcar's transpiler (no platform: its

@@ -86,6 +86,8 @@ func mergeInput(in *Input) (*merged, *Error, error) {
 	var warnings []Warning
 	src := butaneSource
 	if snip != nil {
+		// The one check of what the snippet writes, against the fixed owned paths and the
+		// provider's other files (certificates, the discovery kubeconfig) together.
 		if ierr := checkSnippet(snip, ownedFilePaths(provider)); ierr != nil {
 			return nil, ierr, nil
 		}
