@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	types "github.com/coreos/ignition/v2/config/v3_0/types"
+	"k8s.io/utils/ptr"
 )
 
 // The base config is built at spec 3.0.0, the oldest 3.x spec: every target version's parser
@@ -41,8 +42,8 @@ func baseConfig(kubeadmYAML, script, unit string, provider []ownedFile, files []
 	}
 	cfg.Systemd.Units = []types.Unit{{
 		Name:     KubeadmUnitName,
-		Enabled:  ptr(true),
-		Contents: ptr(unit),
+		Enabled:  ptr.To(true),
+		Contents: ptr.To(unit),
 	}}
 	for _, u := range users {
 		cfg.Passwd.Users = append(cfg.Passwd.Users, passwdUser(u))
@@ -54,11 +55,11 @@ func baseConfig(kubeadmYAML, script, unit string, provider []ownedFile, files []
 func passwdUser(u User) types.PasswdUser {
 	user := types.PasswdUser{
 		Name:         u.Name,
-		Gecos:        optional(u.Gecos),
-		HomeDir:      optional(u.HomeDir),
-		Shell:        optional(u.Shell),
-		PrimaryGroup: optional(u.PrimaryGroup),
-		PasswordHash: optional(u.PasswordHash),
+		Gecos:        stringOrNil(u.Gecos),
+		HomeDir:      stringOrNil(u.HomeDir),
+		Shell:        stringOrNil(u.Shell),
+		PrimaryGroup: stringOrNil(u.PrimaryGroup),
+		PasswordHash: stringOrNil(u.PasswordHash),
 	}
 	for _, g := range u.Groups {
 		user.Groups = append(user.Groups, types.Group(g))
@@ -67,13 +68,6 @@ func passwdUser(u User) types.PasswdUser {
 		user.SSHAuthorizedKeys = append(user.SSHAuthorizedKeys, types.SSHAuthorizedKey(k))
 	}
 	return user
-}
-
-func optional(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 // ignitionFile converts a File whose path, mode and owner checkFiles has accepted.
@@ -86,11 +80,11 @@ func ignitionFile(f File, compress bool) types.File {
 	file := types.File{
 		Node: types.Node{
 			Path:      f.Path,
-			Overwrite: ptr(true),
+			Overwrite: ptr.To(true),
 			User:      user,
 			Group:     group,
 		},
-		FileEmbedded1: types.FileEmbedded1{Mode: ptr(mode)},
+		FileEmbedded1: types.FileEmbedded1{Mode: ptr.To(mode)},
 	}
 	if f.Append {
 		// Appending keeps what the image has: no overwrite, the content as an append entry.
@@ -119,7 +113,7 @@ func fileContents(content []byte, compress bool) types.FileContents {
 	if compress {
 		gz := "data:;base64," + base64.StdEncoding.EncodeToString(gzipBytes(content))
 		if len(gz)+len(compressionField) < len(source) {
-			return types.FileContents{Source: &gz, Compression: ptr(compressionGzip)}
+			return types.FileContents{Source: &gz, Compression: ptr.To(compressionGzip)}
 		}
 	}
 	return types.FileContents{Source: &source}
@@ -191,5 +185,3 @@ func idOrName(s string) (*int, *string) {
 	}
 	return nil, &s
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -20,20 +20,12 @@ import (
 // variant mismatch rather than a typo.
 var butaneVariants = []string{"fcos", "flatcar", "openshift", "r4e", "fiot"}
 
-// ValidateButane translates the Butane document doc and checks it the way Render does: it must
-// parse and translate (with strict, without warnings either), use the variant, emit a stable
-// Ignition version the variant supports, and leave the provider's own paths and unit alone.
-// An empty document is valid. The error is an *Error with Field "butane".
-func ValidateButane(variant Variant, doc string, strict bool) error {
-	// Compression changes how contents are encoded, not what they are: the checks see the same.
-	_, err := translateButane(variant, doc, strict, false)
-	return asError(err)
-}
-
-// translateButane does the work of ValidateButane and returns the snippet (nil for an empty
-// document). Local file references are refused: no files directory is given to Butane, and the
-// renderer reads nothing from disk. With compress, Butane gzips contents where that is shorter,
-// as the provider does with its own files (Input.Compress).
+// translateButane translates the Butane document doc to a snippet (nil for an empty document):
+// it must parse and translate (with strict, without warnings either), use the variant and emit a
+// stable Ignition version the variant supports; what it writes is checked by mergeInput
+// (checkSnippet). Local file references are refused: no files directory is given to Butane, and
+// the renderer reads nothing from disk. With compress, Butane gzips contents where that is
+// shorter, as the provider does with its own files (Input.Compress).
 func translateButane(variant Variant, doc string, strict, compress bool) (*snippet, *Error) {
 	spec, ierr := specFor(variant)
 	if ierr != nil {
@@ -97,11 +89,7 @@ func translateButane(variant Variant, doc string, strict, compress bool) (*snipp
 		return nil, errorf(ErrInvalidButane, butaneField, "the Ignition config Butane emitted does not parse: %v: %s",
 			err, strings.TrimSpace(rpt.String()))
 	}
-	s := &snippet{source: butaneSource, json: out, version: emitted.Ignition.Version, config: cfg, warnings: warnings}
-	if ierr := checkSnippet(s, nil); ierr != nil {
-		return nil, ierr
-	}
-	return s, nil
+	return &snippet{source: butaneSource, json: out, version: emitted.Ignition.Version, config: cfg, warnings: warnings}, nil
 }
 
 // butaneHeader is the variant and version of a Butane document and where they are.

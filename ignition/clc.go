@@ -9,17 +9,21 @@ import (
 
 	v3_3 "github.com/coreos/ignition/v2/config/v3_3"
 	v3types "github.com/coreos/ignition/v2/config/v3_3/types"
-	exp "github.com/coreos/ignition/v2/config/v3_7_experimental"
+	translate3_4 "github.com/coreos/ignition/v2/config/v3_4/translate"
+	translate3_5 "github.com/coreos/ignition/v2/config/v3_5/translate"
+	translate3_6 "github.com/coreos/ignition/v2/config/v3_6/translate"
+	translateexp "github.com/coreos/ignition/v2/config/v3_7_experimental/translate"
+	exptypes "github.com/coreos/ignition/v2/config/v3_7_experimental/types"
 	clct "github.com/flatcar/container-linux-config-transpiler/config"
 	v2types "github.com/flatcar/ignition/config/v2_3/types"
 	"github.com/flatcar/ignition/config/validate/report"
 )
 
-// translateCLC makes a snippet of a Container Linux Config (nil for an empty document), checked
-// the way a Butane snippet is: transpiled to Ignition 2.3 by Flatcar's transpiler, translated to
-// 3.3.0 (transpileCLC), its file contents encoded as the provider's are (gzipped where compress
-// allows it and that is shorter), validated, and refused when it writes the provider's paths or
-// unit. The language is Flatcar's alone: for fcos it is a variant mismatch.
+// translateCLC makes a snippet of a Container Linux Config (nil for an empty document):
+// transpiled to Ignition 2.3 by Flatcar's transpiler, translated to 3.3.0 (transpileCLC), its
+// file contents encoded as the provider's are (gzipped where compress allows it and that is
+// shorter) and validated. What it writes is checked by mergeInput (checkSnippet), as a Butane
+// snippet's is. The language is Flatcar's alone: for fcos it is a variant mismatch.
 func translateCLC(variant Variant, doc string, strict, compress bool) (*snippet, *Error) {
 	spec, ierr := specFor(variant)
 	if ierr != nil {
@@ -43,19 +47,19 @@ func translateCLC(variant Variant, doc string, strict, compress bool) (*snippet,
 		return nil, errorf(ErrInvalidContainerLinuxConfig, clcField, "cannot encode the translated config: %v", err)
 	}
 	// What 3.3.0 itself refuses (a unit file whose contents do not parse, paths that conflict
-	// with units) is found by parsing the translation as a node would.
-	if _, rpt, err := v3_3.Parse(out); err != nil {
+	// with units) is found by parsing the translation as a node would. That one parse is all:
+	// the newest spec, which the checks read, is Ignition's translation of the parsed types.
+	parsed, rpt, err := v3_3.Parse(out)
+	if err != nil {
 		return nil, reportError(ErrInvalidContainerLinuxConfig, clcField, "the Container Linux Config translated to Ignition "+clcSpecVersion+" is not valid", err, rpt)
 	}
-	parsed, rpt, err := exp.ParseCompatibleVersion(out)
-	if err != nil {
-		return nil, reportError(ErrInvalidContainerLinuxConfig, clcField, "the Container Linux Config's Ignition does not parse", err, rpt)
-	}
-	s := &snippet{source: clcSource, json: out, version: clcSpecVersion, config: parsed, warnings: warnings}
-	if ierr := checkSnippet(s, nil); ierr != nil {
-		return nil, ierr
-	}
-	return s, nil
+	return &snippet{source: clcSource, json: out, version: clcSpecVersion, config: newestSpec(parsed), warnings: warnings}, nil
+}
+
+// newestSpec translates a 3.3.0 config up to the newest spec, step by step as Ignition's
+// ParseCompatibleVersion does after parsing.
+func newestSpec(cfg v3types.Config) exptypes.Config {
+	return translateexp.Translate(translate3_6.Translate(translate3_5.Translate(translate3_4.Translate(cfg))))
 }
 
 // transpileCLC transpiles a Container Linux Config with Flatcar's transpiler (no platform: its

@@ -7,6 +7,7 @@ import (
 
 	v3types "github.com/coreos/ignition/v2/config/v3_3/types"
 	v2types "github.com/flatcar/ignition/config/v2_3/types"
+	"k8s.io/utils/ptr"
 )
 
 // Where Ignition 2 wrote networkd units and how, and the root filesystem as Ignition 2 saw it
@@ -69,7 +70,7 @@ func (t *v2to3) filesystemsOf(in []v2types.Filesystem) ([]v3types.Filesystem, *E
 				f3.Options = append(f3.Options, v3types.FilesystemOption(o))
 			}
 			if c.Force {
-				f3.WipeFilesystem = ptr(true) // create with force always made a new filesystem
+				f3.WipeFilesystem = ptr.To(true) // create with force always made a new filesystem
 			} else {
 				t.warn(r, []any{"mount", "create"}, "filesystem %s: Ignition 2 failed on a device already holding a filesystem "+
 					"(create without force); Ignition 3 reuses a filesystem of the same format, label and UUID and fails on any other", fs.Name)
@@ -160,12 +161,9 @@ func (t *v2to3) files(in v2types.Config) ([]v3types.File, *Error) {
 			if ierr != nil {
 				return nil, ierr
 			}
-			f3.Contents, f3.Mode = res, ptr(0)
-			if f.Mode != nil {
-				f3.Mode = ptr(*f.Mode)
-			}
+			f3.Contents, f3.Mode = res, ptr.To(ptr.Deref(f.Mode, 0))
 			if f3.Overwrite == nil {
-				f3.Overwrite = ptr(true)
+				f3.Overwrite = ptr.To(true)
 			}
 		}
 		entries = append(entries, located[v3types.File]{f3, r})
@@ -180,8 +178,8 @@ func (t *v2to3) networkdFiles(in v2types.Networkd) []located[v3types.File] {
 	var out []located[v3types.File]
 	add := func(p, contents string, r entryRef) {
 		out = append(out, located[v3types.File]{v3types.File{
-			Node:          v3types.Node{Path: p, Overwrite: ptr(true)},
-			FileEmbedded1: v3types.FileEmbedded1{Mode: ptr(networkdMode), Contents: v3types.Resource{Source: ptr("data:," + escapeData([]byte(contents)))}},
+			Node:          v3types.Node{Path: p, Overwrite: ptr.To(true)},
+			FileEmbedded1: v3types.FileEmbedded1{Mode: ptr.To(networkdMode), Contents: v3types.Resource{Source: ptr.To("data:," + escapeData([]byte(contents)))}},
 		}, r})
 	}
 	for _, u := range in.Units {
@@ -244,10 +242,7 @@ func (t *v2to3) directories(in []v2types.Directory) ([]v3types.Directory, *Error
 		if ierr != nil {
 			return nil, ierr
 		}
-		d3 := v3types.Directory{Node: v3Node(d.Node, under(root, d.Path)), DirectoryEmbedded1: v3types.DirectoryEmbedded1{Mode: ptr(0)}}
-		if d.Mode != nil {
-			d3.Mode = ptr(*d.Mode)
-		}
+		d3 := v3types.Directory{Node: v3Node(d.Node, under(root, d.Path)), DirectoryEmbedded1: v3types.DirectoryEmbedded1{Mode: ptr.To(ptr.Deref(d.Mode, 0))}}
 		entries = append(entries, located[v3types.Directory]{d3, r})
 	}
 	return dedupe(t, entries, func(d v3types.Directory) string { return path.Clean(d.Path) }, "directory")
@@ -309,7 +304,7 @@ func (t *v2to3) raid(in []v2types.Raid) ([]v3types.Raid, *Error) {
 	for _, a := range in {
 		r3 := v3types.Raid{Name: a.Name, Level: stringOrNil(a.Level)}
 		if a.Spares != 0 {
-			r3.Spares = ptr(a.Spares)
+			r3.Spares = ptr.To(a.Spares)
 		}
 		for _, d := range a.Devices {
 			r3.Devices = append(r3.Devices, v3types.Device(d))
@@ -320,13 +315,4 @@ func (t *v2to3) raid(in []v2types.Raid) ([]v3types.Raid, *Error) {
 		entries = append(entries, located[v3types.Raid]{r3, t.ref(clcRaid, a.Name)})
 	}
 	return dedupe(t, entries, func(a v3types.Raid) string { return a.Name }, "RAID array")
-}
-
-// copyPtr is a pointer to a copy of *p, nil for nil: the translation shares nothing with its input.
-func copyPtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
 }

@@ -7,6 +7,7 @@ import (
 
 	v3types "github.com/coreos/ignition/v2/config/v3_3/types"
 	v2types "github.com/flatcar/ignition/config/v2_3/types"
+	"k8s.io/utils/ptr"
 )
 
 // systemd translates units. The deprecated enable is enabled (both only ever enabled). Entries
@@ -23,7 +24,7 @@ func (t *v2to3) systemd(in v2types.Config, out *v3types.Config) *Error {
 		}
 		u3 := v3types.Unit{Name: u.Name, Contents: stringOrNil(u.Contents), Mask: trueOrNil(u.Mask), Enabled: copyPtr(u.Enabled)}
 		if u.Enable {
-			u3.Enabled = ptr(true)
+			u3.Enabled = ptr.To(true)
 		}
 		for _, d := range u.Dropins {
 			// Ignition 2 skipped a drop-in without contents, as 3.x does one without.

@@ -7,6 +7,7 @@ import (
 
 	v3types "github.com/coreos/ignition/v2/config/v3_3/types"
 	v2types "github.com/flatcar/ignition/config/v2_3/types"
+	"k8s.io/utils/ptr"
 )
 
 // clcSpecVersion is the Ignition spec a Container Linux Config is translated to: the lowest 3.x
@@ -108,12 +109,10 @@ func (t *v2to3) resource(r entryRef, sub []any, source, compression string, v v2
 			return res, t.fail(r, sub, "source %s: Ignition 3 has no oem:// scheme (Ignition 2 read it from the OEM partition): "+
 				"put the contents inline or fetch them over https", source)
 		}
-		res.Source = ptr(source)
+		res.Source = ptr.To(source)
 	}
 	res.Compression = stringOrNil(compression)
-	if v.Hash != nil {
-		res.Verification.Hash = ptr(*v.Hash)
-	}
+	res.Verification.Hash = copyPtr(v.Hash)
 	return res, nil
 }
 
@@ -194,20 +193,4 @@ func dedupe[T any](t *v2to3, entries []located[T], key func(T) string, what stri
 		}
 	}
 	return out, nil
-}
-
-// stringOrNil is s, or nil for "": Ignition 2's zero values are 3.x's absent ones.
-func stringOrNil(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-// trueOrNil is b, or nil for false.
-func trueOrNil(b bool) *bool {
-	if !b {
-		return nil
-	}
-	return &b
 }

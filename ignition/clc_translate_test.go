@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"testing"
 
+	v3_3 "github.com/coreos/ignition/v2/config/v3_3"
+	v3types "github.com/coreos/ignition/v2/config/v3_3/types"
+	exp "github.com/coreos/ignition/v2/config/v3_7_experimental"
 	v2types "github.com/flatcar/ignition/config/v2_3/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -214,12 +217,28 @@ func TestTranslateV2(t *testing.T) {
 				assert.Contains(t, warnings[0].Message, tc.warning)
 			}
 			assert.Equal(t, clcSpecVersion, got.Ignition.Version)
+			assertNewestSpec(t, got)
 			got.Ignition.Version = ""
 			data, err := json.Marshal(got)
 			require.NoError(t, err)
 			assert.JSONEq(t, normalizedJSON(t, tc.want), normalizedJSON(t, string(data)))
 		})
 	}
+}
+
+// assertNewestSpec checks that newestSpec, which translateCLC reads the snippet with after its
+// one parse, is what Ignition's ParseCompatibleVersion makes of the same 3.3.0 config.
+func assertNewestSpec(t *testing.T, cfg v3types.Config) {
+	t.Helper()
+	raw, err := json.Marshal(cfg)
+	require.NoError(t, err)
+	parsed, _, err := v3_3.Parse(raw)
+	if err != nil {
+		return // some inputs are refused at 3.3.0 (translateCLC reports that)
+	}
+	want, _, err := exp.ParseCompatibleVersion(raw)
+	require.NoError(t, err)
+	assert.Equal(t, want, newestSpec(parsed))
 }
 
 // normalizedJSON is doc pruned the way the renderer prunes what it emits.

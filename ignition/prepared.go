@@ -21,14 +21,7 @@ type Prepared struct {
 
 // Prepare renders in as Render does and keeps what WithJoinToken needs.
 func Prepare(in Input) (*Prepared, error) {
-	m, ierr, err := mergeInput(&in)
-	if ierr != nil {
-		return nil, ierr
-	}
-	if err != nil {
-		return nil, err
-	}
-	out, err := finish(m.target, m.data, in.Compress, in.SizeLimit, m.warnings)
+	m, out, err := render(&in)
 	if err != nil {
 		return nil, err
 	}

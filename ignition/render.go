@@ -18,25 +18,25 @@ import (
 // Render is pure and deterministic: identical input gives identical bytes, and the input is not
 // modified. An error caused by the input is an *Error; any other error is a bug.
 func Render(in Input) (Output, error) {
-	out, ierr, err := render(&in)
-	if ierr != nil {
-		return Output{}, ierr
-	}
-	if err != nil {
-		return Output{}, err
-	}
-	return out, nil
+	_, out, err := render(&in)
+	return out, err
 }
 
-// render keeps input errors (*Error) apart from internal ones, so Render never returns a typed
-// nil *Error inside a non-nil error.
-func render(in *Input) (Output, *Error, error) {
+// render is Render, also returning the merged config Prepare keeps for WithJoinToken. An input
+// error is returned as an *Error, never a typed nil *Error inside a non-nil error.
+func render(in *Input) (*merged, Output, error) {
 	m, ierr, err := mergeInput(in)
-	if ierr != nil || err != nil {
-		return Output{}, ierr, err
+	if ierr != nil {
+		return nil, Output{}, ierr
+	}
+	if err != nil {
+		return nil, Output{}, err
 	}
 	out, err := finish(m.target, m.data, in.Compress, in.SizeLimit, m.warnings)
-	return out, nil, err
+	if err != nil {
+		return nil, Output{}, err
+	}
+	return m, out, nil
 }
 
 // merged is a rendered config before it is weighed and wrapped, with what was derived from the
@@ -86,6 +86,8 @@ func mergeInput(in *Input) (*merged, *Error, error) {
 	var warnings []Warning
 	src := butaneSource
 	if snip != nil {
+		// The one check of what the snippet writes, against the fixed owned paths and the
+		// provider's other files (certificates, the discovery kubeconfig) together.
 		if ierr := checkSnippet(snip, ownedFilePaths(provider)); ierr != nil {
 			return nil, ierr, nil
 		}

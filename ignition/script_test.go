@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -47,7 +48,7 @@ func TestKubeadmScriptLayout(t *testing.T) {
 	assert.Contains(t, script, "\nkubeadm init --config /etc/kubeadm.yml"+verbosityFlag+"\n")
 
 	// verbosity (KubeadmConfig's) is kubeadm's --v, set just before the kubeadm step.
-	script, err = kubeadmScript(RoleWorkerJoin, ptr(int32(5)), nil, []string{"echo pre"}, nil)
+	script, err = kubeadmScript(RoleWorkerJoin, ptr.To(int32(5)), nil, []string{"echo pre"}, nil)
 	require.NoError(t, err)
 	assert.Contains(t, script, "\n)\nCABPI_KUBEADM_VERBOSITY=5\nrm -rf /run/cluster-api/bootstrap-success.complete\nkubeadm join ")
 

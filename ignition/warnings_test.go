@@ -50,11 +50,27 @@ storage:
 	assert.Equal(t, 4, ierr.Line)
 }
 
-// A clean snippet renders without warnings: nothing to show, nothing to alarm anyone.
+// A clean snippet renders without warnings: nothing to show, nothing to alarm anyone. Strict
+// accepts it, and an empty document, as they are.
 func TestCleanButaneHasNoWarnings(t *testing.T) {
 	in := joinInput(ignition.VariantFlatcar, "v1.34.0")
 	in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/motd\n      contents:\n        inline: hello\n"
 	out, err := ignition.Render(in)
 	require.NoError(t, err)
 	assert.Empty(t, out.Warnings)
+
+	in.ButaneStrict = true
+	strict, err := ignition.Render(in)
+	require.NoError(t, err)
+	assert.Equal(t, out, strict)
+
+	in = joinInput(ignition.VariantFlatcar, "v1.34.0")
+	in.Butane, in.ButaneStrict = flatcarSnippet, true
+	_, err = ignition.Render(in)
+	require.NoError(t, err)
+
+	in = joinInput(ignition.VariantFCOS, "v1.34.0")
+	in.ButaneStrict = true
+	_, err = ignition.Render(in)
+	require.NoError(t, err)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	t3_1 "github.com/coreos/ignition/v2/config/v3_1/types"
+	"k8s.io/utils/ptr"
 )
 
 // wrapperSpecVersion is the spec the wrapper is built at: a config reference has a compression
@@ -25,7 +26,7 @@ func wrapConfig(version string, config []byte) ([]byte, error) {
 	}
 	source := "data:;base64," + base64.StdEncoding.EncodeToString(gzipBytes(config))
 	raw, err := json.Marshal(t3_1.Config{Ignition: t3_1.Ignition{Version: wrapperSpecVersion, Config: t3_1.IgnitionConfig{
-		Replace: t3_1.Resource{Source: &source, Compression: ptr(compressionGzip)}}}})
+		Replace: t3_1.Resource{Source: &source, Compression: ptr.To(compressionGzip)}}}})
 	if err != nil {
 		return nil, fmt.Errorf("encoding the wrapper config: %w", err)
 	}

@@ -49,18 +49,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.StringVarP(&opts.File, "file", "f", "", "YAML stream with KubeadmConfig and KubeadmConfigTemplate objects ('-' reads stdin)")
 	fs.StringVarP(&opts.Out, "output", "o", "", "write the converted stream to this file instead of stdout")
 	fs.BoolVar(&opts.AllowLossy, "allow-lossy", false, "write the output and exit 0 even when some fields could not be converted (they are still listed on stderr)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cabpi convert -f cluster.yaml [-o converted.yaml] [--allow-lossy]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if opts.File == "" {
-		fs.Usage()
-		return fmt.Errorf("-f is required")
-	}
-	input, err := rendercmd.ReadInput(opts.File, stdin)
+	input, err := rendercmd.ParseArgs(fs, args, "Usage: cabpi convert -f cluster.yaml [-o converted.yaml] [--allow-lossy]", &opts.File, stdin)
 	if err != nil {
 		return err
 	}

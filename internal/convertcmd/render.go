@@ -46,11 +46,9 @@ func renderWarnings(c Converted) ([]Finding, error) {
 			return nil, fmt.Errorf("%s: the converted config does not render (role %s): %w", c.Source, role, err)
 		}
 		for _, w := range rendered.Warnings {
-			msg := w.Message
-			if w.Line > 0 {
-				msg = fmt.Sprintf("line %d, column %d: %s", w.Line, w.Column, w.Message)
-			}
-			f := Finding{Severity: Warning, Object: c.Target, Path: prefix + w.Field, Message: msg}
+			path := prefix + w.Field
+			w.Field = "" // the finding's path says it; the message is where in the document and what
+			f := Finding{Severity: Warning, Object: c.Target, Path: path, Message: w.String()}
 			if !slices.Contains(out, f) {
 				out = append(out, f)
 			}

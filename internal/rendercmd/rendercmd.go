@@ -42,18 +42,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.BoolVar(&opts.Butane, "butane", false, "print the rendered config as a Butane document instead of Ignition JSON")
 	fs.StringVar(&opts.Platform, "platform", "", "platform the data is for, as spec.platform (aws, azure, gcp, hetzner, openstack, vsphere, docker); "+
 		"sets the user-data limit and whether the data may be compressed; default: the file's spec.platform, else none known (no limit, compressed)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cabpi render -f config.yaml [--kubernetes-version v1.34.0] [--role worker|init|control-plane] [--platform aws|...|docker] [--butane]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if opts.File == "" {
-		fs.Usage()
-		return fmt.Errorf("-f is required")
-	}
-	doc, err := ReadInput(opts.File, stdin)
+	doc, err := ParseArgs(fs, args, "Usage: cabpi render -f config.yaml [--kubernetes-version v1.34.0] [--role worker|init|control-plane] [--platform aws|...|docker] [--butane]",
+		&opts.File, stdin)
 	if err != nil {
 		return err
 	}
@@ -122,8 +112,25 @@ func printSize(w io.Writer, out ignition.Output, spec *bootstrapv1.IgnitionConfi
 	}
 }
 
-// ReadInput reads the file a command's -f names; "-" reads stdin.
-func ReadInput(path string, stdin io.Reader) ([]byte, error) {
+// ParseArgs parses a command's args with fs, whose usage is the line usage followed by the
+// flags, and reads the document its required -f flag (bound to file) names.
+func ParseArgs(fs *pflag.FlagSet, args []string, usage string, file *string, stdin io.Reader) ([]byte, error) {
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if *file == "" {
+		fs.Usage()
+		return nil, fmt.Errorf("-f is required")
+	}
+	return readInput(*file, stdin)
+}
+
+// readInput reads the file a command's -f names; "-" reads stdin.
+func readInput(path string, stdin io.Reader) ([]byte, error) {
 	if path == "-" {
 		return io.ReadAll(stdin)
 	}
