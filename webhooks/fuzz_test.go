@@ -31,11 +31,14 @@ const fuzzMinSecretLen = 8
 type fuzzFile struct{ path, permissions, owner, content string }
 
 // fuzzSpec builds the spec FuzzValidateSpec validates.
-func fuzzSpec(variant, ignitionVersion, butane string, strict bool, files []fuzzFile, pre, post, token string) *bootstrapv1.IgnitionConfigSpec {
+func fuzzSpec(variant, ignitionVersion, butane, clc string, strict bool, files []fuzzFile, pre, post, token string) *bootstrapv1.IgnitionConfigSpec {
 	spec := &bootstrapv1.IgnitionConfigSpec{
 		Variant:         bootstrapv1.Variant(variant),
 		IgnitionVersion: ignitionVersion,
 		Butane:          bootstrapv1.ButaneSpec{Inline: butane, Strict: strict},
+	}
+	if clc != "" {
+		spec.ContainerLinuxConfig = bootstrapv1.ContainerLinuxConfigSpec{Inline: clc, Strict: strict}
 	}
 	spec.JoinConfiguration.Discovery.BootstrapToken.Token = token
 	for _, f := range files {
@@ -104,7 +107,7 @@ func validateBounded(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec, p *fiel
 }
 
 // FuzzValidateSpec builds an IgnitionConfigSpec from fuzz inputs (variant, pinned Ignition
-// version, inline Butane, two files, a pre- and a post-kubeadm command, a join token), validates
+// version, inline Butane, an inline Container Linux Config, two files, a pre- and a post-kubeadm command, a join token), validates
 // it as a worker or a control-plane node, under spec or spec.template.spec. Invariants:
 //   - validateSpec never panics, returns within fuzzValidateTimeout and leaves the spec alone;
 //   - every field error's path is inside the spec's path, and none is an internal error;
@@ -117,21 +120,28 @@ func FuzzValidateSpec(f *testing.F) {
 	const token = configinput.PlaceholderToken
 	const flatcar = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/sysctl.d/90-k8s.conf\n      contents:\n        inline: \"net.ipv4.ip_forward = 1\\n\"\n"
 	const fcos = "variant: fcos\nversion: 1.5.0\nsystemd:\n  units:\n    - name: kubeadm.service\n      dropins:\n        - name: 10-after.conf\n          contents: \"[Unit]\\nAfter=crio.service\\n\"\n"
-	// variant, ignitionVersion, butane, strict, 2x (path, permissions, owner, content), pre, post, token, controlPlane, template
-	f.Add("flatcar", "", flatcar, false, "/etc/cabpi/hello", "0644", "core:core", "hello\n", "", "", "", "", "echo pre", "echo post", token, false, false)
-	f.Add("fcos", "3.4.0", fcos, true, "/etc/cabpi/a", "", "", "a", "/etc/cabpi/b", "600", "500", "b", "", "", "", true, true)
-	f.Add("", "3.3.0", "", false, "/etc/cabpi/a", "0999", "a:b:c", "", "/etc/cabpi//a", "0644", "", "", "", "", "secret-not-a-bootstrap-token", false, false)
-	f.Add("flatcar", "9.9.9", "{{", false, "/etc/kubeadm.sh", "", "", "", "/etc/systemd/system/kubeadm.service.d/10-x.conf", "", "", "[Service]\nExecStart=\n", "echo 'unterminated", "if true; then", "abcdef.0123456789abcdeX", false, false)
-	f.Add("fcos", "", "variant: flatcar\nversion: 1.0.0\n", false, "relative", "", "", "", "", "", "", "", "", "", token, true, false)
-	f.Add("ubuntu", "", "", false, "", "", "", "", "", "", "", "", "", "", token, false, true)
-	f.Add("flatcar", "", "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/kubernetes/pki/ca.key\n      contents:\n        inline: x\n", false, "/etc/cabpi/x", "", "", "", "", "", "", "", "", "", token, true, false)
-	f.Add("fcos", "3.2.0", "variant: fcos\nversion: 1.5.0\n", false, "/etc/cabpi/x", "", "", "", "", "", "", "", "", "", "tok3n5.s3cr3tvalue00000", false, false)
-	f.Fuzz(func(t *testing.T, variant, ignitionVersion, butane string, strict bool,
+	// variant, ignitionVersion, butane, clc, strict, 2x (path, permissions, owner, content), pre, post, token, controlPlane, template
+	f.Add("flatcar", "", flatcar, "", false, "/etc/cabpi/hello", "0644", "core:core", "hello\n", "", "", "", "", "echo pre", "echo post", token, false, false)
+	f.Add("fcos", "3.4.0", fcos, "", true, "/etc/cabpi/a", "", "", "a", "/etc/cabpi/b", "600", "500", "b", "", "", "", true, true)
+	f.Add("", "3.3.0", "", "", false, "/etc/cabpi/a", "0999", "a:b:c", "", "/etc/cabpi//a", "0644", "", "", "", "", "secret-not-a-bootstrap-token", false, false)
+	f.Add("flatcar", "9.9.9", "{{", "", false, "/etc/kubeadm.sh", "", "", "", "/etc/systemd/system/kubeadm.service.d/10-x.conf", "", "", "[Service]\nExecStart=\n", "echo 'unterminated", "if true; then", "abcdef.0123456789abcdeX", false, false)
+	f.Add("fcos", "", "variant: flatcar\nversion: 1.0.0\n", "", false, "relative", "", "", "", "", "", "", "", "", "", token, true, false)
+	f.Add("ubuntu", "", "", "", false, "", "", "", "", "", "", "", "", "", "", token, false, true)
+	f.Add("flatcar", "", "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/kubernetes/pki/ca.key\n      contents:\n        inline: x\n", "", false, "/etc/cabpi/x", "", "", "", "", "", "", "", "", "", token, true, false)
+	f.Add("fcos", "3.2.0", "variant: fcos\nversion: 1.5.0\n", "", false, "/etc/cabpi/x", "", "", "", "", "", "", "", "", "", "tok3n5.s3cr3tvalue00000", false, false)
+	const clc = "storage:\n  files:\n    - path: /etc/cabpi/clc\n      filesystem: root\n      mode: 0644\n      contents:\n        inline: hi\n"
+	f.Add("flatcar", "", "", clc, false, "", "", "", "", "", "", "", "", "", "", token, false, false)
+	f.Add("flatcar", "", "", clc, true, "/etc/cabpi/clc", "", "", "x", "", "", "", "", "", "", token, true, true)
+	f.Add("fcos", "", "", clc, false, "", "", "", "", "", "", "", "", "", "", token, false, false)
+	f.Add("flatcar", "", flatcar, clc, false, "", "", "", "", "", "", "", "", "", "", token, false, false)
+	f.Add("flatcar", "", "", "systemd:\n  units:\n    - name: kubeadm.service\n      enable: true\n", false, "", "", "", "", "", "", "", "", "", "", token, true, false)
+	f.Add("flatcar", "", "", "a: &x [*x]\n", false, "", "", "", "", "", "", "", "", "", "", token, false, false)
+	f.Fuzz(func(t *testing.T, variant, ignitionVersion, butane, clc string, strict bool,
 		path0, permissions0, owner0, content0, path1, permissions1, owner1, content1 string,
 		pre, post, token string, controlPlane, template bool,
 	) {
 		files := []fuzzFile{{path0, permissions0, owner0, content0}, {path1, permissions1, owner1, content1}}
-		spec := fuzzSpec(variant, ignitionVersion, butane, strict, files, pre, post, token)
+		spec := fuzzSpec(variant, ignitionVersion, butane, clc, strict, files, pre, post, token)
 		p := field.NewPath("spec")
 		if template {
 			p = field.NewPath("spec", "template", "spec")
@@ -146,7 +156,7 @@ func FuzzValidateSpec(f *testing.F) {
 
 		if other := fuzzOtherToken(token); len(token) >= fuzzMinSecretLen && other != token {
 			var elsewhere bool
-			for _, e := range validateBounded(t, fuzzSpec(variant, ignitionVersion, butane, strict, files, pre, post, other), p, controlPlane) {
+			for _, e := range validateBounded(t, fuzzSpec(variant, ignitionVersion, butane, clc, strict, files, pre, post, other), p, controlPlane) {
 				elsewhere = elsewhere || strings.Contains(e.Error(), token)
 			}
 			for _, e := range errs {

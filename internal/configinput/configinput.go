@@ -63,6 +63,11 @@ func FromSpec(ctx context.Context, spec *bootstrapv1.IgnitionConfigSpec, role ig
 
 		ContainerLinuxConfigStrict: spec.ContainerLinuxConfig.Strict,
 	}
+	// As the CRD's rule: a butane with strict alone is set. The renderer looks at the documents
+	// only, so cabpi render would otherwise accept what admission refuses.
+	if spec.Butane != (bootstrapv1.ButaneSpec{}) && spec.ContainerLinuxConfig != (bootstrapv1.ContainerLinuxConfigSpec{}) {
+		return in, &ignition.Error{Kind: ignition.ErrInvalidInput, Field: "containerLinuxConfig", Message: "set butane or containerLinuxConfig, not both"}
+	}
 	if nn := spec.NodeName; nn != nil {
 		in.NodeName = &ignition.NodeNameFromMetadata{Platform: ignition.Platform(nn.FromMetadata), ProviderID: nn.ProviderID}
 	}
