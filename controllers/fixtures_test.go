@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
@@ -196,4 +197,19 @@ func joinNode(t *testing.T, machine *clusterv1.Machine) {
 		assert.NoError(c, env.Client.Get(t.Context(), client.ObjectKeyFromObject(machine), m))
 		assert.True(c, m.Status.NodeRef.IsDefined())
 	}, eventually, tick)
+}
+
+// eventsFor are the events regarding the config ns/name with reason.
+func eventsFor(c assert.TestingT, ns, name, reason string) []eventsv1.Event {
+	list := &eventsv1.EventList{}
+	if !assert.NoError(c, env.Client.List(context.Background(), list, client.InNamespace(ns))) {
+		return nil
+	}
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Name == name && e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
 }

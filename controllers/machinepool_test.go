@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,14 +72,9 @@ func TestMachinePoolFailedRotationKeepsData(t *testing.T) {
 	require.NoError(t, env.Client.Patch(ctx, cfg, patch))
 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		list := &eventsv1.EventList{}
-		if !assert.NoError(c, env.Client.List(ctx, list, client.InNamespace(f.ns))) {
-			return
-		}
 		found := false
-		for _, e := range list.Items {
-			found = found || (e.Regarding.Name == "pool" && e.Reason == bootstrapv1.InvalidButaneReason &&
-				strings.Contains(e.Note, "MachinePool join token not rotated"))
+		for _, e := range eventsFor(c, f.ns, "pool", bootstrapv1.InvalidButaneReason) {
+			found = found || strings.Contains(e.Note, "MachinePool join token not rotated")
 		}
 		assert.True(c, found, "a warning event says the rotation failed")
 	}, 3*tokenTTL, tick)

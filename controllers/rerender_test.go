@@ -2,7 +2,6 @@ package controllers_test
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
@@ -107,21 +105,6 @@ func setSecretKey(t *testing.T, ns, name, key, value, cluster string) {
 	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKeyFromObject(s), existing))
 	existing.Data = s.Data
 	require.NoError(t, env.Client.Update(t.Context(), existing))
-}
-
-// eventsFor are the events regarding the config ns/name with reason.
-func eventsFor(c assert.TestingT, ns, name, reason string) []eventsv1.Event {
-	list := &eventsv1.EventList{}
-	if !assert.NoError(c, env.Client.List(context.Background(), list, client.InNamespace(ns))) {
-		return nil
-	}
-	var out []eventsv1.Event
-	for _, e := range list.Items {
-		if e.Regarding.Name == name && e.Reason == reason {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // settled waits until obj (read into the given type) has not been written for a second: no

@@ -8,9 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
@@ -56,7 +54,6 @@ func TestDockerPlatformDataIsUncompressed(t *testing.T) {
 // A Butane key that is not known is dropped by Butane: the data is stored (not strict), and
 // DataSecretAvailable (True, RenderedWithWarnings) and a warning event say where it was.
 func TestButaneWarningsAreShownOnTheCondition(t *testing.T) {
-	ctx := t.Context()
 	f := newCluster(t, clusterSetup{})
 	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{Butane: bootstrapv1.ButaneSpec{
 		Inline: "variant: flatcar\nversion: 1.0.0\nstorage:\n  filez:\n  - path: /etc/motd\n"}})
@@ -66,17 +63,10 @@ func TestButaneWarningsAreShownOnTheCondition(t *testing.T) {
 	require.True(t, ok, "warnings do not stop the data")
 	waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		list := &eventsv1.EventList{}
-		if !assert.NoError(c, env.Client.List(ctx, list, client.InNamespace(f.ns))) {
-			return
+		events := eventsFor(c, f.ns, "w0", bootstrapv1.RenderedWithWarningsReason)
+		assert.NotEmpty(c, events, "a warning event names the warning")
+		for _, e := range events {
+			assert.Contains(c, e.Note, "unused key filez")
 		}
-		found := false
-		for _, e := range list.Items {
-			if e.Regarding.Name == "w0" && e.Reason == bootstrapv1.RenderedWithWarningsReason {
-				found = true
-				assert.Contains(c, e.Note, "unused key filez")
-			}
-		}
-		assert.True(c, found, "a warning event names the warning")
 	}, eventually, tick)
 }
