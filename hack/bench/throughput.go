@@ -151,23 +151,7 @@ func readyCluster(ctx context.Context, env *testenv.Environment, ns string) (*cl
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return nil, err
 	}
-	cluster, err := env.CreateCluster(ctx, ns, "bench")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := env.CreateWorkloadKubeconfigSecret(ctx, cluster); err != nil {
-		return nil, err
-	}
-	if _, err := env.CreateClusterCA(ctx, cluster); err != nil {
-		return nil, err
-	}
-	if err := env.MarkInfrastructureProvisioned(ctx, cluster); err != nil {
-		return nil, err
-	}
-	if err := env.MarkControlPlaneInitialized(ctx, cluster); err != nil {
-		return nil, err
-	}
-	return cluster, nil
+	return env.CreateJoinableCluster(ctx, ns, "bench")
 }
 
 // runThroughput creates n worker Machines (config, infrastructure machine, Machine) at once

@@ -102,6 +102,29 @@ func (e *Environment) CreateCluster(ctx context.Context, namespace, name string,
 	return cluster, nil
 }
 
+// CreateJoinableCluster makes a Cluster that Machines can join at once, as after its control
+// plane came up: the workload kubeconfig Secret (the workload cluster is this API server), the
+// cluster CA, infrastructure provisioned and control plane initialized.
+func (e *Environment) CreateJoinableCluster(ctx context.Context, namespace, name string) (*clusterv1.Cluster, error) {
+	cluster, err := e.CreateCluster(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.CreateWorkloadKubeconfigSecret(ctx, cluster); err != nil {
+		return nil, err
+	}
+	if _, err := e.CreateClusterCA(ctx, cluster); err != nil {
+		return nil, err
+	}
+	if err := e.MarkInfrastructureProvisioned(ctx, cluster); err != nil {
+		return nil, err
+	}
+	if err := e.MarkControlPlaneInitialized(ctx, cluster); err != nil {
+		return nil, err
+	}
+	return cluster, nil
+}
+
 // NewMachinePool returns (does not create) a MachinePool of cluster with replicas, version
 // KubernetesVersion, whose bootstrap configRef is the IgnitionConfig name and whose
 // infrastructureRef the GenericInfrastructureMachinePool name (builder.InfrastructureMachinePool).

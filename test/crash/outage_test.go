@@ -47,14 +47,8 @@ func TestAPIServerOutage(t *testing.T) {
 	require.NoError(t, os.WriteFile(kubeconfig, data, 0o600))
 
 	ns := env.CreateNamespace(t, "outage").Name
-	cluster, err := env.CreateCluster(ctx, ns, "c1")
+	cluster, err := env.CreateJoinableCluster(ctx, ns, "c1")
 	require.NoError(t, err)
-	_, err = env.CreateWorkloadKubeconfigSecret(ctx, cluster)
-	require.NoError(t, err)
-	_, err = env.CreateClusterCA(ctx, cluster)
-	require.NoError(t, err)
-	require.NoError(t, env.MarkInfrastructureProvisioned(ctx, cluster))
-	require.NoError(t, env.MarkControlPlaneInitialized(ctx, cluster))
 
 	m := startManager(t, kubeconfig, filepath.Join(t.TempDir(), "manager.log"))
 	defer m.kill(t)

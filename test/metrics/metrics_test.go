@@ -43,14 +43,8 @@ func TestWorkerFlowMovesCounters(t *testing.T) {
 		before = scrape(ctx, c, token)
 	}, eventually, tick)
 
-	cluster, err := env.CreateCluster(ctx, ns, "c1")
+	cluster, err := env.CreateJoinableCluster(ctx, ns, "c1")
 	require.NoError(t, err)
-	_, err = env.CreateWorkloadKubeconfigSecret(ctx, cluster)
-	require.NoError(t, err)
-	_, err = env.CreateClusterCA(ctx, cluster)
-	require.NoError(t, err)
-	require.NoError(t, env.MarkInfrastructureProvisioned(ctx, cluster))
-	require.NoError(t, env.MarkControlPlaneInitialized(ctx, cluster))
 
 	addWorker(t, cluster, "w-0", bootstrapv1.IgnitionConfigSpec{Variant: bootstrapv1.VariantFlatcar})
 	addWorker(t, cluster, "w-missing", bootstrapv1.IgnitionConfigSpec{

@@ -108,14 +108,8 @@ func TestCABPKFlatcarWorkerTemplateMovesOver(t *testing.T) {
 	require.NoError(t, c.Create(ctx, tpl), "the converted template is admitted")
 	t.Logf("admission warnings: %v", rec.warnings)
 
-	cluster, err := env.CreateCluster(ctx, ns, clusterName)
+	cluster, err := env.CreateJoinableCluster(ctx, ns, clusterName)
 	require.NoError(t, err)
-	_, err = env.CreateWorkloadKubeconfigSecret(ctx, cluster)
-	require.NoError(t, err)
-	_, err = env.CreateClusterCA(ctx, cluster)
-	require.NoError(t, err)
-	require.NoError(t, env.MarkInfrastructureProvisioned(ctx, cluster))
-	require.NoError(t, env.MarkControlPlaneInitialized(ctx, cluster))
 	require.NoError(t, env.Client.Create(ctx, testenv.NewGenericInfraMachineTemplate(ns, md)))
 	require.NoError(t, env.Client.Create(ctx, testenv.NewMachineDeployment(cluster, md, 1)))
 
