@@ -193,22 +193,18 @@ func (s *scope) clusterInfrastructureProvisioned() bool {
 	return ptr.Deref(s.cluster.Status.Initialization.InfrastructureProvisioned, false)
 }
 
-// machineProvisioned is true once the Machine's infrastructure exists (Cluster API contract:
-// spec.providerID or status.initialization.infrastructureProvisioned): from then on the machine
-// may have booted with its data, which must not change under it.
+// machineProvisioned is true once the Machine's infrastructure exists: from then on the
+// machine may have booted with its data, which must not change under it.
 func (s *scope) machineProvisioned() bool {
-	return s.machine != nil &&
-		(s.machine.Spec.ProviderID != "" || ptr.Deref(s.machine.Status.Initialization.InfrastructureProvisioned, false))
+	return s.machine != nil && configinput.MachineProvisioningStarted(s.machine)
 }
 
 // ownerProvisioningStarted is the line after which delivered data never changes: the owner's
-// infrastructure may have booted from it. The contract's signals: a Machine's spec.providerID or
-// status.initialization.infrastructureProvisioned; a MachinePool's spec.providerIDList or its
-// status.initialization.infrastructureProvisioned.
+// infrastructure may have booted from it (configinput.MachineProvisioningStarted,
+// MachinePoolProvisioningStarted).
 func (s *scope) ownerProvisioningStarted() bool {
 	if s.machinePool != nil {
-		return len(s.machinePool.Spec.ProviderIDList) > 0 ||
-			ptr.Deref(s.machinePool.Status.Initialization.InfrastructureProvisioned, false)
+		return configinput.MachinePoolProvisioningStarted(s.machinePool)
 	}
 	return s.machineProvisioned()
 }

@@ -19,8 +19,8 @@ import (
 	"github.com/flatcar/ignition/config/validate/report"
 )
 
-// translateCLC makes a snippet of a Container Linux Config (nil for an empty document):
-// transpiled to Ignition 2.3 by Flatcar's transpiler, translated to 3.3.0 (transpileCLC), its
+// translateCLC makes a snippet of a Container Linux Config (translateSnippet calls it for a
+// document that is not blank): transpiled to Ignition 2.3 by Flatcar's transpiler, translated to 3.3.0 (transpileCLC), its
 // file contents encoded as the provider's are (gzipped where compress allows it and that is
 // shorter) and validated. What it writes is checked by mergeInput (checkSnippet), as a Butane
 // snippet's is. The language is Flatcar's alone: for fcos it is a variant mismatch.
@@ -28,9 +28,6 @@ func translateCLC(variant Variant, doc string, strict, compress bool) (*snippet,
 	spec, ierr := specFor(variant)
 	if ierr != nil {
 		return nil, ierr
-	}
-	if strings.TrimSpace(doc) == "" {
-		return nil, nil
 	}
 	if variant != VariantFlatcar || !slices.Contains(spec.allowed, clcSpecVersion) {
 		return nil, errorf(ErrVariantMismatch, clcField, "a Container Linux Config is the legacy format of Container Linux, "+

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -130,10 +129,10 @@ func (w *IgnitionConfigWebhook) ValidateUpdate(ctx context.Context, oldObj, newO
 // created after it. Without a known owner, nothing renders it.
 func changeAfterDataWarning(name string, owner ownerInfo) string {
 	switch {
-	case owner.known && !owner.provisioningStarted:
+	case owner.kind != "" && !owner.provisioningStarted:
 		return fmt.Sprintf("the bootstrap data Secret of IgnitionConfig %s already exists; its %s has not started provisioning, "+
 			"so the data is rendered again in place from this spec (a bad spec leaves the current data as it is)", name, owner.kind)
-	case owner.machinePool:
+	case owner.kind == "MachinePool":
 		return fmt.Sprintf("the bootstrap data Secret of IgnitionConfig %s already exists: this spec change reaches the MachinePool's "+
 			"instances created after its next join-token rotation, which renders the data again from the current spec; "+
 			"instances created before keep the data they booted with", name)
@@ -154,11 +153,8 @@ type ownerInfo struct {
 	version string
 	// controlPlane is true when the owner Machine has the control-plane label.
 	controlPlane bool
-	// machinePool is true when the owner is a MachinePool.
-	machinePool bool
-	// known is true when the owner was read; kind is then "Machine" or "MachinePool".
-	known bool
-	kind  string
+	// kind is the owner's, "Machine" or "MachinePool"; "" when no owner was read.
+	kind string
 	// provisioningStarted is true once the owner's infrastructure may have booted from the
 	// data (the controller's line, docs/adr/015): a providerID, or infrastructure provisioned.
 	provisioningStarted bool
@@ -187,15 +183,11 @@ func (w *IgnitionConfigWebhook) owner(ctx context.Context, c *bootstrapv1.Igniti
 		case "Machine":
 			m := &clusterv1.Machine{}
 			obj, version = m, func() string { return m.Spec.Version }
-			provisioningStarted = func() bool {
-				return m.Spec.ProviderID != "" || ptr.Deref(m.Status.Initialization.InfrastructureProvisioned, false)
-			}
+			provisioningStarted = func() bool { return configinput.MachineProvisioningStarted(m) }
 		case "MachinePool":
 			mp := &clusterv1.MachinePool{}
 			obj, version = mp, func() string { return mp.Spec.Template.Spec.Version }
-			provisioningStarted = func() bool {
-				return len(mp.Spec.ProviderIDList) > 0 || ptr.Deref(mp.Status.Initialization.InfrastructureProvisioned, false)
-			}
+			provisioningStarted = func() bool { return configinput.MachinePoolProvisioningStarted(mp) }
 		default:
 			continue
 		}
@@ -209,8 +201,7 @@ func (w *IgnitionConfigWebhook) owner(ctx context.Context, c *bootstrapv1.Igniti
 		if ref.Kind == "Machine" {
 			info.controlPlane = isControlPlane(obj.GetLabels())
 		}
-		info.machinePool = ref.Kind == "MachinePool"
-		info.known, info.kind, info.provisioningStarted = true, ref.Kind, provisioningStarted()
+		info.kind, info.provisioningStarted = ref.Kind, provisioningStarted()
 		v := version()
 		if v == "" {
 			continue

@@ -86,8 +86,8 @@ func validateSpec(chk specCheck) (field.ErrorList, admission.Warnings) {
 	if spec.ContainerLinuxConfig.ContentFrom != nil {
 		work.ContainerLinuxConfig = bootstrapv1.ContainerLinuxConfigSpec{}
 	}
-	// The CRD's rule says the same; objects validated offline (cabpi render) have no CRD. The
-	// Butane snippet is still checked.
+	// The CRD's rule says the same, first; this keeps validateSpec whole on its own (and
+	// configinput refuses it when rendering). The Butane snippet is still checked.
 	if spec.Butane != (bootstrapv1.ButaneSpec{}) && spec.ContainerLinuxConfig != (bootstrapv1.ContainerLinuxConfigSpec{}) {
 		errs = append(errs, field.Forbidden(p.Child("containerLinuxConfig"), "set butane or containerLinuxConfig, not both"))
 		work.ContainerLinuxConfig = bootstrapv1.ContainerLinuxConfigSpec{}

@@ -30,3 +30,16 @@ func TestValidateSpecRefusesButaneWithContainerLinuxConfig(t *testing.T) {
 	errs, _ = validateSpec(specCheck{spec: spec, path: field.NewPath("spec"), kubernetesVersion: configinput.DefaultKubernetesVersion})
 	assert.Empty(t, errs, "the Container Linux Config alone is fine")
 }
+
+// A control-plane spec renders for two roles (init and control-plane join); a snippet's warning
+// is said once. (The API server drops repeated warnings too, so only this test sees it.)
+func TestValidateSpecSaysEachWarningOnce(t *testing.T) {
+	spec := &bootstrapv1.IgnitionConfigSpec{
+		Butane: bootstrapv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.0.0\nstorage:\n  filez:\n  - path: /etc/motd\n"},
+	}
+	errs, warnings := validateSpec(specCheck{spec: spec, path: field.NewPath("spec"), controlPlane: true,
+		kubernetesVersion: configinput.DefaultKubernetesVersion})
+	require.Empty(t, errs)
+	require.Len(t, warnings, 1, "%v", warnings)
+	assert.Contains(t, warnings[0], "spec.butane.inline: line 4, column 3")
+}

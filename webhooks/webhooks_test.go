@@ -664,16 +664,6 @@ func TestAdmission(t *testing.T) {
 			want: []cause{{"spec.files[0].append", "CAPD"}},
 		},
 		{
-			name: "butane and containerLinuxConfig both (CEL)",
-			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Butane.Inline = flatcarButane
-					s.ContainerLinuxConfig.Inline = "storage: {}\n"
-				}))
-			},
-			want: []cause{{"spec", "set butane or containerLinuxConfig, not both"}},
-		},
-		{
 			name: "user with passwordHash and passwordHashFrom (CEL)",
 			obj: func(*testing.T) client.Object {
 				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
@@ -1150,7 +1140,10 @@ func TestContainerLinuxConfigWarningsAreAdmissionWarnings(t *testing.T) {
 	require.NoError(t, err)
 
 	const misspelt = "storage:\n  filez:\n  - path: /etc/motd\n"
-	require.NoError(t, c.Create(ctx, newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) { s.ContainerLinuxConfig.Inline = misspelt })))
+	// A control-plane template renders twice (init and control-plane join).
+	tpl := newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) { s.ContainerLinuxConfig.Inline = misspelt })
+	tpl.Spec.Template.ObjectMeta.Labels = map[string]string{clusterv1.MachineControlPlaneLabel: ""}
+	require.NoError(t, c.Create(ctx, tpl))
 	warnings := rec.all()
 	require.Len(t, warnings, 1, "one warning, even when rendered for two roles: %v", warnings)
 	assert.Contains(t, warnings[0], "spec.template.spec.containerLinuxConfig.inline: line 2, column 3: Config has unrecognized key: filez")
@@ -1174,7 +1167,11 @@ func TestButaneWarningsAreAdmissionWarnings(t *testing.T) {
 
 	// flatcarButane is two lines (variant, version): storage starts on line 3.
 	misspelt := flatcarButane + "storage:\n  filez:\n  - path: /etc/motd\n"
-	obj := newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) { s.Butane.Inline = misspelt }))
+	// A control-plane config renders twice (init and control-plane join).
+	obj := newConfig(ns, func(c *bootstrapv1.IgnitionConfig) {
+		c.Labels = map[string]string{clusterv1.MachineControlPlaneLabel: ""}
+		c.Spec.Butane.Inline = misspelt
+	})
 	require.NoError(t, c.Create(ctx, obj), "a warning does not reject")
 	warnings := rec.all()
 	require.Len(t, warnings, 1, "one warning, even when rendered for two roles: %v", warnings)

@@ -254,7 +254,7 @@ func TestMainFlags(t *testing.T) {
 	require.NoError(t, Main([]string{"-f", "-", "-o", out2, "--allow-lossy"}, strings.NewReader(lossy), &stdout, &stderr))
 	assert.FileExists(t, out2)
 
-	require.Error(t, Main(nil, strings.NewReader(""), &stdout, &stderr), "-f is required")
+	require.ErrorContains(t, Main(nil, strings.NewReader(""), &stdout, &stderr), "-f is required")
 }
 
 // A Container Linux Config that is not YAML cannot be carried over: the converted config would

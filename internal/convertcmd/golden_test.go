@@ -152,9 +152,6 @@ func bootConverted(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec, role igni
 	require.Len(t, rep.KubeadmCalls, 1, "kubeadm runs once")
 	assert.True(t, rep.SentinelExists)
 
-	if want.clc && !clcRendered(rep, want) {
-		t.Fatal("spec.containerLinuxConfig is not in the rendered config: this renderer has no Container Linux Config support yet (branch clc adds it)")
-	}
 	for p, f := range want.files {
 		got := rep.Files[p]
 		if !assert.True(t, got.Exists, "%s (%s) is on the node", p, f.from) {
@@ -196,19 +193,6 @@ type expected struct {
 	enabled     []string
 	disks       []string
 	filesystems []string
-	// clc says a Container Linux Config asks for some of the above; clcPaths are its paths.
-	clc      bool
-	clcPaths []string
-}
-
-// clcRendered reports whether any path the Container Linux Config asks for is on the node.
-func clcRendered(rep bootsim.Report, want expected) bool {
-	for _, p := range want.clcPaths {
-		if rep.Files[p].Exists {
-			return true
-		}
-	}
-	return len(want.clcPaths) == 0
 }
 
 // expectations derives from the spec itself what must be on the node: spec.files, and what the
@@ -259,19 +243,15 @@ func expectations(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec) expected {
 		require.False(t, rpt.IsFatal(), rpt.String())
 		cfg, rpt := clc.Convert(parsed, "", ast)
 		require.False(t, rpt.IsFatal(), rpt.String())
-		want.clc = true
 		for _, f := range cfg.Storage.Files {
 			want.files[f.Path] = wantFile{from: "spec.containerLinuxConfig", mode: ptr.Deref(f.Mode, 0o644)}
-			want.clcPaths = append(want.clcPaths, f.Path)
 		}
 		for _, u := range cfg.Systemd.Units {
 			if u.Contents != "" {
 				want.present = append(want.present, path.Join("/etc/systemd/system", u.Name))
-				want.clcPaths = append(want.clcPaths, path.Join("/etc/systemd/system", u.Name))
 			}
 			for _, d := range u.Dropins {
 				want.present = append(want.present, path.Join("/etc/systemd/system", u.Name+".d", d.Name))
-				want.clcPaths = append(want.clcPaths, path.Join("/etc/systemd/system", u.Name+".d", d.Name))
 			}
 			if u.Enable || ptr.Deref(u.Enabled, false) {
 				want.enabled = append(want.enabled, u.Name)
