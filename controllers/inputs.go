@@ -124,8 +124,9 @@ func (r *Reconciler) clusterCA(ctx context.Context, s *scope) (*secret.Certifica
 	return ca, nil, nil
 }
 
-// apiResolver reads referenced keys from the config's namespace (uncached: the manager does not
-// cache Secrets or ConfigMaps).
+// apiResolver reads referenced keys from the config's namespace, from the API server: the
+// manager's client does not read Secrets or ConfigMaps from a cache, and those referenced need
+// not carry the label the caches select.
 type apiResolver struct {
 	c  client.Reader
 	ns string

@@ -26,19 +26,29 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, role ignition.
 	if o != nil {
 		return o.apply(r, s.config), nil
 	}
-	res, o, err := r.renderJoin(ctx, s, in, needs.JoinToken, false)
+	res, o, err := r.renderJoin(ctx, s, in, needs.JoinToken, newToken)
 	if o != nil {
 		res = o.apply(r, s.config)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if o == nil && needs.JoinToken {
-		// A MachinePool's rotation comes through renderJoin, not here (TokenRotate).
-		metrics.JoinToken(metrics.TokenCreate)
-	}
 	return res, nil
 }
+
+// tokenUse is which join token renderJoin puts into the data, and how a token it makes for it
+// is counted (cabpi_join_tokens_total).
+type tokenUse int
+
+const (
+	// newToken: the config's next token (a first render, or a token lost before provisioning).
+	newToken tokenUse = iota
+	// rotateToken: a MachinePool's next token, replacing the current one (counted as rotate).
+	rotateToken
+	// keepToken: the token the current data carries, while it exists (a render again before
+	// provisioning); a fresh one when it is gone.
+	keepToken
+)
 
 // renderJoin renders and stores a join. With ourToken (the input carries placeholderToken), it
 // renders once with the placeholder; only data that renders gets a join token, created (or,
@@ -48,9 +58,9 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, role ignition.
 // MachinePool token rotation and a render again before provisioning (rerender.go) come through
 // here too, rewriting the Secret in place, which is why it does not touch the conditions: a
 // failure is returned as an outcome (with an error when it is to be retried with backoff), and
-// the caller decides what it means for the config's status. With keepToken the data keeps the
-// join token it carries (the token of the data Secret's annotation, while it is there).
-func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input, ourToken, keepToken bool) (ctrl.Result, *outcome, error) {
+// the caller decides what it means for the config's status. use says which token the data
+// carries; a token made for stored data is counted here.
+func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input, ourToken bool, use tokenUse) (ctrl.Result, *outcome, error) {
 	if !ourToken {
 		o, err := r.renderAndStore(ctx, s, in)
 		return ctrl.Result{}, o, err
@@ -72,7 +82,7 @@ func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input
 			message: fmt.Sprintf("Workload cluster not reachable to create the join token: %v", err)}, nil
 	}
 	now := nowFunc()
-	token, expiration, made, err := r.joinTokenFor(ctx, remote, s, keepToken, now)
+	token, expiration, made, err := r.joinTokenFor(ctx, remote, s, use == keepToken, now)
 	if err != nil {
 		return ctrl.Result{}, &outcome{reason: bootstrapv1.BootstrapTokenFailedReason, message: err.Error()}, err
 	}
@@ -97,6 +107,13 @@ func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input
 		return ctrl.Result{}, o, err
 	}
 	r.memory.setToken(client.ObjectKeyFromObject(s.config), token.ID, expiration)
+	if made {
+		op := metrics.TokenCreate
+		if use == rotateToken {
+			op = metrics.TokenRotate
+		}
+		metrics.JoinToken(op)
+	}
 	r.reportStored(ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("tokenID", token.ID)), s, out, took)
 	// Come back to refresh (Machine) or rotate (MachinePool) the token.
 	return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil, nil

@@ -7,7 +7,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
 )
 
 // rotatePoolToken gives a MachinePool a fresh join token and rewrites its data Secret in place:
@@ -22,11 +21,8 @@ func (r *Reconciler) rotatePoolToken(ctx context.Context, s *scope, currentUsabl
 	in, needs, o, err := r.nodeInput(ctx, s, ignition.RoleWorkerJoin, lookUpCertificates)
 	if o == nil && err == nil {
 		var res ctrl.Result
-		res, o, err = r.renderJoin(ctx, s, in, needs.JoinToken, false)
+		res, o, err = r.renderJoin(ctx, s, in, needs.JoinToken, rotateToken)
 		if o == nil && err == nil {
-			if needs.JoinToken {
-				metrics.JoinToken(metrics.TokenRotate)
-			}
 			return res, nil
 		}
 	}
@@ -48,8 +44,7 @@ func (r *Reconciler) rotatePoolToken(ctx context.Context, s *scope, currentUsabl
 		"reason", o.reason, "message", o.message)
 	if o.warn {
 		// A failure the user can fix, though the condition keeps saying the data is available.
-		r.warn(s.config, o.reason, "MachinePool join token not rotated: "+o.message)
-		metrics.Failure(o.reason)
+		r.warnFailure(s.config, o.reason, "MachinePool join token not rotated: "+o.message)
 	}
 	// Look again no later than the next token check, so an expiry is reported when it happens.
 	return ctrl.Result{RequeueAfter: min(o.requeue, r.tokenCheckInterval())}, nil

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
@@ -44,7 +45,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 	// Delivered data stays delivered whatever the Cluster does next: the gates below are for
 	// data not rendered yet (infrastructureProvisioned turns false around a clusterctl move).
 	switch {
-	case ptr.Deref(config.Status.Initialization.DataSecretCreated, false) && config.Status.DataSecretName != "":
+	case dataDelivered(config):
 		if !conditions.IsTrue(config, bootstrapv1.DataSecretAvailableCondition) {
 			setDataSecretTrue(config)
 		} // else kept as is: an OverPlatformLimit warning stays until the data changes
@@ -58,7 +59,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 			return inputs, err
 		}
 		res, err := r.reconcileJoinToken(ctx, s, existing)
-		return soonest(res, inputs), err
+		return util.LowestNonZeroResult(res, inputs), err
 
 	case existing != nil:
 		// The Secret exists but the status does not say so. Most often the config came from a
@@ -119,6 +120,12 @@ func (o *outcome) apply(r *Reconciler, config *bootstrapv1.IgnitionConfig) ctrl.
 // event, and the failure counted (cabpi_failures_total) by reason.
 func (r *Reconciler) fail(config *bootstrapv1.IgnitionConfig, reason, message string) {
 	setDataSecretFalse(config, reason, message)
+	r.warnFailure(config, reason, message)
+}
+
+// warnFailure is a failure the user can fix whose condition the caller sets (or keeps): a
+// warning event, and the failure counted by reason.
+func (r *Reconciler) warnFailure(config *bootstrapv1.IgnitionConfig, reason, message string) {
 	r.warn(config, reason, message)
 	metrics.Failure(reason)
 }
@@ -171,14 +178,6 @@ func setDataSecretTrue(config *bootstrapv1.IgnitionConfig) {
 	conditions.Set(config, metav1.Condition{
 		Type: bootstrapv1.DataSecretAvailableCondition, Status: metav1.ConditionTrue, Reason: bootstrapv1.DataSecretAvailableReason,
 	})
-}
-
-// soonest merges two reconcile results: the earlier of their requeues.
-func soonest(a, b ctrl.Result) ctrl.Result {
-	if a.RequeueAfter == 0 || (b.RequeueAfter > 0 && b.RequeueAfter < a.RequeueAfter) {
-		a.RequeueAfter = b.RequeueAfter
-	}
-	return a
 }
 
 func builderPredicates(p predicate.Predicate) builder.Predicates { return builder.WithPredicates(p) }
@@ -254,5 +253,11 @@ func (r *Reconciler) deliveredPerAPIServer(ctx context.Context, config *bootstra
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(config), fresh); err != nil {
 		return false, fmt.Errorf("reading IgnitionConfig %s: %w", client.ObjectKeyFromObject(config), err)
 	}
-	return ptr.Deref(fresh.Status.Initialization.DataSecretCreated, false) && fresh.Status.DataSecretName != "", nil
+	return dataDelivered(fresh), nil
+}
+
+// dataDelivered is true when the config's status records its data Secret (the contract's
+// status.initialization.dataSecretCreated and status.dataSecretName).
+func dataDelivered(config *bootstrapv1.IgnitionConfig) bool {
+	return ptr.Deref(config.Status.Initialization.DataSecretCreated, false) && config.Status.DataSecretName != ""
 }

@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
@@ -71,7 +72,7 @@ func (r *Reconciler) reconcileDataInputs(ctx context.Context, s *scope) (res ctr
 			return res, false, nil
 		}
 		r.reportRerenderFailed(s, o)
-		return soonest(res, ctrl.Result{RequeueAfter: o.requeue}), false, nil
+		return util.LowestNonZeroResult(res, ctrl.Result{RequeueAfter: o.requeue}), false, nil
 	}
 
 	key := client.ObjectKeyFromObject(config)
@@ -81,14 +82,10 @@ func (r *Reconciler) reconcileDataInputs(ctx context.Context, s *scope) (res ctr
 			setDataSecretTrue(config) // the inputs are back to what the data was rendered from
 		}
 		return res, false, nil
-	case recorded == "":
-		// Delivered before digests were recorded: the data is taken to be what the current
-		// inputs give. Recorded, not rendered.
-		config.Status.DataInputsHash = s.inputsHash
-		return res, false, nil
-	case r.memory.storedWas(key, s.inputsHash):
-		// This manager wrote the data of these inputs; the config read is older than the status
-		// patch that recorded it.
+	case recorded == "" || r.memory.storedWas(key, s.inputsHash):
+		// Recorded, not rendered. Without a digest the data was delivered before digests were
+		// recorded, and is taken to be what the current inputs give. A digest this manager last
+		// stored means the config read is older than the status patch that recorded it.
 		config.Status.DataInputsHash = s.inputsHash
 		return res, false, nil
 	case r.memory.failedWas(key, s.inputsHash):
@@ -110,7 +107,7 @@ func (r *Reconciler) rerender(ctx context.Context, s *scope, role ignition.Role,
 		// The init lock is this Machine's since its data was first stored; it stays so.
 		o, err = r.renderAndStore(ctx, s, in)
 	} else {
-		res, o, err = r.renderJoin(ctx, s, in, needs.JoinToken, true)
+		res, o, err = r.renderJoin(ctx, s, in, needs.JoinToken, keepToken)
 	}
 	if err != nil {
 		// Retried with backoff; the conditions say what they said.
@@ -148,7 +145,7 @@ func (r *Reconciler) reportRerenderFailed(s *scope, o *outcome) {
 		Reason: bootstrapv1.RerenderFailedReason, Message: msg,
 	})
 	if o.warn && (before.Reason != bootstrapv1.RerenderFailedReason || before.Message != msg) {
-		r.warn(s.config, bootstrapv1.RerenderFailedReason, msg)
+		r.warnFailure(s.config, bootstrapv1.RerenderFailedReason, msg)
 	}
 }
 

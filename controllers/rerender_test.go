@@ -226,7 +226,9 @@ func TestNoRerenderAfterProvisioning(t *testing.T) {
 	cfg := getConfig(t, f.ns, "w0")
 	assert.Equal(t, before.hash, cfg.Status.DataInputsHash, "the digest of the data as delivered")
 	assert.Equal(t, cfg.Generation, cfg.Status.ObservedGeneration)
-	assert.Equal(t, "plain-1", fileIn(t, before.value, "/etc/app/plain.conf"))
+	current, ok := dataSecret(t, f.ns, "w0")
+	require.True(t, ok)
+	assert.Equal(t, "plain-1", fileIn(t, current.Data["value"], "/etc/app/plain.conf"))
 	list := eventsFor(t, f.ns, "w0", bootstrapv1.NotRerenderedEventReason)
 	require.Len(t, list, 1)
 	assert.Nil(t, list[0].Series, "said once, not at every reconcile")
@@ -281,7 +283,8 @@ func TestRerenderFailureKeepsData(t *testing.T) {
 	}, eventually, tick)
 	// Token checks reconcile it every TTL/3; the bad input is neither stored nor reported again.
 	never(t, tokenTTL, 200*time.Millisecond, func() bool {
-		s, _ := dataSecret(t, f.ns, "w0")
+		s, ok := dataSecret(t, f.ns, "w0")
+		require.True(t, ok)
 		return string(s.Data["value"]) != string(before.value)
 	}, "the delivered data is kept")
 	assert.Equal(t, before.hash, getConfig(t, f.ns, "w0").Status.DataInputsHash, "the digest of the data that is there")
@@ -318,7 +321,8 @@ func TestDataDeliveredWithoutDigestIsNotRendered(t *testing.T) {
 		assert.NotEqual(c, before.hash, h, "the digest of the current inputs")
 	}, eventually, tick)
 	never(t, tokenTTL, 200*time.Millisecond, func() bool {
-		s, _ := dataSecret(t, f.ns, "w0")
+		s, ok := dataSecret(t, f.ns, "w0")
+		require.True(t, ok)
 		return string(s.Data["value"]) != string(before.value)
 	}, "data delivered without a digest is not rendered again")
 }
