@@ -106,7 +106,7 @@ test-update-golden: ## Rewrite golden files from the current renderer (review th
 # Fuzz targets as package:target, run one after another. Their seeds (f.Add and
 # <package>/testdata/fuzz/<target>/) run in `make test` as unit tests. A new interesting input
 # is minimized for FUZZMINIMIZETIME only, or minimizing would eat most of a short run.
-FUZZ_TARGETS := ./ignition:FuzzRender ./ignition:FuzzButaneMerge ./ignition:FuzzCLCMerge ./webhooks:FuzzValidateSpec
+FUZZ_TARGETS := ./ignition:FuzzRender ./ignition:FuzzButaneMerge ./ignition:FuzzCLCMerge ./webhooks:FuzzValidateSpec ./internal/convertcmd:FuzzConvert
 FUZZTIME ?= 60s
 FUZZMINIMIZETIME ?= 1s
 

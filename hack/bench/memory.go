@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -81,7 +80,7 @@ func benchMemory(ctx context.Context, env *testenv.Environment, fast client.Clie
 // settledRSS starts the manager on ns, waits for n successful reconciles and an empty work
 // queue (its metrics endpoint), and returns the largest VmRSS seen over the next 5 seconds.
 func settledRSS(ctx context.Context, binary, kubeconfig, ns string, n int, logFile string) (int64, error) {
-	metrics, err := freeAddress()
+	metrics, err := testenv.FreeLocalAddress()
 	if err != nil {
 		return 0, err
 	}
@@ -143,15 +142,6 @@ func sum(m map[string]float64, metric string, labels ...string) float64 {
 		}
 	}
 	return total
-}
-
-func freeAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // scrape reads a Prometheus text endpoint into "name{labels}" → value.

@@ -64,7 +64,7 @@ func repoRoot() (string, error) {
 // follows it; only when the config it carries has passwd is that config re-wrapped without.
 func Apply(t testing.TB, config []byte) string {
 	t.Helper()
-	return apply(t, config, Options{})
+	return ApplyWith(t, config, Options{})
 }
 
 // Options change how ApplyWith applies a config.
@@ -81,11 +81,6 @@ type Options struct {
 
 // ApplyWith is Apply with options.
 func ApplyWith(t testing.TB, config []byte, opts Options) string {
-	t.Helper()
-	return apply(t, config, opts)
-}
-
-func apply(t testing.TB, config []byte, opts Options) string {
 	t.Helper()
 	bin, err := Binary()
 	if err != nil {
@@ -145,12 +140,13 @@ func withoutInstanceEnables(config []byte) ([]byte, []string, error) {
 	}
 	systemd, _ := cfg["systemd"].(map[string]any)
 	units, _ := systemd["units"].([]any)
+	// As Ignition: one line per template and state, keyed "template-enabled" or
+	// "template-disabled", in the order of the sorted keys.
 	type preset struct {
-		enabled   bool
+		line      string // "enable name@.service" or "disable name@.service"
 		instances []string
 	}
-	templates := map[string]*preset{}
-	var order []string
+	presets := map[string]*preset{}
 	for _, u := range units {
 		unit, _ := u.(map[string]any)
 		name, _ := unit["name"].(string)
@@ -161,26 +157,28 @@ func withoutInstanceEnables(config []byte) ([]byte, []string, error) {
 		}
 		delete(unit, "enabled")
 		template := name[:at+1] + name[dot:]
-		p, ok := templates[template]
-		if !ok {
-			p = &preset{}
-			templates[template] = p
-			order = append(order, template)
+		key, verb := template+"-disabled", "disable"
+		if enabled {
+			key, verb = template+"-enabled", "enable"
 		}
-		p.enabled = enabled
+		p, ok := presets[key]
+		if !ok {
+			p = &preset{line: verb + " " + template}
+			presets[key] = p
+		}
 		p.instances = append(p.instances, name[at+1:dot])
 	}
-	if len(order) == 0 {
+	if len(presets) == 0 {
 		return config, nil, nil
 	}
-	sort.Strings(order)
-	lines := make([]string, 0, len(order))
-	for _, template := range order {
-		verb := "disable"
-		if templates[template].enabled {
-			verb = "enable"
-		}
-		lines = append(lines, fmt.Sprintf("%s %s %s", verb, template, strings.Join(templates[template].instances, " ")))
+	keys := make([]string, 0, len(presets))
+	for k := range presets {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	lines := make([]string, 0, len(keys))
+	for _, k := range keys {
+		lines = append(lines, presets[k].line+" "+strings.Join(presets[k].instances, " "))
 	}
 	out, err := json.Marshal(cfg)
 	return out, lines, err

@@ -514,20 +514,9 @@ func ProviderID(machine *clusterv1.Machine) string {
 // finds it even where CAPI does not watch Nodes yet (it watches them only once the Cluster's
 // ControlPlaneInitialized condition is True).
 func (e *Environment) MarkMachineNodeJoined(ctx context.Context, machine *clusterv1.Machine) (*corev1.Node, error) {
-	m := &clusterv1.Machine{}
-	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(machine), m); err != nil {
-		return nil, fmt.Errorf("testenv: getting Machine: %w", err)
-	}
-	infra, err := external.GetObjectFromContractVersionedRef(ctx, e.Client, m.Spec.InfrastructureRef, m.Namespace)
+	m, providerID, err := e.machineProviderID(ctx, machine)
 	if err != nil {
-		return nil, fmt.Errorf("testenv: getting infrastructure machine of Machine %s/%s: %w", m.Namespace, m.Name, err)
-	}
-	providerID, _, _ := unstructured.NestedString(infra.Object, "spec", "providerID")
-	if providerID == "" {
-		providerID = m.Spec.ProviderID
-	}
-	if providerID == "" {
-		providerID = ProviderID(m)
+		return nil, err
 	}
 
 	node := &corev1.Node{
@@ -582,13 +571,23 @@ func (e *Environment) MarkMachineNodeJoined(ctx context.Context, machine *cluste
 // then sets the Machine's spec.providerID and status.initialization.infrastructureProvisioned
 // (assert it with Eventually); no Node is created, so the Machine gets no nodeRef.
 func (e *Environment) MarkMachineInfrastructureProvisioned(ctx context.Context, machine *clusterv1.Machine) (string, error) {
+	m, providerID, err := e.machineProviderID(ctx, machine)
+	if err != nil {
+		return "", err
+	}
+	return providerID, e.markInfraMachineProvisioned(ctx, m, providerID)
+}
+
+// machineProviderID reads machine and the providerID its infrastructure machine has or gets:
+// the infrastructure machine's own, else the Machine's, else ProviderID.
+func (e *Environment) machineProviderID(ctx context.Context, machine *clusterv1.Machine) (*clusterv1.Machine, string, error) {
 	m := &clusterv1.Machine{}
 	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(machine), m); err != nil {
-		return "", fmt.Errorf("testenv: getting Machine: %w", err)
+		return nil, "", fmt.Errorf("testenv: getting Machine: %w", err)
 	}
 	infra, err := external.GetObjectFromContractVersionedRef(ctx, e.Client, m.Spec.InfrastructureRef, m.Namespace)
 	if err != nil {
-		return "", fmt.Errorf("testenv: getting infrastructure machine of Machine %s/%s: %w", m.Namespace, m.Name, err)
+		return nil, "", fmt.Errorf("testenv: getting infrastructure machine of Machine %s/%s: %w", m.Namespace, m.Name, err)
 	}
 	providerID, _, _ := unstructured.NestedString(infra.Object, "spec", "providerID")
 	if providerID == "" {
@@ -597,7 +596,7 @@ func (e *Environment) MarkMachineInfrastructureProvisioned(ctx context.Context, 
 	if providerID == "" {
 		providerID = ProviderID(m)
 	}
-	return providerID, e.markInfraMachineProvisioned(ctx, m, providerID)
+	return m, providerID, nil
 }
 
 // markInfraMachineProvisioned sets spec.providerID and status.initialization.provisioned of the
