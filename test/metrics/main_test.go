@@ -18,7 +18,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/controllers"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/manager"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/testenv"
 )
@@ -31,7 +30,7 @@ var (
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
-func run(m *testing.M) int {
+func run(m *testing.M) (code int) {
 	// Cluster API's Machine controller runs in the Environment's manager; cabpi's is a manager
 	// of its own, as in production.
 	e, err := testenv.Start(context.Background(), testenv.Options{MachineController: true})
@@ -43,6 +42,7 @@ func run(m *testing.M) int {
 	defer func() {
 		if err := e.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
+			code = 1
 		}
 	}()
 	if err := e.StartManager(e.Context()); err != nil {
@@ -58,7 +58,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	code := m.Run()
+	code = m.Run()
 	if err := stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "cabpi manager:", err)
 		code = 1
@@ -79,8 +79,9 @@ func installMetricsReader(ctx context.Context) error {
 	return env.Client.Create(ctx, role)
 }
 
-// startCabpi runs the cabpi manager with the flags' defaults but a free local port for the
-// metrics and no webhooks or health probes, and returns how to stop it.
+// startCabpi runs the cabpi manager (manager.Run, the production entry point) with the flags'
+// defaults but a free local port for the metrics and no webhooks or health probes, and returns
+// how to stop it.
 func startCabpi(ctx context.Context) (stop func() error, err error) {
 	if metricsAddress, err = testenv.FreeLocalAddress(); err != nil {
 		return nil, err
@@ -88,18 +89,10 @@ func startCabpi(ctx context.Context) (stop func() error, err error) {
 	opts := manager.DefaultOptions()
 	opts.Diagnostics.DiagnosticsAddress = metricsAddress // secure, as the flags default to
 	opts.WebhookPort, opts.HealthProbeAddress = 0, "0"
-	opts.Concurrency, opts.BootstrapTokenTTL = 5, controllers.DefaultTokenTTL
-	mgr, err := manager.NewManager(env.Config, opts)
-	if err != nil {
-		return nil, err
-	}
+	opts.Concurrency = 5
 	ctx, cancel := context.WithCancel(ctx)
-	if err := manager.Setup(ctx, mgr, opts); err != nil {
-		cancel()
-		return nil, err
-	}
 	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+	go func() { done <- manager.Run(ctx, env.Config, opts) }()
 	return func() error {
 		cancel()
 		select {
