@@ -66,6 +66,10 @@ func TestExamplesAdmitted(t *testing.T) {
 			}
 			missing := matchOutput(b.body, transcript)
 			require.Empty(t, missing, "%s: what kubectl prints for %s differs from the guide; missing %q in:\n%s", b, example, missing, transcript)
+			// matchOutput lets the transcript have lines the guide leaves out: a new warning
+			// would go unseen, so the guide shows as many as kubectl prints.
+			require.Equal(t, warningLines(transcript), warningLines(b.body),
+				"%s: kubectl prints a different number of warnings for %s than the guide shows:\n%s", b, example, transcript)
 		})
 	}
 	for path, b := range shown {
@@ -168,4 +172,15 @@ func TestShownYAMLIsAnExample(t *testing.T) {
 		require.True(t, isExcerpt(b.body, string(data)), "%s: the YAML shown is not in %s:\n%s", b, b.arg, b.body)
 	}
 	require.NotZero(t, n)
+}
+
+// warningLines counts the lines of text that are admission warnings as kubectl prints them.
+func warningLines(text string) int {
+	n := 0
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(squeeze(l), "Warning: ") {
+			n++
+		}
+	}
+	return n
 }
