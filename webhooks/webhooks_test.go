@@ -6,7 +6,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"regexp"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -899,39 +897,12 @@ func TestIgnitionConfigDefaulting(t *testing.T) {
 	assert.Equal(t, bootstrapv1.VariantFCOS, fcos.Spec.Variant, "an explicit variant is kept")
 }
 
-// warningRecorder collects the API server's warnings.
-type warningRecorder struct {
-	mu       sync.Mutex
-	warnings []string
-}
-
-func (w *warningRecorder) reset() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.warnings = nil
-}
-
-func (w *warningRecorder) HandleWarningHeader(_ int, _, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.warnings = append(w.warnings, text)
-}
-
-func (w *warningRecorder) all() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.warnings...)
-}
-
 // TestIgnitionConfigUpdate: updates are validated like creates; metadata-only updates are not
 // held to the spec checks; spec changes after the data Secret exists are accepted with a warning.
 func TestIgnitionConfigUpdate(t *testing.T) {
 	ctx := t.Context()
 	ns := env.CreateNamespace(t, "update").Name
-	rec := &warningRecorder{}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.WarningHandler = rec
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	c, rec, err := env.ClientWithWarnings()
 	require.NoError(t, err)
 
 	obj := newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
@@ -951,7 +922,7 @@ func TestIgnitionConfigUpdate(t *testing.T) {
 
 	obj.Spec.PreKubeadmCommands = []string{"echo before the data exists"}
 	require.NoError(t, c.Update(ctx, obj))
-	assert.Empty(t, rec.all(), "no warning before the data Secret exists")
+	assert.Empty(t, rec.Take(), "no warning before the data Secret exists")
 
 	obj.Status.Initialization.DataSecretCreated = ptr.To(true)
 	obj.Status.DataSecretName = obj.Name
@@ -959,7 +930,7 @@ func TestIgnitionConfigUpdate(t *testing.T) {
 
 	obj.Spec.PreKubeadmCommands = []string{"echo after the data exists"}
 	require.NoError(t, c.Update(ctx, obj), "in-place spec changes are allowed")
-	warnings := rec.all()
+	warnings := rec.Take()
 	require.Len(t, warnings, 1)
 	assert.Contains(t, warnings[0], "is not rendered again")
 	assert.Contains(t, warnings[0], "no effect on the Machine")
@@ -988,19 +959,19 @@ func TestIgnitionConfigUpdate(t *testing.T) {
 	poolCfg.Status.Initialization.DataSecretCreated = ptr.To(true)
 	poolCfg.Status.DataSecretName = poolCfg.Name
 	require.NoError(t, c.Status().Update(ctx, poolCfg))
-	rec.reset()
+	rec.Take() // what came before
 	poolCfg.Spec.PreKubeadmCommands = []string{"echo before provisioning"}
 	require.NoError(t, c.Update(ctx, poolCfg))
-	warnings = rec.all()
+	warnings = rec.Take()
 	require.Len(t, warnings, 1)
 	assert.Contains(t, warnings[0], "MachinePool has not started provisioning, so the data is rendered again in place")
 
 	pool.Spec.ProviderIDList = []string{"test:///instance-0"}
 	require.NoError(t, c.Update(ctx, pool))
-	rec.reset()
+	rec.Take() // what came before
 	poolCfg.Spec.PreKubeadmCommands = []string{"echo for new instances"}
 	require.NoError(t, c.Update(ctx, poolCfg))
-	warnings = rec.all()
+	warnings = rec.Take()
 	require.Len(t, warnings, 1)
 	assert.Contains(t, warnings[0], "instances created after its next join-token rotation")
 	assert.NotContains(t, warnings[0], "no effect")
@@ -1023,19 +994,19 @@ func TestIgnitionConfigUpdate(t *testing.T) {
 	machineCfg.Status.Initialization.DataSecretCreated = ptr.To(true)
 	machineCfg.Status.DataSecretName = machineCfg.Name
 	require.NoError(t, c.Status().Update(ctx, machineCfg))
-	rec.reset()
+	rec.Take() // what came before
 	machineCfg.Spec.PreKubeadmCommands = []string{"echo before provisioning"}
 	require.NoError(t, c.Update(ctx, machineCfg))
-	warnings = rec.all()
+	warnings = rec.Take()
 	require.Len(t, warnings, 1)
 	assert.Contains(t, warnings[0], "Machine has not started provisioning, so the data is rendered again in place")
 
 	machine.Spec.ProviderID = "test:///machine"
 	require.NoError(t, c.Update(ctx, machine))
-	rec.reset()
+	rec.Take() // what came before
 	machineCfg.Spec.PreKubeadmCommands = []string{"echo after provisioning"}
 	require.NoError(t, c.Update(ctx, machineCfg))
-	warnings = rec.all()
+	warnings = rec.Take()
 	require.Len(t, warnings, 1)
 	assert.Contains(t, warnings[0], "is not rendered again")
 	assert.Contains(t, warnings[0], "no effect on the Machine")
@@ -1133,10 +1104,7 @@ func TestIgnitionConfigTemplateTopologyDryRun(t *testing.T) {
 func TestContainerLinuxConfigWarningsAreAdmissionWarnings(t *testing.T) {
 	ctx := t.Context()
 	ns := env.CreateNamespace(t, "clc-warnings").Name
-	rec := &warningRecorder{}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.WarningHandler = rec
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	c, rec, err := env.ClientWithWarnings()
 	require.NoError(t, err)
 
 	const misspelt = "storage:\n  filez:\n  - path: /etc/motd\n"
@@ -1144,7 +1112,7 @@ func TestContainerLinuxConfigWarningsAreAdmissionWarnings(t *testing.T) {
 	tpl := newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) { s.ContainerLinuxConfig.Inline = misspelt })
 	tpl.Spec.Template.ObjectMeta.Labels = map[string]string{clusterv1.MachineControlPlaneLabel: ""}
 	require.NoError(t, c.Create(ctx, tpl))
-	warnings := rec.all()
+	warnings := rec.Take()
 	require.Len(t, warnings, 1, "one warning, even when rendered for two roles: %v", warnings)
 	assert.Contains(t, warnings[0], "spec.template.spec.containerLinuxConfig.inline: line 2, column 3: Config has unrecognized key: filez")
 
@@ -1159,10 +1127,7 @@ func TestContainerLinuxConfigWarningsAreAdmissionWarnings(t *testing.T) {
 func TestButaneWarningsAreAdmissionWarnings(t *testing.T) {
 	ctx := t.Context()
 	ns := env.CreateNamespace(t, "warnings").Name
-	rec := &warningRecorder{}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.WarningHandler = rec
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	c, rec, err := env.ClientWithWarnings()
 	require.NoError(t, err)
 
 	// flatcarButane is two lines (variant, version): storage starts on line 3.
@@ -1173,15 +1138,15 @@ func TestButaneWarningsAreAdmissionWarnings(t *testing.T) {
 		c.Spec.Butane.Inline = misspelt
 	})
 	require.NoError(t, c.Create(ctx, obj), "a warning does not reject")
-	warnings := rec.all()
+	warnings := rec.Take()
 	require.Len(t, warnings, 1, "one warning, even when rendered for two roles: %v", warnings)
 	assert.Contains(t, warnings[0], "spec.butane.inline: line 4, column 3")
 	assert.Contains(t, warnings[0], "filez")
 
-	rec.reset()
+	rec.Take() // what came before
 	tpl := newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) { s.Butane.Inline = misspelt })
 	require.NoError(t, c.Create(ctx, tpl))
-	warnings = rec.all()
+	warnings = rec.Take()
 	require.Len(t, warnings, 1)
 	assert.Contains(t, warnings[0], "spec.template.spec.butane.inline: line 4, column 3")
 

@@ -3,21 +3,17 @@ package guide_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
@@ -83,10 +79,7 @@ func apply(t *testing.T, example, ns string) (transcript string, warned bool) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(repoRoot, example))
 	require.NoError(t, err)
-	warnings := &warningRecorder{}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.WarningHandler, cfg.WarningHandlerWithContext = nil, warnings
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	c, warnings, err := env.ClientWithWarnings()
 	require.NoError(t, err)
 
 	var lines []string
@@ -95,7 +88,7 @@ func apply(t *testing.T, example, ns string) (transcript string, warned bool) {
 	for _, o := range objs {
 		o.SetNamespace(ns)
 		require.NoError(t, c.Create(t.Context(), o), "%s: %s %s is not admitted", example, o.GetKind(), o.GetName())
-		for _, w := range warnings.take() {
+		for _, w := range warnings.Take() {
 			lines = append(lines, "Warning: "+w)
 			warned = true
 		}
@@ -103,28 +96,6 @@ func apply(t *testing.T, example, ns string) (transcript string, warned bool) {
 		lines = append(lines, fmt.Sprintf("%s.%s/%s created", strings.ToLower(gvk.Kind), gvk.Group, o.GetName()))
 	}
 	return strings.Join(lines, "\n") + "\n", warned
-}
-
-type warningRecorder struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (w *warningRecorder) HandleWarningHeaderWithContext(_ context.Context, code int, _ string, text string) {
-	if code != 299 || text == "" {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.list = append(w.list, text)
-}
-
-func (w *warningRecorder) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.list
-	w.list = nil
-	return out
 }
 
 func decodeAll(t *testing.T, data []byte) []*unstructured.Unstructured {

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -32,18 +30,6 @@ const (
 	timeout = 60 * time.Second
 	tick    = 100 * time.Millisecond
 )
-
-// warningRecorder keeps the API server's warnings (admission warnings), as kubectl prints them.
-type warningRecorder struct {
-	mu       sync.Mutex
-	warnings []string
-}
-
-func (w *warningRecorder) HandleWarningHeader(_ int, _, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.warnings = append(w.warnings, text)
-}
 
 // providerTemplate is the CAPA Flatcar flavor as clusterctl would hand it over: its variables
 // set, clusterctl's "$$" escape turned into "$".
@@ -101,13 +87,11 @@ func TestCABPKFlatcarWorkerTemplateMovesOver(t *testing.T) {
 		"convert names the reference the user still has to change")
 	require.NotEmpty(t, tpl.Spec.Template.Spec.ContainerLinuxConfig.Inline, "the Container Linux Config is carried over")
 
-	rec := &warningRecorder{}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.WarningHandler = rec
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	c, rec, err := env.ClientWithWarnings()
 	require.NoError(t, err)
 	require.NoError(t, c.Create(ctx, tpl), "the converted template is admitted")
-	t.Logf("admission warnings: %v", rec.warnings)
+	warnings := rec.Take()
+	t.Logf("admission warnings: %v", warnings)
 
 	cluster, err := env.CreateJoinableCluster(ctx, ns, clusterName)
 	require.NoError(t, err)
@@ -134,11 +118,11 @@ func TestCABPKFlatcarWorkerTemplateMovesOver(t *testing.T) {
 	cond := conditions.Get(config, bootstrapv1.DataSecretAvailableCondition)
 	// Warnings the render found are on the condition (reason RenderedWithWarnings) and nowhere
 	// hidden: the condition says so exactly when admission warned about the snippet.
-	snippetWarned := slices.ContainsFunc(rec.warnings, func(w string) bool {
+	snippetWarned := slices.ContainsFunc(warnings, func(w string) bool {
 		return strings.Contains(w, "containerLinuxConfig") || strings.Contains(w, "butane")
 	})
 	assert.Equal(t, snippetWarned, cond.Reason == bootstrapv1.RenderedWithWarningsReason,
-		"admission warnings %v, condition %s: %s", rec.warnings, cond.Reason, cond.Message)
+		"admission warnings %v, condition %s: %s", warnings, cond.Reason, cond.Message)
 
 	secret := &corev1.Secret{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: config.Status.DataSecretName}, secret))
