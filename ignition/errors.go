@@ -38,17 +38,30 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	loc := ""
-	switch {
-	case e.Line > 0 && e.Column > 0:
-		loc = fmt.Sprintf(" (line %d, column %d)", e.Line, e.Column)
-	case e.Line > 0:
-		loc = fmt.Sprintf(" (line %d)", e.Line)
-	}
 	if e.Field != "" {
-		return fmt.Sprintf("%s: %s%s", e.Field, e.Message, loc)
+		return e.Field + ": " + e.Detail()
 	}
-	return e.Message + loc
+	return e.Detail()
+}
+
+// Detail is the message with the place in the document when it is known, without the field
+// (admission puts that in the field error's path).
+func (e *Error) Detail() string {
+	if pos := placeIn(e.Line, e.Column); pos != "" {
+		return e.Message + " (" + pos + ")"
+	}
+	return e.Message
+}
+
+// placeIn is "line L, column C", "line L" when the column is unknown, "" when the line is.
+func placeIn(line, column int) string {
+	switch {
+	case line > 0 && column > 0:
+		return fmt.Sprintf("line %d, column %d", line, column)
+	case line > 0:
+		return fmt.Sprintf("line %d", line)
+	}
+	return ""
 }
 
 // errorf builds an input error; line and column stay zero (unknown).

@@ -19,9 +19,9 @@ type Warning struct {
 }
 
 func (w Warning) String() string {
-	loc := ""
-	if w.Line > 0 {
-		loc = fmt.Sprintf("line %d, column %d: ", w.Line, w.Column)
+	loc := placeIn(w.Line, w.Column)
+	if loc != "" {
+		loc += ": "
 	}
 	if w.Field == "" {
 		return loc + w.Message

@@ -288,13 +288,7 @@ func message(err error) string {
 	if !errors.As(err, &ierr) {
 		return err.Error()
 	}
-	switch {
-	case ierr.Line > 0 && ierr.Column > 0:
-		return fmt.Sprintf("%s (line %d, column %d)", ierr.Message, ierr.Line, ierr.Column)
-	case ierr.Line > 0:
-		return fmt.Sprintf("%s (line %d)", ierr.Message, ierr.Line)
-	}
-	return ierr.Message
+	return ierr.Detail()
 }
 
 // hasError reports whether errs has an error of the same type, field and detail as e.
