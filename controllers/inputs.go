@@ -101,7 +101,6 @@ func (r *Reconciler) nodeInput(ctx context.Context, s *scope, role ignition.Role
 	if s.inputsHash, err = configinput.InputsHash(in); err != nil {
 		return in, needs, nil, err
 	}
-	s.inputsRole = role
 	return in, needs, nil, nil
 }
 

@@ -91,7 +91,7 @@ func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input
 	out, o := withJoinToken(prepared, token.Value)
 	took += time.Since(start)
 	if o == nil {
-		if err = r.storeDataSecret(ctx, s, out.Data, token.ID); err != nil {
+		if err = r.storeDataSecret(ctx, s, in.Role, out.Data, token.ID); err != nil {
 			o = storeFailed(err)
 		}
 	}

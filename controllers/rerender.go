@@ -91,19 +91,19 @@ func (r *Reconciler) reconcileDataInputs(ctx context.Context, s *scope) (res ctr
 	case r.memory.failedWas(key, s.inputsHash):
 		return res, false, nil // reported when it failed; rendered again once the inputs change
 	}
-	return r.rerender(ctx, s, role, in, needs)
+	return r.rerender(ctx, s, in, needs)
 }
 
 // rerender renders the data again from in and updates the data Secret in place: same name, same
 // UID and, for a join, the same join token, so that a machine which took the earlier data
 // before its owner reported provisioning still joins.
-func (r *Reconciler) rerender(ctx context.Context, s *scope, role ignition.Role, in ignition.Input, needs configinput.Needs) (ctrl.Result, bool, error) {
+func (r *Reconciler) rerender(ctx context.Context, s *scope, in ignition.Input, needs configinput.Needs) (ctrl.Result, bool, error) {
 	var (
 		res ctrl.Result
 		o   *outcome
 		err error
 	)
-	if role == ignition.RoleInit {
+	if in.Role == ignition.RoleInit {
 		// The init lock is this Machine's since its data was first stored; it stays so.
 		o, err = r.renderAndStore(ctx, s, in)
 	} else {

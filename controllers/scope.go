@@ -29,11 +29,9 @@ type scope struct {
 	// dataSecret is the config's data Secret; nil while there is none.
 	dataSecret *corev1.Secret
 
-	// inputsHash and inputsRole are the digest and the role of the renderer's input built by
-	// this reconcile (nodeInput), recorded with the data it renders (status.dataInputsHash, the
-	// data Secret's role annotation).
+	// inputsHash is the digest of the renderer's input built by this reconcile (nodeInput),
+	// recorded with the data it renders (status.dataInputsHash).
 	inputsHash string
-	inputsRole ignition.Role
 	// unwatchedReference is true when nodeInput read a referenced Secret or ConfigMap without
 	// the cluster-name label: no watch sees its changes, so the config is looked at periodically.
 	unwatchedReference bool

@@ -137,9 +137,10 @@ func (r *Reconciler) adoptDataSecret(ctx context.Context, s *scope, secret *core
 
 // storeDataSecret writes the rendered data: created the first time, updated in place (same
 // name, same UID) when a MachinePool's token is rotated or the inputs changed before the owner
-// started provisioning. tokenID (may be empty) is recorded for token refresh; the digest of the
-// inputs the data was rendered from (s.inputsHash) goes into status.dataInputsHash.
-func (r *Reconciler) storeDataSecret(ctx context.Context, s *scope, data []byte, tokenID string) error {
+// started provisioning. role (the data Secret's role annotation) is the rendered input's;
+// tokenID (may be empty) is recorded for token refresh; the digest of the inputs the data was
+// rendered from (s.inputsHash) goes into status.dataInputsHash.
+func (r *Reconciler) storeDataSecret(ctx context.Context, s *scope, role ignition.Role, data []byte, tokenID string) error {
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            dataSecretName(s.config),
@@ -153,7 +154,7 @@ func (r *Reconciler) storeDataSecret(ctx context.Context, s *scope, data []byte,
 			dataSecretFormatKey: []byte(bootstrapv1.DataSecretFormat),
 		},
 	}
-	secret.Annotations = map[string]string{bootstrapv1.BootstrapRoleAnnotation: string(s.inputsRole)}
+	secret.Annotations = map[string]string{bootstrapv1.BootstrapRoleAnnotation: string(role)}
 	if tokenID != "" {
 		secret.Annotations[bootstrapv1.BootstrapTokenIDAnnotation] = tokenID
 	}
@@ -204,7 +205,7 @@ func (r *Reconciler) renderAndStore(ctx context.Context, s *scope, in ignition.I
 	if o != nil {
 		return o, nil
 	}
-	if err := r.storeDataSecret(ctx, s, out.Data, ""); err != nil {
+	if err := r.storeDataSecret(ctx, s, in.Role, out.Data, ""); err != nil {
 		return storeFailed(err), err
 	}
 	r.reportStored(ctx, s, out, took)
