@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,7 +42,7 @@ func indexReferences(o client.Object) []string {
 // watchReferences makes a change to a referenced Secret or ConfigMap reconcile the configs that
 // reference it, so that data not yet booted from is rendered again (docs/adr/015). Only objects
 // with the cluster-name label are watched: Secrets through the manager's one label-selected
-// Secret cache (internal/secretcache), ConfigMaps through a label-selected, data-less one, so
+// Secret cache (internal/secretcache), ConfigMaps through a label-selected metadata-only one, so
 // that the Secrets and ConfigMaps of the management cluster cost no memory. Changes to an
 // unlabelled reference are found by a periodic look instead (referenceRecheck).
 //
@@ -55,7 +56,10 @@ func (r *Reconciler) watchReferences(ctx context.Context, mgr ctrl.Manager, b *b
 	changed := predicate.ResourceVersionChangedPredicate{}
 	b.WatchesRawSource(source.Kind[client.Object](mgr.GetCache(), &corev1.Secret{},
 		handler.EnqueueRequestsFromMapFunc(r.referencingConfigs(configinput.SecretKind)), changed))
-	b.WatchesRawSource(source.Kind[client.Object](mgr.GetCache(), &corev1.ConfigMap{},
+	// Metadata only: the API server sends no ConfigMap data to this watch.
+	configMaps := &metav1.PartialObjectMetadata{}
+	configMaps.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	b.WatchesRawSource(source.Kind[client.Object](mgr.GetCache(), configMaps,
 		handler.EnqueueRequestsFromMapFunc(r.referencingConfigs(configinput.ConfigMapKind)), changed))
 	return nil
 }

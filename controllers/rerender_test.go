@@ -195,6 +195,30 @@ func TestReferencedSecretChangeIsSeen(t *testing.T) {
 	assert.Contains(t, fileIn(t, polled.value, "/etc/kubeadm.yml"), "token: "+userToken)
 }
 
+// A labelled ConfigMap a config reads its Butane from is watched (metadata only) the same way:
+// its change renders the data again with nothing else looking at the config.
+func TestReferencedConfigMapChangeIsSeen(t *testing.T) {
+	ctx := t.Context()
+	f := newCluster(t, clusterSetup{})
+	butane := func(motd string) map[string]string {
+		return map[string]string{"config.bu": "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n  - path: /etc/motd\n    contents:\n      inline: " + motd + "\n"}
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "butane",
+		Labels: map[string]string{clusterv1.ClusterNameLabel: f.cluster.Name}}, Data: butane("first")}
+	require.NoError(t, env.Client.Create(ctx, cm))
+	f.addMachine(t, "watched", false, withUserToken(bootstrapv1.IgnitionConfigSpec{Butane: bootstrapv1.ButaneSpec{
+		ContentFrom: &bootstrapv1.ButaneSource{ConfigMap: &bootstrapv1.KeyReference{Name: "butane", Key: "config.bu"}}}}))
+	before := deliveredData(t, f.ns, "watched")
+	assert.Equal(t, "first", fileIn(t, before.value, "/etc/motd"))
+	settled(t, &bootstrapv1.IgnitionConfig{}, client.ObjectKey{Namespace: f.ns, Name: "watched"})
+	settled(t, &clusterv1.Machine{}, client.ObjectKey{Namespace: f.ns, Name: "watched"})
+
+	cm.Data = butane("second")
+	require.NoError(t, env.Client.Update(ctx, cm))
+	after := waitForRerender(t, f.ns, "watched", before)
+	assert.Equal(t, "second", fileIn(t, after.value, "/etc/motd"))
+}
+
 // (b) After the Machine started provisioning (its infrastructure reported provisioned, so CAPI's
 // Machine controller set spec.providerID), a spec change is never rendered: the data and its
 // digest stay, and a warning event says so once.

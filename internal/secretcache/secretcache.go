@@ -3,8 +3,9 @@
 // cluster certificates, and Secrets a config references), so unrelated Secrets of the management
 // cluster cost no memory; everything else is read from the API server. The configuration is
 // CABPK's (bootstrap/kubeadm/setup), which cannot be taken from there without its informer
-// naming, which allows one manager per process. ConfigMaps are cached the same way, without
-// their data, only so that a change to one a config references is seen (docs/adr/015).
+// naming, which allows one manager per process. ConfigMaps with the label are watched as
+// metadata only (the API server never sends their data), so that a change to one a config
+// references is seen (docs/adr/015).
 //
 // A cache configured here holds only objects with the cluster-name label: an object without it
 // is never seen by a watch, and a read of it misses the cache and goes to the API server.
@@ -39,20 +40,13 @@ func ByObject() cache.ByObject {
 	}
 }
 
-// ConfigMapByObject is the cache configuration of ConfigMaps: those with the cluster-name label,
-// metadata only. The controller watches them for changes to the ConfigMaps configs reference;
-// it reads their content from the API server (the manager's client does not use this cache).
+// ConfigMapByObject is the cache configuration of ConfigMaps: those with the cluster-name label.
+// The controller watches them as metadata only (PartialObjectMetadata, which this configuration
+// applies to as well: the cache selects it by kind) for changes to the ConfigMaps configs
+// reference; it reads their content from the API server (the manager's client does not use this
+// cache).
 func ConfigMapByObject() cache.ByObject {
-	return cache.ByObject{
-		Label: hasClusterName(),
-		Transform: func(in any) (any, error) {
-			if cm, ok := in.(*corev1.ConfigMap); ok {
-				cm.SetManagedFields(nil)
-				cm.Data, cm.BinaryData = nil, nil
-			}
-			return in, nil
-		},
-	}
+	return cache.ByObject{Label: hasClusterName()}
 }
 
 // hasClusterName selects objects carrying the cluster-name label, whatever its value.

@@ -6,6 +6,9 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 )
 
 // The manager's cache has one configuration for Secrets, cabpi's: it keeps the certificates'
@@ -32,4 +35,24 @@ func TestManagerCacheOptionsSecrets(t *testing.T) {
 		require.Nil(t, out.(*corev1.Secret).Data, "a data Secret is cached without its data")
 	}
 	require.Equal(t, 1, secretEntries, "Secret cache entries")
+}
+
+// ConfigMaps have one entry too, selecting cluster-labelled ones: the controller's metadata-only
+// ConfigMap watch is served by it (the cache picks the entry by kind), so unrelated ConfigMaps
+// of the management cluster are never listed.
+func TestManagerCacheOptionsConfigMaps(t *testing.T) {
+	scheme, err := NewScheme()
+	require.NoError(t, err)
+	opts := managerCacheOptions(scheme, "cache-options-test-configmaps") // CAPI names its informers once per process
+	var entries int
+	for obj, byObject := range opts.ByObject {
+		if _, ok := obj.(*corev1.ConfigMap); !ok {
+			continue
+		}
+		entries++
+		require.NotNil(t, byObject.Label)
+		require.True(t, byObject.Label.Matches(labels.Set{clusterv1.ClusterNameLabel: "demo"}))
+		require.False(t, byObject.Label.Matches(labels.Set{}), "unlabelled ConfigMaps are not cached")
+	}
+	require.Equal(t, 1, entries, "ConfigMap cache entries")
 }
