@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
@@ -21,8 +22,8 @@ const kubeadmGroup = "bootstrap.cluster.x-k8s.io"
 type Converted struct {
 	// Source is "Kind namespace/name" of the object in the input, Target of the converted one.
 	Source, Target string
-	// Object is the converted *IgnitionConfig or *IgnitionConfigTemplate.
-	Object any
+	// Object is the converted *IgnitionConfig or *IgnitionConfigTemplate, with its TypeMeta.
+	Object client.Object
 	// Spec is the converted spec (the template's spec for a template).
 	Spec *bootstrapv1.IgnitionConfigSpec
 }
@@ -91,7 +92,7 @@ func Convert(input []byte) (*Result, error) {
 			return nil, fmt.Errorf("document %d: writing the converted %s: %w", i+1, meta.Kind, err)
 		}
 		out = append(out, data)
-		names[meta.Kind+"/"+objectName(conv.Object)] = targetKind(meta.Kind)
+		names[meta.Kind+"/"+conv.Object.GetName()] = conv.Object.GetObjectKind().GroupVersionKind().Kind
 	}
 	for _, doc := range passed {
 		res.Findings = append(res.Findings, referenceNotes(doc, names)...)
@@ -132,23 +133,6 @@ func joinDocuments(docs [][]byte) []byte {
 		}
 	}
 	return b.Bytes()
-}
-
-func targetKind(sourceKind string) string {
-	if sourceKind == "KubeadmConfigTemplate" {
-		return "IgnitionConfigTemplate"
-	}
-	return "IgnitionConfig"
-}
-
-func objectName(obj any) string {
-	switch o := obj.(type) {
-	case *bootstrapv1.IgnitionConfig:
-		return o.Name
-	case *bootstrapv1.IgnitionConfigTemplate:
-		return o.Name
-	}
-	return ""
 }
 
 // describe names an object in findings: "Kind namespace/name", or "Kind name" without a namespace.
