@@ -6,6 +6,7 @@ ENV CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 COPY go.mod go.sum ./
 RUN go mod download
 COPY apis/ apis/
+COPY cmd/ cmd/
 COPY controllers/ controllers/
 COPY ignition/ ignition/
 COPY internal/ internal/

@@ -66,7 +66,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code and the API reference (doc
 
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests.
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=false rbac:roleName=manager-role webhook \
-		paths=./apis/... paths=./controllers/... paths=./webhooks/... paths=./internal/manager/... \
+		paths=./apis/... paths=./controllers/... paths=./webhooks/... paths=./internal/setup/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
 
@@ -97,16 +97,16 @@ test-reliability: tools ## The long reliability runs: the real manager SIGKILLed
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest-assets.sh)" \
 	CABPI_IGNITION_APPLY="$$(IGNITION_VER=$(IGNITION_VER) bash hack/ignition-apply.sh)" \
 	CABPI_CRASH_KILLS=$${CABPI_CRASH_KILLS:-200} \
-		go test $(GO_TEST_FLAGS) -timeout 60m -v -run TestCrashConsistency ./test/crash/
+		go test $(GO_TEST_FLAGS) -timeout 60m -v -run TestCrashConsistency ./test/integration/crash/
 
 .PHONY: test-update-golden
 test-update-golden: ## Rewrite golden files from the current renderer (review the diff!).
-	go test ./ignition/... ./internal/rendercmd/... ./internal/convertcmd/... -run Golden -update
+	go test ./ignition/... ./cmd/... ./internal/convert/... -run Golden -update
 
 # Fuzz targets as package:target, run one after another. Their seeds (f.Add and
 # <package>/testdata/fuzz/<target>/) run in `make test` as unit tests. A new interesting input
 # is minimized for FUZZMINIMIZETIME only, or minimizing would eat most of a short run.
-FUZZ_TARGETS := ./ignition:FuzzRender ./ignition:FuzzButaneMerge ./ignition:FuzzCLCMerge ./webhooks:FuzzValidateSpec ./internal/convertcmd:FuzzConvert
+FUZZ_TARGETS := ./ignition:FuzzRender ./ignition:FuzzButaneMerge ./ignition:FuzzCLCMerge ./webhooks:FuzzValidateSpec ./internal/convert:FuzzConvert
 FUZZTIME ?= 60s
 FUZZMINIMIZETIME ?= 1s
 

@@ -1,6 +1,6 @@
 // Command cabpi is the Cluster API bootstrap provider for Ignition. Without a subcommand it runs
 // the manager; `cabpi render` previews the Ignition of a config offline; `cabpi convert` turns
-// CABPK's KubeadmConfig(Template)s into IgnitionConfig(Template)s.
+// CABPK's KubeadmConfig(Template)s into IgnitionConfig(Template)s. Each lives in cmd/.
 package main
 
 import (
@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/convertcmd"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/manager"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/rendercmd"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/cmd/convert"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/cmd/manager"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/cmd/render"
 )
 
 func main() {
@@ -18,9 +18,9 @@ func main() {
 	var err error
 	switch {
 	case len(args) > 0 && args[0] == "render":
-		err = rendercmd.Main(args[1:], os.Stdin, os.Stdout, os.Stderr)
+		err = render.Main(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	case len(args) > 0 && args[0] == "convert":
-		err = convertcmd.Main(args[1:], os.Stdin, os.Stdout, os.Stderr)
+		err = convert.Main(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	default:
 		err = manager.Main(args)
 	}

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/test/builder"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/testenv"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
 // A MachinePool keeps creating instances from one data Secret, so its join token is rotated

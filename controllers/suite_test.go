@@ -10,9 +10,9 @@ import (
 
 	"k8s.io/klog/v2/textlogger"
 
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/bootsim"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/manager"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/testenv"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
 // tokenTTL is short so refresh and rotation are observable within a test: the controller looks
@@ -53,7 +53,7 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, err)
 		}
 	}()
-	err := manager.SetupControllers(e.Context(), e.Manager, e.ClusterCache, manager.Options{
+	err := setup.SetupControllers(e.Context(), e.Manager, e.ClusterCache, setup.Options{
 		WebhookPort:       0,
 		Concurrency:       5,
 		BootstrapTokenTTL: tokenTTL,

@@ -13,7 +13,7 @@ import (
 	"github.com/vincent-petithory/dataurl"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/ignitionapply"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
 )
 
 // The real Ignition engine writes what the renderer promises: the kubeadm config (0600), the

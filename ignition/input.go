@@ -24,6 +24,15 @@ const (
 	RoleWorkerJoin Role = "worker"
 )
 
+// Known reports whether r is one of the roles above.
+func (r Role) Known() bool {
+	switch r {
+	case RoleInit, RoleControlPlaneJoin, RoleWorkerJoin:
+		return true
+	}
+	return false
+}
+
 // Variant is the OS family; it equals the Butane variant name.
 type Variant string
 

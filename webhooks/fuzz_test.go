@@ -16,7 +16,6 @@ import (
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/rendercmd"
 )
 
 // fuzzValidateTimeout bounds one validateSpec: half the API server's default webhook timeout
@@ -170,7 +169,7 @@ func FuzzValidateSpec(f *testing.F) {
 		}
 		var renderErr error
 		for _, role := range roles {
-			if _, err := rendercmd.Render(context.Background(), spec.DeepCopy(), role, configinput.DefaultKubernetesVersion, io.Discard); err != nil {
+			if _, err := configinput.RenderOffline(context.Background(), spec.DeepCopy(), role, configinput.DefaultKubernetesVersion, io.Discard); err != nil {
 				renderErr = fmt.Errorf("%s: %w", role, err)
 				break
 			}

@@ -8,7 +8,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/testenv"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/webhooks"
 )
 

@@ -22,7 +22,7 @@ import (
 
 	"sigs.k8s.io/cluster-api/feature"
 
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/testenv"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
 func logf(format string, args ...any) {

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/testenv"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
 // memoryResult is the manager's resident memory with the delivered configs of one namespace,

@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/manager"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/testenv"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
 // contender is one bootstrap provider under test: its manager, started with its own defaults
@@ -40,16 +40,16 @@ type contender struct {
 var cabpi = contender{
 	name: "cabpi",
 	start: func(ctx context.Context, env *testenv.Environment) (func(), error) {
-		opts := manager.DefaultOptions()
+		opts := setup.DefaultOptions()
 		opts.WebhookPort, opts.Diagnostics.DiagnosticsAddress, opts.HealthProbeAddress = 0, "0", "0"
 		cfg := rest.CopyConfig(env.Config)
 		cfg.QPS, cfg.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
 		requests["cabpi"].wrap(cfg)
-		mgr, err := manager.NewManager(cfg, opts, skipNameValidation)
+		mgr, err := setup.NewManager(cfg, opts, skipNameValidation)
 		if err != nil {
 			return nil, err
 		}
-		if err := manager.Setup(ctx, mgr, opts); err != nil {
+		if err := setup.Setup(ctx, mgr, opts); err != nil {
 			return nil, err
 		}
 		return startManager(ctx, mgr)

@@ -35,8 +35,8 @@ import (
 
 	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/manager"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/testenv"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
 const (
@@ -77,7 +77,7 @@ func run(variant, out string) error {
 			fmt.Fprintln(os.Stderr, "stopping:", err)
 		}
 	}()
-	if err := manager.SetupControllers(env.Context(), env.Manager, env.ClusterCache, manager.Options{Concurrency: 5, BootstrapTokenTTL: 15 * time.Minute}); err != nil {
+	if err := setup.SetupControllers(env.Context(), env.Manager, env.ClusterCache, setup.Options{Concurrency: 5, BootstrapTokenTTL: 15 * time.Minute}); err != nil {
 		return err
 	}
 	if err := env.StartManager(ctx); err != nil {

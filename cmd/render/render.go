@@ -1,0 +1,116 @@
+// Package render is `cabpi render`: an offline preview of the Ignition an IgnitionConfig or
+// IgnitionConfigTemplate produces, with placeholder credentials, using the controller's renderer.
+package render
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/pflag"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/cmd/internal/cliinput"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
+)
+
+// DefaultVersion is the Kubernetes version rendered for when none is given.
+const DefaultVersion = configinput.DefaultKubernetesVersion
+
+// Options are the command's flags.
+type Options struct {
+	File              string
+	KubernetesVersion string
+	Role              string
+	Butane            bool
+	// Platform overrides spec.platform ("" keeps it).
+	Platform string
+}
+
+// Main runs `cabpi render` with args; the rendered config goes to stdout, the size report to stderr.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	opts := Options{}
+	fs := pflag.NewFlagSet("render", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVarP(&opts.File, "file", "f", "", "IgnitionConfig or IgnitionConfigTemplate YAML ('-' reads stdin)")
+	fs.StringVar(&opts.KubernetesVersion, "kubernetes-version", DefaultVersion, "Kubernetes version of the node (selects the kubeadm API version)")
+	fs.StringVar(&opts.Role, "role", string(ignition.RoleWorkerJoin), "worker, init or control-plane")
+	fs.BoolVar(&opts.Butane, "butane", false, "print the rendered config as a Butane document instead of Ignition JSON")
+	fs.StringVar(&opts.Platform, "platform", "", "platform the data is for, as spec.platform (aws, azure, gcp, hetzner, openstack, vsphere, docker); "+
+		"sets the user-data limit and whether the data may be compressed; default: the file's spec.platform, else none known (no limit, compressed)")
+	doc, err := cliinput.ParseArgs(fs, args, "Usage: cabpi render -f config.yaml [--kubernetes-version v1.34.0] [--role worker|init|control-plane] [--platform aws|...|docker] [--butane]",
+		&opts.File, stdin)
+	if err != nil {
+		return err
+	}
+	spec, err := configinput.SpecFromYAML(doc)
+	if err != nil {
+		return err
+	}
+	if opts.Platform != "" {
+		if spec.Platform, err = configinput.ParsePlatform(opts.Platform); err != nil {
+			return fmt.Errorf("--platform: %w", err)
+		}
+	}
+	role := ignition.Role(opts.Role)
+	if !role.Known() {
+		return fmt.Errorf("--role %q: use worker, init or control-plane", role)
+	}
+	out, err := configinput.RenderOffline(context.Background(), spec, role, opts.KubernetesVersion, stderr)
+	if err != nil {
+		return err
+	}
+	printSize(stderr, out, spec)
+	if opts.Butane {
+		// The Butane view is for reading: a wrapper shows the config it carries.
+		config, err := ignition.Unwrap(out.Data)
+		if err != nil {
+			return err
+		}
+		b, err := ToButane(config, configinput.Variant(spec))
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(b)
+		return err
+	}
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, out.Data, "", "  "); err != nil {
+		return fmt.Errorf("formatting the rendered config: %w", err)
+	}
+	pretty.WriteByte('\n')
+	_, err = stdout.Write(pretty.Bytes())
+	return err
+}
+
+// printSize reports what the data weighs against the platform's limit, and what to do when it
+// is over.
+func printSize(w io.Writer, out ignition.Output, spec *bootstrapv1.IgnitionConfigSpec) {
+	platform := configinput.EffectivePlatform(spec, "")
+	name, limit := string(platform), "no limit"
+	if name == "" {
+		name = "not known"
+	}
+	if out.Size.Limit > 0 {
+		limit = fmt.Sprintf("limit %d", out.Size.Limit)
+	}
+	wrapped := ""
+	if out.Size.Wrapped {
+		wrapped = fmt.Sprintf(", wrapped gzipped (the config is %d bytes)", out.Size.UnwrappedBytes)
+	}
+	compressed := "uncompressed"
+	if out.Size.Compressed {
+		compressed = "compressed where smaller"
+	}
+	fmt.Fprintf(w, "rendered Ignition %s for %s: %d bytes (%d gzipped), %s%s; platform %s, %s\n",
+		out.SpecVersion, configinput.Variant(spec), out.Size.Bytes, out.Size.GzipBytes, compressed, wrapped, name, limit)
+	if msg := configinput.OverPlatformLimit(out, platform); msg != "" {
+		fmt.Fprintf(w, "warning: %s\n", msg)
+	}
+	for _, warning := range out.Warnings {
+		fmt.Fprintf(w, "warning: spec.%s\n", warning)
+	}
+}

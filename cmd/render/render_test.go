@@ -1,0 +1,322 @@
+package render
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	butane "github.com/coreos/butane/config"
+	"github.com/coreos/butane/config/common"
+	ignconfig "github.com/coreos/ignition/v2/config"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func run(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err = Main(args, strings.NewReader(""), &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "missing golden file; run make test-update-golden")
+	require.Equal(t, string(want), string(got), "output differs from %s (make test-update-golden rewrites it)", path)
+}
+
+func TestRenderGolden(t *testing.T) {
+	cases := []struct {
+		input, role, version string
+		butane               bool
+	}{
+		{"worker-flatcar.yaml", "worker", "v1.34.0", false},
+		{"worker-flatcar.yaml", "worker", "v1.34.0", true},
+		{"worker-flatcar.yaml", "init", "v1.30.4", false},
+		{"controlplane-fcos.yaml", "control-plane", "v1.34.0", false},
+		{"controlplane-fcos.yaml", "init", "v1.34.0", true},
+		// The examples of docs/: node names from cloud metadata, the cloud providers' Flatcar
+		// drop-in, external etcd, file discovery.
+		{"docs:node-name-aws.yaml", "worker", "v1.34.0", false},
+		{"docs:node-name-aws.yaml", "init", "v1.34.0", false},
+		{"docs:node-name-azure.yaml", "worker", "v1.34.0", false},
+		{"docs:node-name-openstack.yaml", "worker", "v1.34.0", false},
+		{"docs:flatcar-metadata-dropin.yaml", "worker", "v1.34.0", false},
+		{"docs:external-etcd.yaml", "init", "v1.34.0", false},
+		{"docs:external-etcd.yaml", "control-plane", "v1.34.0", false},
+		{"docs:file-discovery-exec.yaml", "worker", "v1.34.0", false},
+	}
+	for _, tc := range cases {
+		file := filepath.Join("testdata", tc.input)
+		if doc, ok := strings.CutPrefix(tc.input, "docs:"); ok {
+			file = filepath.Join("..", "..", "docs", "examples", doc)
+		}
+		name := strings.TrimSuffix(filepath.Base(file), ".yaml") + "-" + tc.role + "-" + tc.version
+		ext := ".json"
+		if tc.butane {
+			ext = ".bu"
+		}
+		t.Run(name+ext, func(t *testing.T) {
+			args := []string{"-f", file, "--role", tc.role, "--kubernetes-version", tc.version}
+			if tc.butane {
+				args = append(args, "--butane")
+			}
+			out, stderr, err := run(t, args...)
+			require.NoError(t, err, stderr)
+			require.Contains(t, stderr, "rendered Ignition")
+			golden(t, name+ext, []byte(out))
+			if !tc.butane {
+				_, rpt, err := ignconfig.Parse([]byte(out))
+				require.NoError(t, err, rpt.String())
+			}
+		})
+	}
+}
+
+// The Butane view must translate back into the very config it was made from.
+func TestButaneViewRoundTrips(t *testing.T) {
+	for _, tc := range []struct{ input, role string }{
+		{"worker-flatcar.yaml", "worker"},
+		{"worker-flatcar.yaml", "init"},
+		{"controlplane-fcos.yaml", "control-plane"},
+		{"controlplane-fcos.yaml", "init"},
+	} {
+		t.Run(tc.input+"/"+tc.role, func(t *testing.T) {
+			doc, err := os.ReadFile(filepath.Join("testdata", tc.input))
+			require.NoError(t, err)
+			spec, err := configinput.SpecFromYAML(doc)
+			require.NoError(t, err)
+			out, err := configinput.RenderOffline(t.Context(), spec, ignition.Role(tc.role), DefaultVersion, &bytes.Buffer{})
+			require.NoError(t, err)
+			bu, err := ToButane(out.Data, ignition.Variant(spec.Variant))
+			require.NoError(t, err)
+
+			back, rpt, err := butane.TranslateBytes(bu, common.TranslateBytesOptions{})
+			require.NoError(t, err, "%s\n%s", rpt.String(), bu)
+			require.Equal(t, meaning(t, out.Data), meaning(t, back))
+		})
+	}
+}
+
+// meaning parses a config, decodes file contents and drops what Ignition treats as absent
+// (null, "", {}, []), so two
+// configs compare equal exactly when Ignition would act on them the same way.
+func meaning(t *testing.T, data []byte) any {
+	t.Helper()
+	cfg, rpt, err := ignconfig.Parse(data)
+	require.NoError(t, err, rpt.String())
+	raw, err := json.Marshal(cfg)
+	require.NoError(t, err)
+	var v any
+	require.NoError(t, json.Unmarshal(raw, &v))
+	return prune(v)
+}
+
+func prune(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		inlineContents(t) // compare decoded contents: Butane gzips large ones, cabpi never does
+		out := map[string]any{}
+		for k, val := range t {
+			if p := prune(val); p != nil {
+				out[k] = p
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	case []any:
+		if len(t) == 0 {
+			return nil
+		}
+		for i := range t {
+			t[i] = prune(t[i])
+		}
+		return t
+	case string:
+		if t == "" {
+			return nil
+		}
+	}
+	return v
+}
+
+func TestRenderRejectsBadInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+		return p
+	}
+	cases := []struct {
+		name, yaml string
+		args       []string
+		wantErr    string
+	}{
+		{
+			name:    "invalid butane reports line and column",
+			yaml:    "kind: IgnitionConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1alpha1\nspec:\n  butane:\n    inline: |\n      variant: flatcar\n      version: 1.0.0\n      storage:\n        files:\n        - path: /x\n          mode: [\n",
+			wantErr: "line",
+		},
+		{
+			name:    "wrong variant",
+			yaml:    "kind: IgnitionConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1alpha1\nspec:\n  variant: fcos\n  butane:\n    inline: |\n      variant: flatcar\n      version: 1.0.0\n",
+			wantErr: "variant",
+		},
+		{
+			name:    "butane from a ConfigMap cannot be previewed",
+			yaml:    "kind: IgnitionConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1alpha1\nspec:\n  butane:\n    contentFrom:\n      configMap: {name: cm, key: k}\n",
+			wantErr: "cannot read ConfigMap",
+		},
+		{
+			name:    "invalid container linux config reports its line",
+			yaml:    "kind: IgnitionConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1alpha1\nspec:\n  containerLinuxConfig:\n    inline: |\n      storage:\n        files:\n          - path: /x\n            mode: rw\n",
+			wantErr: "containerLinuxConfig: the Container Linux Config does not transpile: yaml: unmarshal errors: line 4: cannot unmarshal",
+		},
+		{
+			name:    "butane and container linux config",
+			yaml:    "kind: IgnitionConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1alpha1\nspec:\n  butane:\n    inline: \"variant: flatcar\\nversion: 1.0.0\\n\"\n  containerLinuxConfig:\n    inline: \"systemd: {}\\n\"\n",
+			wantErr: "set butane or containerLinuxConfig, not both",
+		},
+		{
+			name:    "container linux config from a Secret cannot be previewed",
+			yaml:    "kind: IgnitionConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1alpha1\nspec:\n  containerLinuxConfig:\n    contentFrom:\n      secret: {name: s, key: k}\n",
+			wantErr: "spec.containerLinuxConfig.contentFrom.secret: rendering offline cannot read Secret",
+		},
+		{
+			name:    "not our kind",
+			yaml:    "kind: KubeadmConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1beta2\n",
+			wantErr: "neither IgnitionConfig nor IgnitionConfigTemplate",
+		},
+		{
+			name:    "unknown role",
+			yaml:    "kind: IgnitionConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1alpha1\n",
+			args:    []string{"--role", "etcd"},
+			wantErr: "--role",
+		},
+		{
+			name:    "unsupported Kubernetes version",
+			yaml:    "kind: IgnitionConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1alpha1\n",
+			args:    []string{"--kubernetes-version", "v1.21.0"},
+			wantErr: "1.21",
+		},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := write(strings.Repeat("x", i+1)+".yaml", tc.yaml)
+			out, _, err := run(t, append([]string{"-f", p}, tc.args...)...)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.wantErr)
+			require.Empty(t, out, "nothing may be printed for bad input")
+		})
+	}
+}
+
+func TestFileSecretsBecomePlaceholders(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("kind: IgnitionConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1alpha1\nspec:\n  files:\n  - path: /etc/secret.conf\n    contentFrom:\n      secret: {name: creds, key: token}\n"), 0o644))
+	out, stderr, err := run(t, "-f", p, "--butane")
+	require.NoError(t, err)
+	require.Contains(t, stderr, "warning: spec.files[0].contentFrom.secret")
+	require.Contains(t, out, "placeholder: Secret creds key token")
+}
+
+// --platform feeds the same path as spec.platform: docker renders nothing compressed, a platform
+// with a limit reports it, data over it is wrapped and reported with what to do, and the Butane
+// view shows what a wrapper carries.
+func TestPlatformFlag(t *testing.T) {
+	file := filepath.Join("testdata", "worker-flatcar.yaml")
+
+	out, stderr, err := run(t, "-f", file, "--platform", "docker")
+	require.NoError(t, err, stderr)
+	require.NotContains(t, out, "compression")
+	require.Contains(t, stderr, "uncompressed; platform docker, no limit")
+
+	out, stderr, err = run(t, "-f", file, "--platform", "aws", "--role", "init")
+	require.NoError(t, err, stderr)
+	require.Contains(t, out, `"compression": "gzip"`)
+	require.Contains(t, stderr, "compressed where smaller; platform aws, limit 16384")
+	require.NotContains(t, stderr, "warning")
+
+	// Over the limit: 60 KiB of text the Butane snippet writes in 300 small files, each too small
+	// to gzip on its own.
+	var doc strings.Builder
+	doc.WriteString("kind: IgnitionConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1alpha1\nspec:\n  butane:\n    inline: |\n" +
+		"      variant: flatcar\n      version: 1.0.0\n      storage:\n        files:\n")
+	for i := range 300 {
+		fmt.Fprintf(&doc, "        - path: /etc/cabpi/conf.d/%03d.conf\n          contents:\n            inline: \"[unit-%03d]\\nenabled = true\\nweight = 10\\nowner = a team\\n\"\n", i, i)
+	}
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	require.NoError(t, os.WriteFile(big, []byte(doc.String()), 0o644))
+	out, stderr, err = run(t, "-f", big, "--platform", "aws")
+	require.NoError(t, err, stderr)
+	require.Contains(t, out, `"replace"`)
+	require.Contains(t, stderr, "wrapped gzipped")
+	require.NotContains(t, stderr, "warning", "the wrapper fits")
+	bu, _, err := run(t, "-f", big, "--platform", "aws", "--butane")
+	require.NoError(t, err)
+	require.Contains(t, bu, "path: /etc/cabpi/conf.d/299.conf", "the Butane view shows the wrapped config")
+
+	_, stderr, err = run(t, "-f", big, "--platform", "docker")
+	require.NoError(t, err, stderr)
+	require.NotContains(t, stderr, "warning", "docker has no limit")
+
+	for i := range 300 {
+		fmt.Fprintf(&doc, "        - path: /etc/cabpi/more.d/%03d.bin\n          contents:\n            source: data:;base64,%s\n", i,
+			base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "%x", sha256.Sum256(fmt.Appendf(nil, "%d", i)))))
+	}
+	require.NoError(t, os.WriteFile(big, []byte(doc.String()), 0o644))
+	_, stderr, err = run(t, "-f", big, "--platform", "aws")
+	require.NoError(t, err, "over the limit is reported, not refused")
+	require.Contains(t, stderr, "warning: the bootstrap data is")
+	require.Contains(t, stderr, "16384-byte user-data limit of platform aws")
+
+	_, _, err = run(t, "-f", file, "--platform", "AWS")
+	require.ErrorContains(t, err, "--platform")
+}
+
+// Butane's warnings go to stderr with the field and the place in the document; the render goes
+// on. With strict they fail the render.
+func TestButaneWarningsOnStderr(t *testing.T) {
+	dir := t.TempDir()
+	doc := func(strict bool) string {
+		cfg := &bootstrapv1.IgnitionConfig{
+			TypeMeta:   metav1.TypeMeta{APIVersion: bootstrapv1.GroupVersion.String(), Kind: "IgnitionConfig"},
+			ObjectMeta: metav1.ObjectMeta{Name: "w"},
+			Spec: bootstrapv1.IgnitionConfigSpec{Butane: bootstrapv1.ButaneSpec{Strict: strict,
+				Inline: "variant: flatcar\nversion: 1.0.0\nstorage:\n  filez:\n  - path: /etc/motd\n"}},
+		}
+		b, err := yaml.Marshal(cfg)
+		require.NoError(t, err)
+		p := filepath.Join(dir, fmt.Sprintf("strict-%t.yaml", strict))
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+		return p
+	}
+	_, stderr, err := run(t, "-f", doc(false))
+	require.NoError(t, err, stderr)
+	require.Contains(t, stderr, "warning: spec.butane: line 4, column 3: unused key filez")
+
+	_, _, err = run(t, "-f", doc(true))
+	require.ErrorContains(t, err, "filez")
+}

@@ -1,0 +1,287 @@
+package convert
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	butane "github.com/coreos/butane/config"
+	"github.com/coreos/butane/config/common"
+	ignconfig "github.com/coreos/ignition/v2/config"
+	igntypes "github.com/coreos/ignition/v2/config/v3_7_experimental/types"
+	clc "github.com/flatcar/container-linux-config-transpiler/config"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// TestMain lets the boot simulator re-run this test binary inside its namespaces.
+func TestMain(m *testing.M) {
+	bootsim.RunChildIfRequested()
+	os.Exit(m.Run())
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	file := filepath.Join("testdata", "golden", name)
+	if *update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
+		require.NoError(t, os.WriteFile(file, got, 0o644))
+	}
+	want, err := os.ReadFile(file)
+	require.NoError(t, err, "missing golden file; run make test-update-golden")
+	require.Equal(t, string(want), string(got), "output differs from %s (make test-update-golden rewrites it)", file)
+}
+
+// convertFile converts the file at path as `cabpi convert -f path --allow-lossy` does: the
+// converted stream, the report (one finding a line, as the command prints it on stderr) and how
+// many findings are lossy (the command exits 2 without --allow-lossy when there are any).
+func convertFile(t *testing.T, path string) (stream, report string, lossy int) {
+	t.Helper()
+	input, err := os.ReadFile(path)
+	require.NoError(t, err)
+	res, err := Convert(input)
+	require.NoError(t, err)
+	var lines strings.Builder
+	for _, f := range res.Findings {
+		lines.WriteString(f.String() + "\n")
+	}
+	return string(res.Output), lines.String(), res.Lossy()
+}
+
+// metadataFiles stand in for coreos-metadata.service, which the providers' drop-ins wait for.
+var metadataFiles = map[string]string{
+	"/run/metadata/flatcar": "COREOS_EC2_HOSTNAME=ip-10-0-0-1.ec2.internal\nCOREOS_OPENSTACK_HOSTNAME=node-0.example\n",
+	"/run/metadata/coreos":  "COREOS_CUSTOM_HOSTNAME=node-0\n",
+}
+
+// The Cluster API book's examples and the providers' Flatcar flavors convert to the golden
+// output with the golden report (cmd/convert tests that a lossy input writes nothing and exits 2
+// without --allow-lossy).
+// Every converted config renders for each of its roles, as `cabpi render` does, and boots: kubeadm
+// runs once, and every file and unit the converted config asks for is on the node.
+func TestConvertGolden(t *testing.T) {
+	inputs, err := filepath.Glob(filepath.Join("testdata", "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, inputs)
+	for _, input := range inputs {
+		name := strings.TrimSuffix(filepath.Base(input), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			stdout, stderr, lossy := convertFile(t, input)
+			golden(t, name+".yaml", []byte(stdout))
+			golden(t, name+".stderr", []byte(stderr))
+			// A lossy finding is a report line without a severity prefix.
+			assert.Equal(t, lossyLine(stderr), lossy > 0, "lossy findings and report lines agree")
+
+			specs := convertedSpecs(t, stdout)
+			require.NotEmpty(t, specs)
+			for object, spec := range specs {
+				for _, role := range Roles(spec) {
+					t.Run(fmt.Sprintf("%s/%s", object, role), func(t *testing.T) { bootConverted(t, spec, role) })
+				}
+			}
+		})
+	}
+}
+
+// lossyLine reports whether the report has a line without a severity prefix.
+func lossyLine(report string) bool {
+	for line := range strings.SplitSeq(strings.TrimSpace(report), "\n") {
+		if line != "" && !strings.HasPrefix(line, "note: ") && !strings.HasPrefix(line, "warning: ") {
+			return true
+		}
+	}
+	return false
+}
+
+// convertedSpecs reads the converted stream back the way `cabpi render -f` reads a file.
+func convertedSpecs(t *testing.T, stream string) map[string]*bootstrapv1.IgnitionConfigSpec {
+	t.Helper()
+	docs, err := splitDocuments([]byte(stream))
+	require.NoError(t, err)
+	specs := map[string]*bootstrapv1.IgnitionConfigSpec{}
+	for _, doc := range docs {
+		if !bytes.Contains(doc, []byte("\nkind: IgnitionConfig")) {
+			continue
+		}
+		spec, err := configinput.SpecFromYAML(doc)
+		require.NoError(t, err, "%s", doc)
+		var meta struct {
+			Metadata struct{ Name string } `json:"metadata"`
+		}
+		require.NoError(t, yaml.Unmarshal(doc, &meta))
+		specs[meta.Metadata.Name] = spec
+	}
+	return specs
+}
+
+// bootConverted renders spec for role offline and boots it.
+func bootConverted(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec, role ignition.Role) {
+	out, err := configinput.RenderOffline(t.Context(), spec, role, configinput.DefaultKubernetesVersion, &bytes.Buffer{})
+	require.NoError(t, err)
+	config, err := ignition.Unwrap(out.Data)
+	require.NoError(t, err)
+	rendered, rpt, err := ignconfig.Parse(config)
+	require.NoError(t, err, rpt.String())
+
+	want := expectations(t, spec)
+	inspect := []string{presetPath}
+	for p := range want.files {
+		inspect = append(inspect, p)
+	}
+	inspect = append(inspect, want.present...)
+	rep := bootsim.Boot(t, bootsim.Options{Config: out.Data, KubeadmDir: "/opt/bin", RunFiles: metadataFiles,
+		Inspect: inspect, Apply: ignitionapply.Options{IgnoreUnsupported: len(want.disks)+len(want.filesystems) > 0, ImageAccounts: true}})
+	require.Equal(t, bootsim.ResultSuccess, rep.Result, "%s\n%+v", rep.FailedStep, rep.Steps)
+	require.Len(t, rep.KubeadmCalls, 1, "kubeadm runs once")
+	assert.True(t, rep.SentinelExists)
+
+	for p, f := range want.files {
+		got := rep.Files[p]
+		if !assert.True(t, got.Exists, "%s (%s) is on the node", p, f.from) {
+			continue
+		}
+		assert.Equal(t, os.FileMode(f.mode), got.Mode.Perm(), "mode of %s (%s)", p, f.from)
+		if f.content != nil {
+			assert.Equal(t, *f.content, got.Content, "content of %s (%s)", p, f.from)
+		}
+	}
+	for _, p := range want.present {
+		assert.True(t, rep.Files[p].Exists, "%s is on the node", p)
+	}
+	for _, u := range want.enabled {
+		// A template unit's line lists its instances after it (Ignition's preset format).
+		assert.Regexp(t, "(?m)^enable "+regexp.QuoteMeta(u)+"( .*)?$", rep.Files[presetPath].Content, "%s is enabled", u)
+	}
+	// Disks and filesystems cannot be applied to a directory: they are in the config as asked.
+	for _, d := range want.disks {
+		assert.True(t, hasDisk(rendered, d), "disk %s is in the rendered config", d)
+	}
+	for _, fs := range want.filesystems {
+		assert.True(t, hasFilesystem(rendered, fs), "filesystem on %s is in the rendered config", fs)
+	}
+}
+
+const presetPath = "/etc/systemd/system-preset/20-ignition.preset"
+
+type wantFile struct {
+	from    string // what asks for it
+	mode    int
+	content *string
+}
+
+// expected is what a converted spec asks the node to have.
+type expected struct {
+	files       map[string]wantFile
+	present     []string // unit files and drop-ins
+	enabled     []string
+	disks       []string
+	filesystems []string
+}
+
+// expectations derives from the spec itself what must be on the node: spec.files, and what the
+// Butane document or the Container Linux Config declares (translated with Butane and the CLC
+// transpiler, independently of the renderer).
+func expectations(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec) expected {
+	t.Helper()
+	want := expected{files: map[string]wantFile{}}
+	for i, f := range spec.Files {
+		mode := configinput.DefaultFileMode
+		if f.Permissions != "" {
+			m, err := configinput.ParseMode(f.Permissions)
+			require.NoError(t, err)
+			mode = m
+		}
+		w := wantFile{from: fmt.Sprintf("spec.files[%d]", i), mode: mode}
+		if f.ContentFrom == nil && f.Encoding == "" && !f.Append {
+			w.content = ptr.To(f.Content)
+		}
+		want.files[f.Path] = w
+	}
+	if doc := spec.Butane.Inline; doc != "" {
+		data, rpt, err := butane.TranslateBytes([]byte(doc), common.TranslateBytesOptions{})
+		require.NoError(t, err, rpt.String())
+		cfg, rpt, err := ignconfig.Parse(data)
+		require.NoError(t, err, rpt.String())
+		for _, f := range cfg.Storage.Files {
+			w := wantFile{from: "spec.butane", mode: ptr.Deref(f.Mode, 0o644)}
+			want.files[f.Path] = w
+		}
+		for _, u := range cfg.Systemd.Units {
+			if u.Contents != nil {
+				want.present = append(want.present, path.Join("/etc/systemd/system", u.Name))
+			}
+			if ptr.Deref(u.Enabled, false) {
+				want.enabled = append(want.enabled, u.Name)
+			}
+		}
+		for _, d := range cfg.Storage.Disks {
+			want.disks = append(want.disks, d.Device)
+		}
+		for _, fs := range cfg.Storage.Filesystems {
+			want.filesystems = append(want.filesystems, fs.Device)
+		}
+	}
+	if doc := spec.ContainerLinuxConfig.Inline; doc != "" {
+		parsed, ast, rpt := clc.Parse([]byte(doc))
+		require.False(t, rpt.IsFatal(), rpt.String())
+		cfg, rpt := clc.Convert(parsed, "", ast)
+		require.False(t, rpt.IsFatal(), rpt.String())
+		for _, f := range cfg.Storage.Files {
+			want.files[f.Path] = wantFile{from: "spec.containerLinuxConfig", mode: ptr.Deref(f.Mode, 0o644)}
+		}
+		for _, u := range cfg.Systemd.Units {
+			if u.Contents != "" {
+				want.present = append(want.present, path.Join("/etc/systemd/system", u.Name))
+			}
+			for _, d := range u.Dropins {
+				want.present = append(want.present, path.Join("/etc/systemd/system", u.Name+".d", d.Name))
+			}
+			if u.Enable || ptr.Deref(u.Enabled, false) {
+				want.enabled = append(want.enabled, u.Name)
+			}
+		}
+		for _, d := range cfg.Storage.Disks {
+			want.disks = append(want.disks, d.Device)
+		}
+		for _, fs := range cfg.Storage.Filesystems {
+			if fs.Mount != nil {
+				want.filesystems = append(want.filesystems, fs.Mount.Device)
+			}
+		}
+	}
+	return want
+}
+
+func hasDisk(cfg igntypes.Config, device string) bool {
+	for _, d := range cfg.Storage.Disks {
+		if d.Device == device {
+			return true
+		}
+	}
+	return false
+}
+
+func hasFilesystem(cfg igntypes.Config, device string) bool {
+	for _, fs := range cfg.Storage.Filesystems {
+		if fs.Device == device {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,52 @@
+// Package catalogue_test is the bad-input catalogue (suite item 1 of issue 11): one table of bad
+// IgnitionConfigs, each sent through a real API server with cabpi's admission webhooks installed
+// and cabpi's controller running next to Cluster API's Machine controller, each with the outcome
+// a user sees (an admission error on the field at fault, or a condition on the config) and with
+// what must never follow bad input: a panic, a data Secret, a join token.
+package catalogue_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
+)
+
+// tokenTTL is the join tokens' lifetime: long enough that the final good config's token neither
+// expires nor rotates while the test looks at it.
+const tokenTTL = 10 * time.Minute
+
+var env *testenv.Environment
+
+// TestMain runs one kube-apiserver + etcd for the package with the webhook configurations of
+// config/webhook/manifests.yaml pointed at the manager's webhook server, cabpi's controller and
+// webhooks registered the way the real manager registers them (setup.SetupControllers with a
+// webhook port), and Cluster API's Machine controller with its ClusterCache. The API server
+// doubles as every test cluster's workload cluster: join tokens land in its kube-system.
+func TestMain(m *testing.M) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		panic(err)
+	}
+	opts := testenv.Options{
+		MachineController: true,
+		Webhooks: &envtest.WebhookInstallOptions{
+			Paths: []string{filepath.Join(root, "config", "webhook", "manifests.yaml")},
+		},
+	}
+	os.Exit(testenv.Run(m, opts, func(e *testenv.Environment) error {
+		env = e
+		return setup.SetupControllers(e.Context(), e.Manager, e.ClusterCache, setup.Options{
+			// Any port but 0 registers the webhooks; the server itself was configured by the
+			// harness from the envtest webhook options, on this port.
+			WebhookPort:       e.TestEnv.WebhookInstallOptions.LocalServingPort,
+			Concurrency:       5,
+			BootstrapTokenTTL: tokenTTL,
+		})
+	}))
+}

@@ -1,0 +1,105 @@
+// Package metrics_test scrapes the manager's metrics endpoint as deployed: the manager is built
+// by setup.NewManager and setup.Setup with secure diagnostics (HTTPS, every scrape's token
+// reviewed by the envtest API server and its right to get /metrics asked of it), a scraper
+// authenticates with a ServiceAccount token from the TokenRequest API and is authorized by
+// config/rbac's metrics-reader ClusterRole. A worker Machine bootstraps (Cluster API's Machine
+// controller), and cabpi's own metrics (internal/metrics) count what the controller did.
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
+)
+
+var (
+	env *testenv.Environment
+	// metricsAddress is where the cabpi manager serves its metrics (host:port).
+	metricsAddress string
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) (code int) {
+	// Cluster API's Machine controller runs in the Environment's manager; cabpi's is a manager
+	// of its own, as in production.
+	e, err := testenv.Start(context.Background(), testenv.Options{MachineController: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	env = e
+	defer func() {
+		if err := e.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}()
+	if err := e.StartManager(e.Context()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := installMetricsReader(e.Context()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	stop, err := startCabpi(e.Context())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code = m.Run()
+	if err := stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "cabpi manager:", err)
+		code = 1
+	}
+	return code
+}
+
+// installMetricsReader creates config/rbac's metrics-reader ClusterRole, as shipped.
+func installMetricsReader(ctx context.Context) error {
+	raw, err := os.ReadFile(filepath.Join(env.RepoRoot, "config", "rbac", "metrics_reader_role.yaml"))
+	if err != nil {
+		return err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict(raw, role); err != nil {
+		return fmt.Errorf("config/rbac/metrics_reader_role.yaml: %w", err)
+	}
+	return env.Client.Create(ctx, role)
+}
+
+// startCabpi runs the cabpi manager (setup.Run, the production entry point) with the flags'
+// defaults but a free local port for the metrics and no webhooks or health probes, and returns
+// how to stop it.
+func startCabpi(ctx context.Context) (stop func() error, err error) {
+	if metricsAddress, err = testenv.FreeLocalAddress(); err != nil {
+		return nil, err
+	}
+	opts := setup.DefaultOptions()
+	opts.Diagnostics.DiagnosticsAddress = metricsAddress // secure, as the flags default to
+	opts.WebhookPort, opts.HealthProbeAddress = 0, "0"
+	opts.Concurrency = 5
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- setup.Run(ctx, env.Config, opts) }()
+	return func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(time.Minute):
+			return errors.New("did not stop within 1m")
+		}
+	}, nil
+}

@@ -1,0 +1,137 @@
+// Package clusterctl_test runs the real clusterctl against a local provider repository built from
+// this checkout (make release-manifests, make clusterctl-overrides) and server-side dry-run applies
+// what it generates to an API server with the CRDs of Cluster API, CAPD, CAPV and cabpi.
+//
+// Nothing is fetched from GitHub: providers are file:// repositories in a temporary directory,
+// clusterctl runs with its version check off and with an unreachable HTTP(S) proxy. The CAPD and
+// CAPV CRDs come from their Go modules (the Go module proxy serves them; they are not in go.mod).
+package clusterctl_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
+)
+
+const (
+	// providerVersion is the cabpi release the tests build (mk/release.mk RELEASE_VERSION).
+	providerVersion = "v0.1.0"
+	// capvModule/capvVersion: the vSphere provider the vSphere template is written for
+	// (mk/release.mk INFRA_DEFAULT_VERSION_vsphere).
+	capvModule  = "sigs.k8s.io/cluster-api-provider-vsphere"
+	capvVersion = "v1.14.0"
+	// capdModule holds CAPD; it is released with Cluster API, at Cluster API's version.
+	capdModule = "sigs.k8s.io/cluster-api/test"
+)
+
+var (
+	env *testenv.Environment
+
+	clusterctlBin, kustomizeBin string
+
+	repoRoot    string
+	capiDir     string // sigs.k8s.io/cluster-api module
+	capiVersion string // its version: CAPD's version too
+	capdDir     string // sigs.k8s.io/cluster-api/test module
+	capvDir     string // sigs.k8s.io/cluster-api-provider-vsphere module
+	goEnvFile   string // `go env GOENV`, kept for `make` run with a temporary XDG_CONFIG_HOME
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	for _, v := range []struct {
+		name string
+		dst  *string
+	}{{"CABPI_CLUSTERCTL", &clusterctlBin}, {"CABPI_KUSTOMIZE", &kustomizeBin}} {
+		p := os.Getenv(v.name)
+		if p == "" {
+			fmt.Fprintf(os.Stderr, "%s is not set: run these tests with `make test`, which builds clusterctl "+
+				"(hack/clusterctl.sh) and kustomize and exports CABPI_CLUSTERCTL and CABPI_KUSTOMIZE\n", v.name)
+			return 1
+		}
+		if st, err := os.Stat(p); err != nil || st.IsDir() {
+			fmt.Fprintf(os.Stderr, "%s=%s is not a binary (%v): run these tests with `make test`\n", v.name, p, err)
+			return 1
+		}
+		*v.dst = p
+	}
+
+	var err error
+	if repoRoot, err = testenv.RepoRoot(); err == nil {
+		capiDir, err = testenv.CAPIModuleDir(repoRoot)
+	}
+	if err == nil {
+		capiVersion, err = goOutput(repoRoot, "list", "-m", "-f", "{{.Version}}", "sigs.k8s.io/cluster-api")
+	}
+	if err == nil {
+		goEnvFile, err = goOutput(repoRoot, "env", "GOENV")
+	}
+	if err == nil {
+		capdDir, err = moduleDir(capdModule, capiVersion)
+	}
+	if err == nil {
+		capvDir, err = moduleDir(capvModule, capvVersion)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+
+	return testenv.Run(m, testenv.Options{
+		KubeadmCRDs:             true,
+		KubeadmControlPlaneCRDs: true,
+		AdditionalCRDPaths: []string{
+			capdCRDDir(),
+			capvCRDDir(),
+		},
+	}, func(e *testenv.Environment) error { env = e; return nil })
+}
+
+func capdCRDDir() string {
+	return filepath.Join(capdDir, "infrastructure", "docker", "config", "crd", "bases")
+}
+
+func capvCRDDir() string { return filepath.Join(capvDir, "config", "default", "crd", "bases") }
+
+// moduleDir returns the module cache directory of mod@version, downloading it through the Go
+// module proxy when needed. It runs outside the repository's module so go.mod and go.sum stay
+// untouched.
+func moduleDir(mod, version string) (string, error) {
+	tmp, err := os.MkdirTemp("", "cabpi-moddownload-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	cmd := exec.Command("go", "mod", "download", "-json", mod+"@"+version)
+	cmd.Dir = tmp
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, runErr := cmd.Output()
+	var info struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &info); err != nil || info.Error != "" || info.Dir == "" || runErr != nil {
+		return "", fmt.Errorf("go mod download %s@%s (the Go module proxy must be reachable): %v %s %s",
+			mod, version, runErr, info.Error, stderr.String())
+	}
+	return info.Dir, nil
+}
+
+func goOutput(dir string, args ...string) (string, error) {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.TrimSpace(string(out)), nil
+}
