@@ -12,12 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	bootstrapkubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/certs"
 	"sigs.k8s.io/cluster-api/util/secret"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
 )
 
@@ -38,16 +38,16 @@ func TestExternalEtcdBoots(t *testing.T) {
 			Data: data,
 		}))
 	}
-	external := bootstrapkubeadmv1.ExternalEtcd{
+	external := kubeadmv1.ExternalEtcd{
 		Endpoints: []string{"https://etcd-0.example.internal:2379"},
 		CAFile:    "/etc/kubernetes/pki/etcd/ca.crt",
 		CertFile:  "/etc/kubernetes/pki/apiserver-etcd-client.crt",
 		KeyFile:   "/etc/kubernetes/pki/apiserver-etcd-client.key",
 	}
-	f.addMachine(t, "cp-0", true, bootstrapv1.IgnitionConfigSpec{
-		ClusterConfiguration: bootstrapkubeadmv1.ClusterConfiguration{Etcd: bootstrapkubeadmv1.Etcd{External: external}},
+	f.addMachine(t, "cp-0", true, cabpiv1.IgnitionConfigSpec{
+		ClusterConfiguration: kubeadmv1.ClusterConfiguration{Etcd: kubeadmv1.Etcd{External: external}},
 	})
-	waitForCondition(t, f.ns, "cp-0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	waitForCondition(t, f.ns, "cp-0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 	data, ok := dataSecret(t, f.ns, "cp-0")
 	require.True(t, ok)
 
@@ -69,18 +69,18 @@ func TestExternalEtcdBoots(t *testing.T) {
 // with the Cluster's endpoint and CA, and no bootstrap token; it boots into kubeadm join.
 func TestFileDiscoveryBoots(t *testing.T) {
 	f := newCluster(t, clusterSetup{})
-	f.addMachine(t, "w-0", false, bootstrapv1.IgnitionConfigSpec{
-		JoinConfiguration: bootstrapkubeadmv1.JoinConfiguration{Discovery: bootstrapkubeadmv1.Discovery{File: bootstrapkubeadmv1.FileDiscovery{
+	f.addMachine(t, "w-0", false, cabpiv1.IgnitionConfigSpec{
+		JoinConfiguration: kubeadmv1.JoinConfiguration{Discovery: kubeadmv1.Discovery{File: kubeadmv1.FileDiscovery{
 			KubeConfigPath: "/etc/kubernetes/discovery.conf",
-			KubeConfig: bootstrapkubeadmv1.FileDiscoveryKubeConfig{User: bootstrapkubeadmv1.KubeConfigUser{
-				Exec: bootstrapkubeadmv1.KubeConfigAuthExec{Command: "/opt/bin/cluster-token", Args: []string{"--cluster", "c1"}},
+			KubeConfig: kubeadmv1.FileDiscoveryKubeConfig{User: kubeadmv1.KubeConfigUser{
+				Exec: kubeadmv1.KubeConfigAuthExec{Command: "/opt/bin/cluster-token", Args: []string{"--cluster", "c1"}},
 			}},
 		}}},
 	})
-	waitForCondition(t, f.ns, "w-0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	waitForCondition(t, f.ns, "w-0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 	data, ok := dataSecret(t, f.ns, "w-0")
 	require.True(t, ok)
-	assert.Empty(t, data.Annotations[bootstrapv1.BootstrapTokenIDAnnotation], "no bootstrap token for file discovery")
+	assert.Empty(t, data.Annotations[cabpiv1.BootstrapTokenIDAnnotation], "no bootstrap token for file discovery")
 	assert.Empty(t, tokensOf(t, f.ns, "w-0"))
 
 	rep := bootsim.Boot(t, bootsim.Options{Config: data.Data["value"], KubeadmDir: "/usr/bin", Inspect: []string{"/etc/kubernetes/discovery.conf"}})
@@ -135,11 +135,11 @@ func TestInvalidClusterCertificateGivesCondition(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: secret.Name(f.cluster.Name, secret.ClusterCA)},
 			Data:       map[string][]byte{secret.TLSCrtDataName: []byte("not a certificate"), secret.TLSKeyDataName: []byte("not a key")},
 		}))
-		f.addMachine(t, "w-0", false, bootstrapv1.IgnitionConfigSpec{})
-		c := waitForCondition(t, f.ns, "w-0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.InvalidClusterCertificateReason)
+		f.addMachine(t, "w-0", false, cabpiv1.IgnitionConfigSpec{})
+		c := waitForCondition(t, f.ns, "w-0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.InvalidClusterCertificateReason)
 		assert.Contains(t, c.Message, "Secret c1-ca does not hold a PEM certificate in tls.crt")
 		assert.NotContains(t, c.Message, "not a key")
-		waitForCondition(t, f.ns, "w-0", bootstrapv1.ReadyCondition, metav1.ConditionFalse, bootstrapv1.NotReadyReason)
+		waitForCondition(t, f.ns, "w-0", cabpiv1.ReadyCondition, metav1.ConditionFalse, cabpiv1.NotReadyReason)
 		_, ok := dataSecret(t, f.ns, "w-0")
 		assert.False(t, ok)
 		assert.Empty(t, tokensOf(t, f.ns, "w-0"), "no join token for data never rendered")
@@ -154,13 +154,13 @@ func TestInvalidClusterCertificateGivesCondition(t *testing.T) {
 			require.NoError(t, env.Client.Create(ctx, &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: secret.Name(f.cluster.Name, purpose)}, Data: data}))
 		}
-		f.addMachine(t, "cp-0", true, bootstrapv1.IgnitionConfigSpec{
-			ClusterConfiguration: bootstrapkubeadmv1.ClusterConfiguration{Etcd: bootstrapkubeadmv1.Etcd{External: bootstrapkubeadmv1.ExternalEtcd{
+		f.addMachine(t, "cp-0", true, cabpiv1.IgnitionConfigSpec{
+			ClusterConfiguration: kubeadmv1.ClusterConfiguration{Etcd: kubeadmv1.Etcd{External: kubeadmv1.ExternalEtcd{
 				Endpoints: []string{"https://etcd:2379"}, CAFile: "/etc/etcd/ca.crt", CertFile: "/etc/etcd/client.crt", KeyFile: "/etc/etcd/client.key",
 			}}},
 		})
-		c := waitForCondition(t, f.ns, "cp-0", bootstrapv1.CertificatesAvailableCondition, metav1.ConditionFalse, bootstrapv1.InvalidClusterCertificateReason)
+		c := waitForCondition(t, f.ns, "cp-0", cabpiv1.CertificatesAvailableCondition, metav1.ConditionFalse, cabpiv1.InvalidClusterCertificateReason)
 		assert.Contains(t, c.Message, "Secret c1-etcd")
-		waitForCondition(t, f.ns, "cp-0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.InvalidClusterCertificateReason)
+		waitForCondition(t, f.ns, "cp-0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.InvalidClusterCertificateReason)
 	})
 }

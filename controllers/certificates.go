@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/secret"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // lookupCertificates finds certs; when generate is true the missing ones are created (owned by
@@ -32,16 +32,16 @@ func (r *Reconciler) lookupCertificates(ctx context.Context, s *scope, certs sec
 	if err == nil {
 		err = certs.EnsureAllExist()
 		if errors.Is(err, secret.ErrMissingCertificate) {
-			setCertificatesFalse(s.config, bootstrapv1.CertificatesNotFoundReason,
+			setCertificatesFalse(s.config, cabpiv1.CertificatesNotFoundReason,
 				"Waiting for the cluster certificates (<cluster>-ca, -etcd, -proxy, -sa Secrets) to be created")
-			return waitFor(bootstrapv1.WaitingForClusterCAReason, "Waiting for the cluster certificates"), nil
+			return waitFor(cabpiv1.WaitingForClusterCAReason, "Waiting for the cluster certificates"), nil
 		}
 	}
 	if err != nil {
 		// Retried with backoff; both conditions say why meanwhile (Ready summarises them).
 		msg := fmt.Sprintf("Certificates unusable: %v", err)
-		setCertificatesFalse(s.config, bootstrapv1.CertificatesInternalErrorReason, msg)
-		setDataSecretFalse(s.config, bootstrapv1.DataSecretInternalErrorReason, msg)
+		setCertificatesFalse(s.config, cabpiv1.CertificatesInternalErrorReason, msg)
+		setDataSecretFalse(s.config, cabpiv1.DataSecretInternalErrorReason, msg)
 		return nil, fmt.Errorf("certificates of Cluster %s: %w", s.cluster.Name, err)
 	}
 	if o := invalidCertificates(s, certs); o != nil {
@@ -62,22 +62,22 @@ func invalidCertificates(s *scope, certs secret.Certificates) *outcome {
 		if _, err := certutil.ParseCertsPEM(c.KeyPair.Cert); err != nil {
 			msg := fmt.Sprintf("Secret %s does not hold a PEM certificate in %s (%v): fix or delete it",
 				secret.Name(s.cluster.Name, c.Purpose), secret.TLSCrtDataName, err)
-			setCertificatesFalse(s.config, bootstrapv1.InvalidClusterCertificateReason, msg)
-			return &outcome{reason: bootstrapv1.InvalidClusterCertificateReason, message: msg, requeue: renderErrorRetry, warn: true}
+			setCertificatesFalse(s.config, cabpiv1.InvalidClusterCertificateReason, msg)
+			return &outcome{reason: cabpiv1.InvalidClusterCertificateReason, message: msg, requeue: renderErrorRetry, warn: true}
 		}
 	}
 	return nil
 }
 
-func setCertificatesAvailable(config *bootstrapv1.IgnitionConfig) {
+func setCertificatesAvailable(config *cabpiv1.IgnitionConfig) {
 	conditions.Set(config, metav1.Condition{
-		Type: bootstrapv1.CertificatesAvailableCondition, Status: metav1.ConditionTrue, Reason: bootstrapv1.CertificatesAvailableReason,
+		Type: cabpiv1.CertificatesAvailableCondition, Status: metav1.ConditionTrue, Reason: cabpiv1.CertificatesAvailableReason,
 	})
 }
 
-func setCertificatesFalse(config *bootstrapv1.IgnitionConfig, reason, message string) {
+func setCertificatesFalse(config *cabpiv1.IgnitionConfig, reason, message string) {
 	conditions.Set(config, metav1.Condition{
-		Type: bootstrapv1.CertificatesAvailableCondition, Status: metav1.ConditionFalse, Reason: reason,
+		Type: cabpiv1.CertificatesAvailableCondition, Status: metav1.ConditionFalse, Reason: reason,
 		Message: bounded(message, maxConditionMessage),
 	})
 }

@@ -15,7 +15,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // Once converged, events on the Machines and the Cluster make no writes: configs, data Secrets
@@ -24,10 +24,10 @@ import (
 func TestNoChurnAfterConvergence(t *testing.T) {
 	ctx := t.Context()
 	f := newCluster(t, clusterSetup{})
-	joined := f.addMachine(t, "joined", false, bootstrapv1.IgnitionConfigSpec{})
-	waiting := f.addMachine(t, "waiting", false, bootstrapv1.IgnitionConfigSpec{})
+	joined := f.addMachine(t, "joined", false, cabpiv1.IgnitionConfigSpec{})
+	waiting := f.addMachine(t, "waiting", false, cabpiv1.IgnitionConfigSpec{})
 	for _, name := range []string{"joined", "waiting"} {
-		waitForCondition(t, f.ns, name, bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+		waitForCondition(t, f.ns, name, cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 	}
 	joinNode(t, joined)
 	// Let the reconciles the join caused settle.
@@ -79,7 +79,7 @@ func TestNoChurnAfterConvergence(t *testing.T) {
 	assert.Equal(t, before.dataSecrets, after.dataSecrets, "no data Secret writes")
 	require.Len(t, after.tokens, 2)
 	joinedData, _ := dataSecret(t, f.ns, "joined")
-	joinedID := joinedData.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+	joinedID := joinedData.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 	for id, tok := range after.tokens {
 		was := before.tokens[id]
 		if id == joinedID {

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
 )
 
@@ -43,18 +43,18 @@ networkd:
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "clc"}, Data: map[string][]byte{"config.yaml": []byte(bad)}}))
 	require.NoError(t, env.Client.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "clc"}, Data: map[string]string{"config.yaml": good}}))
-	from := func(source bootstrapv1.ButaneSource) bootstrapv1.IgnitionConfigSpec {
-		return bootstrapv1.IgnitionConfigSpec{ContainerLinuxConfig: bootstrapv1.ContainerLinuxConfigSpec{ContentFrom: &source}}
+	from := func(source cabpiv1.ButaneSource) cabpiv1.IgnitionConfigSpec {
+		return cabpiv1.IgnitionConfigSpec{ContainerLinuxConfig: cabpiv1.ContainerLinuxConfigSpec{ContentFrom: &source}}
 	}
-	ref := &bootstrapv1.KeyReference{Name: "clc", Key: "config.yaml"}
-	f.addMachine(t, "bad", false, from(bootstrapv1.ButaneSource{Secret: ref}))
-	f.addMachine(t, "good", false, from(bootstrapv1.ButaneSource{ConfigMap: ref}))
+	ref := &cabpiv1.KeyReference{Name: "clc", Key: "config.yaml"}
+	f.addMachine(t, "bad", false, from(cabpiv1.ButaneSource{Secret: ref}))
+	f.addMachine(t, "good", false, from(cabpiv1.ButaneSource{ConfigMap: ref}))
 
-	c := waitForCondition(t, f.ns, "bad", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.InvalidContainerLinuxConfigReason)
+	c := waitForCondition(t, f.ns, "bad", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.InvalidContainerLinuxConfigReason)
 	assert.Contains(t, c.Message, `/grub.cfg is on filesystem "oem", which Ignition 2 mounted only to write it`)
 	assert.Contains(t, c.Message, "(line 6, column 7)")
 
-	waitForCondition(t, f.ns, "good", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+	waitForCondition(t, f.ns, "good", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 	secret, ok := dataSecret(t, f.ns, "good")
 	require.True(t, ok)
 	root := ignitionapply.Apply(t, secret.Data["value"])

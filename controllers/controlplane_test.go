@@ -11,10 +11,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	bootstrapkubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
 )
 
@@ -22,14 +22,14 @@ import (
 // control-plane Machine wins the init lock and renders kubeadm init; the rest wait, and once the
 // first node joined they render control-plane and worker joins.
 func TestControlPlaneInitAndJoins(t *testing.T) {
-	for _, variant := range []bootstrapv1.Variant{bootstrapv1.VariantFlatcar, bootstrapv1.VariantFCOS} {
+	for _, variant := range []cabpiv1.Variant{cabpiv1.VariantFlatcar, cabpiv1.VariantFCOS} {
 		t.Run(string(variant), func(t *testing.T) {
 			ctx := t.Context()
 			f := newCluster(t, clusterSetup{noCA: true, noControlPlaneInit: true})
-			spec := bootstrapv1.IgnitionConfigSpec{
+			spec := cabpiv1.IgnitionConfigSpec{
 				Variant: variant,
-				ClusterConfiguration: bootstrapkubeadmv1.ClusterConfiguration{
-					APIServer: bootstrapkubeadmv1.APIServer{CertSANs: []string{"api.example.com"}},
+				ClusterConfiguration: kubeadmv1.ClusterConfiguration{
+					APIServer: kubeadmv1.APIServer{CertSANs: []string{"api.example.com"}},
 				},
 			}
 			cps := map[string]*clusterv1.Machine{}
@@ -37,7 +37,7 @@ func TestControlPlaneInitAndJoins(t *testing.T) {
 				cps[name] = f.addMachine(t, name, true, spec)
 			}
 			for _, name := range []string{"w-0", "w-1"} {
-				f.addMachine(t, name, false, bootstrapv1.IgnitionConfigSpec{Variant: variant})
+				f.addMachine(t, name, false, cabpiv1.IgnitionConfigSpec{Variant: variant})
 			}
 
 			// Exactly one control-plane Machine renders init; the others wait for the lock.
@@ -46,13 +46,13 @@ func TestControlPlaneInitAndJoins(t *testing.T) {
 				initName = ""
 				waiting := 0
 				for name := range cps {
-					cfg := &bootstrapv1.IgnitionConfig{}
+					cfg := &cabpiv1.IgnitionConfig{}
 					if !assert.NoError(c, env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, cfg)) {
 						return
 					}
 					if ptr.Deref(cfg.Status.Initialization.DataSecretCreated, false) {
 						initName = name
-					} else if reasonOf(cfg, bootstrapv1.DataSecretAvailableCondition) == bootstrapv1.WaitingForInitLockReason {
+					} else if reasonOf(cfg, cabpiv1.DataSecretAvailableCondition) == cabpiv1.WaitingForInitLockReason {
 						waiting++
 					}
 				}
@@ -60,9 +60,9 @@ func TestControlPlaneInitAndJoins(t *testing.T) {
 				assert.Equal(c, 2, waiting, "the other two wait for the init lock")
 			}, eventually, tick)
 			for _, name := range []string{"w-0", "w-1"} {
-				waitForCondition(t, f.ns, name, bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.WaitingForControlPlaneInitializedReason)
+				waitForCondition(t, f.ns, name, cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.WaitingForControlPlaneInitializedReason)
 			}
-			waitForCondition(t, f.ns, initName, bootstrapv1.CertificatesAvailableCondition, metav1.ConditionTrue, bootstrapv1.CertificatesAvailableReason)
+			waitForCondition(t, f.ns, initName, cabpiv1.CertificatesAvailableCondition, metav1.ConditionTrue, cabpiv1.CertificatesAvailableReason)
 
 			// The cluster certificates were generated (no control-plane provider), owned by the Cluster.
 			for _, suffix := range []string{"ca", "etcd", "proxy", "sa"} {
@@ -78,8 +78,8 @@ func TestControlPlaneInitAndJoins(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, env.MarkControlPlaneInitialized(ctx, f.cluster))
 			for _, name := range []string{"cp-0", "cp-1", "cp-2", "w-0", "w-1"} {
-				waitForCondition(t, f.ns, name, bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
-				waitForCondition(t, f.ns, name, bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+				waitForCondition(t, f.ns, name, cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+				waitForCondition(t, f.ns, name, cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 			}
 
 			inits := 0
@@ -116,7 +116,7 @@ func TestControlPlaneInitAndJoins(t *testing.T) {
 					assertCertificates(t, root, false)
 				}
 				if strings.HasPrefix(name, "cp-") {
-					waitForCondition(t, f.ns, name, bootstrapv1.CertificatesAvailableCondition, metav1.ConditionTrue, bootstrapv1.CertificatesAvailableReason)
+					waitForCondition(t, f.ns, name, cabpiv1.CertificatesAvailableCondition, metav1.ConditionTrue, cabpiv1.CertificatesAvailableReason)
 				}
 			}
 			assert.Equal(t, 1, inits, "exactly one kubeadm init per cluster")
@@ -145,7 +145,7 @@ func assertCertificates(t *testing.T, root string, want bool) {
 	}
 }
 
-func reasonOf(cfg *bootstrapv1.IgnitionConfig, condType string) string {
+func reasonOf(cfg *cabpiv1.IgnitionConfig, condType string) string {
 	for _, c := range cfg.Status.Conditions {
 		if c.Type == condType {
 			return c.Reason

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/cluster-api/controllers/external"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // A data Secret deleted before the node joined is rendered again (the infrastructure may still
@@ -25,10 +25,10 @@ import (
 func TestDeletedDataSecret(t *testing.T) {
 	ctx := t.Context()
 	f := newCluster(t, clusterSetup{})
-	f.addMachine(t, "pending", false, bootstrapv1.IgnitionConfigSpec{})
-	joined := f.addMachine(t, "joined", false, bootstrapv1.IgnitionConfigSpec{})
+	f.addMachine(t, "pending", false, cabpiv1.IgnitionConfigSpec{})
+	joined := f.addMachine(t, "joined", false, cabpiv1.IgnitionConfigSpec{})
 	for _, name := range []string{"pending", "joined"} {
-		waitForCondition(t, f.ns, name, bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+		waitForCondition(t, f.ns, name, cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 	}
 	joinNode(t, joined)
 
@@ -45,12 +45,12 @@ func TestDeletedDataSecret(t *testing.T) {
 		if assert.NoError(c, env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "pending"}, s)) {
 			assert.NotEqual(c, pending.UID, s.UID, "a new Secret")
 			// The config's token is still valid: the new data carries it rather than a second one.
-			id := pending.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
-			assert.Equal(c, id, s.Annotations[bootstrapv1.BootstrapTokenIDAnnotation], "with the config's join token")
+			id := pending.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
+			assert.Equal(c, id, s.Annotations[cabpiv1.BootstrapTokenIDAnnotation], "with the config's join token")
 			assert.Equal(c, []string{id}, tokenIDs(tokensOf(t, f.ns, "pending")), "and no second token")
 		}
 	}, eventually, tick, "the data Secret of a Machine whose node has not joined is rendered again")
-	waitForCondition(t, f.ns, "pending", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	waitForCondition(t, f.ns, "pending", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 
 	never(t, 3*time.Second, 200*time.Millisecond, func() bool {
 		_, ok := dataSecret(t, f.ns, "joined")
@@ -73,9 +73,9 @@ func TestRestoredDataSecretIsAdopted(t *testing.T) {
 		Data:       map[string][]byte{"value": []byte(`{"ignition":{"version":"3.3.0"}}`), "format": []byte("ignition")},
 	}
 	require.NoError(t, env.Client.Create(ctx, restored))
-	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
+	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
 
-	waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 	// Cluster API's patch helper writes the conditions first, then the rest of the status.
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		cfg := getConfig(t, f.ns, "w0")
@@ -107,9 +107,9 @@ func TestForeignDataSecretIsNotOverwritten(t *testing.T) {
 		Data: map[string][]byte{"value": []byte("not ours")},
 	}
 	require.NoError(t, env.Client.Create(ctx, foreign))
-	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
+	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
 
-	cond := waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.DataSecretConflictReason)
+	cond := waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.DataSecretConflictReason)
 	assert.Contains(t, cond.Message, "ConfigMap someone-else")
 	s, ok := dataSecret(t, f.ns, "w0")
 	require.True(t, ok)
@@ -138,9 +138,9 @@ func TestUncontrolledSecretNotOursIsNotAdopted(t *testing.T) {
 			f := newCluster(t, clusterSetup{})
 			foreign.ObjectMeta = metav1.ObjectMeta{Namespace: f.ns, Name: "w0"}
 			require.NoError(t, env.Client.Create(ctx, foreign))
-			f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
+			f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
 
-			cond := waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.DataSecretConflictReason)
+			cond := waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.DataSecretConflictReason)
 			assert.Contains(t, cond.Message, "is not bootstrap data of this kind")
 			s, ok := dataSecret(t, f.ns, "w0")
 			require.True(t, ok)
@@ -157,8 +157,8 @@ func TestUncontrolledSecretNotOursIsNotAdopted(t *testing.T) {
 func TestDeliveredDataSurvivesInfrastructureNotProvisioned(t *testing.T) {
 	ctx := t.Context()
 	f := newCluster(t, clusterSetup{})
-	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
-	waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
+	waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 	// A Cluster controller reconcile that read the Cluster before it was marked provisioned writes
 	// infrastructureProvisioned=true when it ends, which can be after the flip below (it was, in
 	// CI). Its status patch sets the phase too: once the manager's cache has the phase and the
@@ -206,8 +206,8 @@ func TestDeliveredDataSurvivesInfrastructureNotProvisioned(t *testing.T) {
 		assert.False(c, ptr.Deref(cached.Status.Initialization.InfrastructureProvisioned, true))
 	}, eventually, tick)
 	// A new config, not rendered yet, waits; its reconcile also proves the controller saw the flip.
-	f.addMachine(t, "w1", false, bootstrapv1.IgnitionConfigSpec{})
-	waitForCondition(t, f.ns, "w1", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.WaitingForClusterInfrastructureReason)
+	f.addMachine(t, "w1", false, cabpiv1.IgnitionConfigSpec{})
+	waitForCondition(t, f.ns, "w1", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.WaitingForClusterInfrastructureReason)
 
 	// Make the delivered config reconcile after the flip, then check it kept its data.
 	cfg := getConfig(t, f.ns, "w0")
@@ -215,8 +215,8 @@ func TestDeliveredDataSurvivesInfrastructureNotProvisioned(t *testing.T) {
 	cfg.Annotations = map[string]string{"example.com/touch": "1"}
 	require.NoError(t, env.Client.Patch(ctx, cfg, patch))
 	never(t, 3*time.Second, tick, func() bool {
-		c := conditions.Get(getConfig(t, f.ns, "w0"), bootstrapv1.DataSecretAvailableCondition)
+		c := conditions.Get(getConfig(t, f.ns, "w0"), cabpiv1.DataSecretAvailableCondition)
 		return c == nil || c.Status != metav1.ConditionTrue
 	}, "delivered data stays available")
-	assert.True(t, conditions.IsTrue(getConfig(t, f.ns, "w0"), bootstrapv1.ReadyCondition))
+	assert.True(t, conditions.IsTrue(getConfig(t, f.ns, "w0"), cabpiv1.ReadyCondition))
 }

@@ -17,7 +17,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/controllers"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
@@ -35,15 +35,15 @@ func TestLongMessagesAreBounded(t *testing.T) {
 	}
 	require.NoError(t, env.Client.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "butane"}, Data: map[string][]byte{"config.bu": []byte(doc.String())}}))
-	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{Butane: bootstrapv1.ButaneSpec{ContentFrom: &bootstrapv1.ButaneSource{
-		Secret: &bootstrapv1.KeyReference{Name: "butane", Key: "config.bu"}}}})
+	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{Butane: cabpiv1.ButaneSpec{ContentFrom: &cabpiv1.ButaneSource{
+		Secret: &cabpiv1.KeyReference{Name: "butane", Key: "config.bu"}}}})
 
-	c := waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.InvalidButaneReason)
+	c := waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.InvalidButaneReason)
 	assert.LessOrEqual(t, len(c.Message), 8*1024)
 	assert.Regexp(t, `… and \d+ more$`, c.Message)
 	assert.Contains(t, c.Message, "error at $.storage.files.0.path", "the first errors are kept")
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		events := eventsFor(c, f.ns, "w0", bootstrapv1.InvalidButaneReason)
+		events := eventsFor(c, f.ns, "w0", cabpiv1.InvalidButaneReason)
 		assert.NotEmpty(c, events, "a warning event reached the API server")
 		for _, e := range events {
 			assert.LessOrEqual(c, len(e.Note), 1024)
@@ -64,10 +64,10 @@ func TestOversizeDataIsRefusedWithoutTokens(t *testing.T) {
 		}
 		return base64.StdEncoding.EncodeToString(raw)
 	}
-	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{Files: []bootstrapv1.File{
+	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{
 		{Path: "/opt/big-1", Content: big()}, {Path: "/opt/big-2", Content: big()},
 	}})
-	c := waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.DataTooLargeReason)
+	c := waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.DataTooLargeReason)
 	assert.Contains(t, c.Message, "over the 1048568 a Secret holds")
 	never(t, 3*time.Second, 200*time.Millisecond, func() bool { return len(tokensOf(t, f.ns, "w0")) > 0 }, "no join token for data that cannot be stored")
 	_, ok := dataSecret(t, f.ns, "w0")
@@ -86,10 +86,10 @@ func TestLostJoinToken(t *testing.T) {
 	}
 	t.Run("machine not provisioned: new data, fresh token", func(t *testing.T) {
 		f := newCluster(t, clusterSetup{})
-		f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
-		waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+		f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
+		waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 		before, _ := dataSecret(t, f.ns, "w0")
-		oldID := before.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+		oldID := before.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 		deleteToken(t, oldID)
 
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -97,30 +97,30 @@ func TestLostJoinToken(t *testing.T) {
 			if !assert.True(c, ok) {
 				return
 			}
-			newID := after.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+			newID := after.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 			assert.NotEqual(c, oldID, newID, "a fresh token")
 			assert.Equal(c, []string{newID}, tokenIDs(tokensOf(t, f.ns, "w0")), "the fresh token exists, and only it")
 			assert.Contains(c, fileIn(t, after.Data["value"], "/etc/kubeadm.yml"), "token: "+newID+".")
 		}, 3*tokenTTL, tick)
-		waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+		waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 	})
 	t.Run("machine provisioned: JoinTokenLost", func(t *testing.T) {
 		f := newCluster(t, clusterSetup{})
-		m := f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
-		waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+		m := f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
+		waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 		latest := &clusterv1.Machine{}
 		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(m), latest))
 		patch := client.MergeFrom(latest.DeepCopy())
 		latest.Spec.ProviderID = "test:///w0"
 		require.NoError(t, env.Client.Patch(ctx, latest, patch))
 		before, _ := dataSecret(t, f.ns, "w0")
-		id := before.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+		id := before.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 		deleteToken(t, id)
 
-		c := waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.JoinTokenLostReason)
+		c := waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.JoinTokenLostReason)
 		assert.Contains(t, c.Message, "join token "+id)
 		assert.Contains(t, c.Message, "delete the Machine")
-		waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionFalse, bootstrapv1.NotReadyReason)
+		waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionFalse, cabpiv1.NotReadyReason)
 		after, _ := dataSecret(t, f.ns, "w0")
 		assert.Equal(t, before.Data["value"], after.Data["value"], "the data the machine booted with is not changed")
 		assert.Empty(t, tokensOf(t, f.ns, "w0"), "no token the machine could not use")
@@ -133,7 +133,7 @@ func TestLostJoinToken(t *testing.T) {
 func TestTokenOfAnInterruptedRenderIsReused(t *testing.T) {
 	ctx := t.Context()
 	f := newCluster(t, clusterSetup{})
-	f.addConfig(t, "w0", bootstrapv1.IgnitionConfigSpec{})
+	f.addConfig(t, "w0", cabpiv1.IgnitionConfigSpec{})
 	cfg := getConfig(t, f.ns, "w0")
 	id := controllers.TokenIDFor(cfg.UID, "")
 	left := &corev1.Secret{
@@ -152,10 +152,10 @@ func TestTokenOfAnInterruptedRenderIsReused(t *testing.T) {
 	require.NoError(t, env.Client.Create(ctx, testenv.NewGenericInfraMachine(f.ns, "w0")))
 	require.NoError(t, env.Client.Create(ctx, testenv.NewMachine(f.cluster, "w0", false)))
 
-	waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+	waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 	data, ok := dataSecret(t, f.ns, "w0")
 	require.True(t, ok)
-	assert.Equal(t, id, data.Annotations[bootstrapv1.BootstrapTokenIDAnnotation])
+	assert.Equal(t, id, data.Annotations[cabpiv1.BootstrapTokenIDAnnotation])
 	assert.Contains(t, fileIn(t, data.Data["value"], "/etc/kubeadm.yml"), "token: "+id+".0123456789abcdef")
 	assert.Equal(t, []string{id}, tokenIDs(tokensOf(t, f.ns, "w0")), "one token")
 }

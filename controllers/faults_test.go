@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/secret"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // A workload cluster that cannot be reached (its kubeconfig points nowhere) is a condition that
@@ -36,18 +36,18 @@ func TestUnreachableWorkloadClusterConverges(t *testing.T) {
 	require.NoError(t, env.Client.Update(ctx, kubeconfig))
 	require.NoError(t, env.MarkInfrastructureProvisioned(ctx, f.cluster))
 
-	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
-	c := waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.BootstrapTokenFailedReason)
+	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
+	c := waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.BootstrapTokenFailedReason)
 	assert.Contains(t, c.Message, "Workload cluster not reachable")
 	_, ok := dataSecret(t, f.ns, "w0")
 	assert.False(t, ok, "no data without a token")
 
 	_, err = env.CreateWorkloadKubeconfigSecret(ctx, f.cluster)
 	require.NoError(t, err)
-	waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+	waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 	d, ok := dataSecret(t, f.ns, "w0")
 	require.True(t, ok)
-	assert.NotEmpty(t, d.Annotations[bootstrapv1.BootstrapTokenIDAnnotation])
+	assert.NotEmpty(t, d.Annotations[cabpiv1.BootstrapTokenIDAnnotation])
 }
 
 // Another writer of the config's status (a policy engine, an operator's tooling) keeps what it
@@ -55,8 +55,8 @@ func TestUnreachableWorkloadClusterConverges(t *testing.T) {
 func TestConcurrentStatusWritersArePatchedNotOverwritten(t *testing.T) {
 	ctx := t.Context()
 	f := newCluster(t, clusterSetup{noControlPlaneInit: true})
-	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
-	waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.WaitingForControlPlaneInitializedReason)
+	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
+	waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.WaitingForControlPlaneInitializedReason)
 
 	// The other writer keeps updating its own condition while the controller renders. It
 	// writes as a well-behaved writer does, with optimistic locking (a merge patch replaces the
@@ -69,7 +69,7 @@ func TestConcurrentStatusWritersArePatchedNotOverwritten(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := 0; !stop.Load() && i < 200; i++ {
-			obj := &bootstrapv1.IgnitionConfig{}
+			obj := &cabpiv1.IgnitionConfig{}
 			if env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "w0"}, obj) != nil {
 				continue
 			}
@@ -82,12 +82,12 @@ func TestConcurrentStatusWritersArePatchedNotOverwritten(t *testing.T) {
 		}
 	}()
 	require.NoError(t, env.MarkControlPlaneInitialized(ctx, f.cluster))
-	waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+	waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 	stop.Store(true)
 	wg.Wait()
 
 	got := conditions.Get(getConfig(t, f.ns, "w0"), "example.com/Audited")
 	require.NotNil(t, got, "the other writer's condition is kept")
 	assert.Equal(t, fmt.Sprint(last), got.Message, "and its last write")
-	assert.True(t, conditions.IsTrue(getConfig(t, f.ns, "w0"), bootstrapv1.DataSecretAvailableCondition))
+	assert.True(t, conditions.IsTrue(getConfig(t, f.ns, "w0"), cabpiv1.DataSecretAvailableCondition))
 }

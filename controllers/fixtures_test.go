@@ -20,7 +20,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
@@ -69,9 +69,9 @@ func newCluster(t *testing.T, s clusterSetup) *clusterFixture {
 }
 
 // addConfig creates an IgnitionConfig of the cluster; its owner (Machine or MachinePool) comes next.
-func (f *clusterFixture) addConfig(t *testing.T, name string, spec bootstrapv1.IgnitionConfigSpec) {
+func (f *clusterFixture) addConfig(t *testing.T, name string, spec cabpiv1.IgnitionConfigSpec) {
 	t.Helper()
-	cfg := &bootstrapv1.IgnitionConfig{
+	cfg := &cabpiv1.IgnitionConfig{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: f.cluster.Name}},
 		Spec:       spec,
 	}
@@ -80,7 +80,7 @@ func (f *clusterFixture) addConfig(t *testing.T, name string, spec bootstrapv1.I
 
 // addMachine creates an IgnitionConfig with spec, its infrastructure machine and a Machine
 // referencing both; CAPI's Machine controller then owns the config.
-func (f *clusterFixture) addMachine(t *testing.T, name string, controlPlane bool, spec bootstrapv1.IgnitionConfigSpec, mutate ...func(*clusterv1.Machine)) *clusterv1.Machine {
+func (f *clusterFixture) addMachine(t *testing.T, name string, controlPlane bool, spec cabpiv1.IgnitionConfigSpec, mutate ...func(*clusterv1.Machine)) *clusterv1.Machine {
 	t.Helper()
 	ctx := t.Context()
 	f.addConfig(t, name, spec)
@@ -93,9 +93,9 @@ func (f *clusterFixture) addMachine(t *testing.T, name string, controlPlane bool
 	return m
 }
 
-func getConfig(t *testing.T, ns, name string) *bootstrapv1.IgnitionConfig {
+func getConfig(t *testing.T, ns, name string) *cabpiv1.IgnitionConfig {
 	t.Helper()
-	cfg := &bootstrapv1.IgnitionConfig{}
+	cfg := &cabpiv1.IgnitionConfig{}
 	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, cfg))
 	return cfg
 }
@@ -105,7 +105,7 @@ func waitForCondition(t *testing.T, ns, name, condType string, status metav1.Con
 	t.Helper()
 	var got *metav1.Condition
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cfg := &bootstrapv1.IgnitionConfig{}
+		cfg := &cabpiv1.IgnitionConfig{}
 		if !assert.NoError(c, env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cfg)) {
 			return
 		}

@@ -6,7 +6,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
@@ -15,7 +15,7 @@ import (
 // restarts) renders it; the others wait until the control plane is initialized and then join.
 func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (_ ctrl.Result, rerr error) {
 	if !r.initLock.Lock(ctx, s.cluster, s.machine) {
-		return waitFor(bootstrapv1.WaitingForInitLockReason,
+		return waitFor(cabpiv1.WaitingForInitLockReason,
 			"Another control-plane Machine holds the kubeadm init lock; this one joins once the control plane is initialized").apply(r, s.config), nil
 	}
 	stored := false

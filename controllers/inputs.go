@@ -12,7 +12,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/secret"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
@@ -40,7 +40,7 @@ const (
 func (r *Reconciler) nodeInput(ctx context.Context, s *scope, role ignition.Role, certs certificates) (in ignition.Input, needs configinput.Needs, o *outcome, err error) {
 	version := s.kubernetesVersion()
 	if version == "" {
-		return in, needs, waitFor(bootstrapv1.WaitingForKubernetesVersionReason,
+		return in, needs, waitFor(cabpiv1.WaitingForKubernetesVersionReason,
 			"Neither the owner (spec.version) nor the Cluster topology sets a Kubernetes version"), nil
 	}
 	spec := &s.config.Spec
@@ -58,7 +58,7 @@ func (r *Reconciler) nodeInput(ctx context.Context, s *scope, role ignition.Role
 	case s.cluster.Spec.ControlPlaneEndpoint.IsValid():
 		cluster.ControlPlaneEndpoint = s.cluster.Spec.ControlPlaneEndpoint.String()
 	case needs.Endpoint:
-		return in, needs, waitFor(bootstrapv1.WaitingForControlPlaneEndpointReason,
+		return in, needs, waitFor(cabpiv1.WaitingForControlPlaneEndpointReason,
 			"Waiting for Cluster spec.controlPlaneEndpoint to be set"), nil
 	}
 	if needs.CACertificate || needs.CACertHashes {
@@ -90,7 +90,7 @@ func (r *Reconciler) nodeInput(ctx context.Context, s *scope, role ignition.Role
 	var invalid *ignition.Error
 	switch {
 	case errors.As(err, &missing):
-		return in, needs, &outcome{reason: bootstrapv1.ReferenceNotFoundReason, message: missing.Error(), requeue: waitRequeue, warn: true}, nil
+		return in, needs, &outcome{reason: cabpiv1.ReferenceNotFoundReason, message: missing.Error(), requeue: waitRequeue, warn: true}, nil
 	case errors.As(err, &invalid):
 		return in, needs, renderFailed(invalid), nil
 	case err != nil:
@@ -114,7 +114,7 @@ func (r *Reconciler) clusterCA(ctx context.Context, s *scope) (*secret.Certifica
 	}
 	ca := certs.GetByPurpose(secret.ClusterCA)
 	if ca.KeyPair == nil || len(ca.KeyPair.Cert) == 0 {
-		return nil, waitFor(bootstrapv1.WaitingForClusterCAReason,
+		return nil, waitFor(cabpiv1.WaitingForClusterCAReason,
 			fmt.Sprintf("Waiting for Secret %s to hold the cluster CA certificate", secret.Name(s.cluster.Name, secret.ClusterCA))), nil
 	}
 	if o := invalidCertificates(s, secret.Certificates{ca}); o != nil {
@@ -141,7 +141,7 @@ func (a *apiResolver) note(obj client.Object) {
 	}
 }
 
-func (a *apiResolver) SecretKey(ctx context.Context, field string, ref bootstrapv1.KeyReference) ([]byte, error) {
+func (a *apiResolver) SecretKey(ctx context.Context, field string, ref cabpiv1.KeyReference) ([]byte, error) {
 	secret := &corev1.Secret{}
 	if err := a.c.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: ref.Name}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -157,7 +157,7 @@ func (a *apiResolver) SecretKey(ctx context.Context, field string, ref bootstrap
 	return data, nil
 }
 
-func (a *apiResolver) ConfigMapKey(ctx context.Context, field string, ref bootstrapv1.KeyReference) (string, error) {
+func (a *apiResolver) ConfigMapKey(ctx context.Context, field string, ref cabpiv1.KeyReference) (string, error) {
 	cm := &corev1.ConfigMap{}
 	if err := a.c.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: ref.Name}, cm); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/cluster-api/util"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
@@ -78,13 +78,13 @@ func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input
 	clusterKey := util.ObjectKey(s.cluster)
 	remote, err := r.ClusterCache.GetClient(ctx, clusterKey)
 	if err != nil {
-		return ctrl.Result{}, &outcome{reason: bootstrapv1.BootstrapTokenFailedReason, requeue: waitRequeue,
+		return ctrl.Result{}, &outcome{reason: cabpiv1.BootstrapTokenFailedReason, requeue: waitRequeue,
 			message: fmt.Sprintf("Workload cluster not reachable to create the join token: %v", err)}, nil
 	}
 	now := nowFunc()
 	token, expiration, made, err := r.joinTokenFor(ctx, remote, s, use == keepToken, now)
 	if err != nil {
-		return ctrl.Result{}, &outcome{reason: bootstrapv1.BootstrapTokenFailedReason, message: err.Error()}, err
+		return ctrl.Result{}, &outcome{reason: cabpiv1.BootstrapTokenFailedReason, message: err.Error()}, err
 	}
 	// Only kubeadm's configuration changes with the token: the rest of the render is reused.
 	start = time.Now()
@@ -170,7 +170,7 @@ func storable(out ignition.Output, err error) (ignition.Output, *outcome) {
 		return out, renderFailed(err)
 	}
 	if msg := configinput.DataTooLarge(out.Size.Bytes); msg != "" {
-		return out, &outcome{reason: bootstrapv1.DataTooLargeReason, message: msg, requeue: renderErrorRetry, warn: true, renderError: true}
+		return out, &outcome{reason: cabpiv1.DataTooLargeReason, message: msg, requeue: renderErrorRetry, warn: true, renderError: true}
 	}
 	return out, nil
 }

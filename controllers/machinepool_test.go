@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/test/builder"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -25,11 +25,11 @@ import (
 func TestMachinePoolTokenRotation(t *testing.T) {
 	ctx := t.Context()
 	f := newCluster(t, clusterSetup{})
-	pool := f.addMachinePool(t, "pool", bootstrapv1.IgnitionConfigSpec{})
+	pool := f.addMachinePool(t, "pool", cabpiv1.IgnitionConfigSpec{})
 
-	waitForCondition(t, f.ns, "pool", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	waitForCondition(t, f.ns, "pool", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 	first, _ := dataSecret(t, f.ns, "pool")
-	firstID := first.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+	firstID := first.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 	require.NotEmpty(t, firstID)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		mp := &clusterv1.MachinePool{}
@@ -42,7 +42,7 @@ func TestMachinePoolTokenRotation(t *testing.T) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		s := &corev1.Secret{}
 		if assert.NoError(c, env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "pool"}, s), "the Secret stays") {
-			rotatedID = s.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+			rotatedID = s.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 			assert.NotEqual(c, firstID, rotatedID)
 		}
 	}, 3*tokenTTL, tick, "the MachinePool's token is rotated before it expires")
@@ -62,8 +62,8 @@ func TestMachinePoolTokenRotation(t *testing.T) {
 func TestMachinePoolFailedRotationKeepsData(t *testing.T) {
 	ctx := t.Context()
 	f := newCluster(t, clusterSetup{})
-	f.addMachinePool(t, "pool", bootstrapv1.IgnitionConfigSpec{})
-	waitForCondition(t, f.ns, "pool", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	f.addMachinePool(t, "pool", cabpiv1.IgnitionConfigSpec{})
+	waitForCondition(t, f.ns, "pool", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 	before, _ := dataSecret(t, f.ns, "pool")
 
 	cfg := getConfig(t, f.ns, "pool")
@@ -73,7 +73,7 @@ func TestMachinePoolFailedRotationKeepsData(t *testing.T) {
 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		found := false
-		for _, e := range eventsFor(c, f.ns, "pool", bootstrapv1.InvalidButaneReason) {
+		for _, e := range eventsFor(c, f.ns, "pool", cabpiv1.InvalidButaneReason) {
 			found = found || strings.Contains(e.Note, "MachinePool join token not rotated")
 		}
 		assert.True(c, found, "a warning event says the rotation failed")
@@ -82,25 +82,25 @@ func TestMachinePoolFailedRotationKeepsData(t *testing.T) {
 	// Read the status first, then the clock: a status read before the token expired must say
 	// the data is available.
 	cfg = getConfig(t, f.ns, "pool")
-	tokenID := before.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+	tokenID := before.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 	require.True(t, time.Now().Before(tokenExpiration(t, tokenID)),
 		"the failed rotation was seen only after the token expired: the test machine is too slow for tokenTTL")
 	assert.Equal(t, ptr.To(true), cfg.Status.Initialization.DataSecretCreated)
-	assert.Equal(t, metav1.ConditionTrue, conditions.Get(cfg, bootstrapv1.DataSecretAvailableCondition).Status)
+	assert.Equal(t, metav1.ConditionTrue, conditions.Get(cfg, cabpiv1.DataSecretAvailableCondition).Status)
 	after, ok := dataSecret(t, f.ns, "pool")
 	require.True(t, ok)
 	assert.Equal(t, before.Data["value"], after.Data["value"], "the current data is kept")
-	assert.Equal(t, tokenID, after.Annotations[bootstrapv1.BootstrapTokenIDAnnotation])
+	assert.Equal(t, tokenID, after.Annotations[cabpiv1.BootstrapTokenIDAnnotation])
 
 	// Once the token has expired the data joins nothing any more: now the condition says so.
-	cond := waitForCondition(t, f.ns, "pool", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.InvalidButaneReason)
+	cond := waitForCondition(t, f.ns, "pool", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.InvalidButaneReason)
 	assert.Contains(t, cond.Message, "join token expired")
 	assert.True(t, tokenExpiration(t, tokenID).Before(time.Now()))
 }
 
 // addMachinePool creates an IgnitionConfig with spec, a generic infrastructure machine pool and a
 // MachinePool of two replicas referencing both; CAPI's MachinePool controller then owns the config.
-func (f *clusterFixture) addMachinePool(t *testing.T, name string, spec bootstrapv1.IgnitionConfigSpec) *clusterv1.MachinePool {
+func (f *clusterFixture) addMachinePool(t *testing.T, name string, spec cabpiv1.IgnitionConfigSpec) *clusterv1.MachinePool {
 	t.Helper()
 	ctx := t.Context()
 	f.addConfig(t, name, spec)

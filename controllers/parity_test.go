@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
@@ -24,13 +24,13 @@ func TestUsersAndEncodedFilesFromSecrets(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "ops"},
 		Data:       map[string][]byte{"hash": []byte("$6$salt$secrethash\n"), "motd.gz": gzipData(t, []byte("hello from a Secret\n"))},
 	}))
-	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{
-		Users: []bootstrapv1.User{{Name: "ops", Groups: []string{"sudo"},
-			PasswordHashFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.KeyReference{Name: "ops", Key: "hash"}}}},
-		Files: []bootstrapv1.File{{Path: "/etc/motd", Encoding: bootstrapv1.FileEncodingGzip,
-			ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.KeyReference{Name: "ops", Key: "motd.gz"}}}},
+	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{
+		Users: []cabpiv1.User{{Name: "ops", Groups: []string{"sudo"},
+			PasswordHashFrom: &cabpiv1.FileSource{Secret: cabpiv1.KeyReference{Name: "ops", Key: "hash"}}}},
+		Files: []cabpiv1.File{{Path: "/etc/motd", Encoding: cabpiv1.FileEncodingGzip,
+			ContentFrom: &cabpiv1.FileSource{Secret: cabpiv1.KeyReference{Name: "ops", Key: "motd.gz"}}}},
 	})
-	waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 	secret, ok := dataSecret(t, f.ns, "w0")
 	require.True(t, ok)
 	config, err := ignition.Unwrap(secret.Data["value"])

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/paused"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // The NotPaused condition set by hand must be what Cluster API's EnsurePausedCondition sets:
@@ -21,13 +21,13 @@ import (
 // condition is there to save. The config is not in the (fake) API server, so any patch fails.
 func TestNotPausedConditionNeedsNoPatchOfItsOwn(t *testing.T) {
 	scheme := runtime.NewScheme()
-	require.NoError(t, bootstrapv1.AddToScheme(scheme))
+	require.NoError(t, cabpiv1.AddToScheme(scheme))
 	require.NoError(t, clusterv1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).Build()
 	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c1"}}
 
 	t.Run("new config", func(t *testing.T) {
-		config := &bootstrapv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w0", Generation: 3}}
+		config := &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w0", Generation: 3}}
 		markNewConfigNotPaused(cluster, config)
 		require.True(t, conditions.IsFalse(config, clusterv1.PausedCondition))
 
@@ -38,7 +38,7 @@ func TestNotPausedConditionNeedsNoPatchOfItsOwn(t *testing.T) {
 	})
 
 	t.Run("paused config", func(t *testing.T) {
-		config := &bootstrapv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w1",
+		config := &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w1",
 			Annotations: map[string]string{clusterv1.PausedAnnotation: ""}}}
 		markNewConfigNotPaused(cluster, config)
 		assert.Nil(t, conditions.Get(config, clusterv1.PausedCondition), "a paused config is left to EnsurePausedCondition")

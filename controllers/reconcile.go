@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
@@ -35,7 +35,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 	existing, err := r.getDataSecret(ctx, config, s.cluster.Name)
 	s.dataSecret = existing
 	if errors.Is(err, errDataSecretConflict) {
-		r.fail(config, bootstrapv1.DataSecretConflictReason, err.Error())
+		r.fail(config, cabpiv1.DataSecretConflictReason, err.Error())
 		return ctrl.Result{RequeueAfter: waitRequeue}, nil
 	}
 	if err != nil {
@@ -46,7 +46,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 	// data not rendered yet (infrastructureProvisioned turns false around a clusterctl move).
 	switch {
 	case dataDelivered(config):
-		if !conditions.IsTrue(config, bootstrapv1.DataSecretAvailableCondition) {
+		if !conditions.IsTrue(config, cabpiv1.DataSecretAvailableCondition) {
 			setDataSecretTrue(config)
 		} // else kept as is: an OverPlatformLimit warning stays until the data changes
 
@@ -76,7 +76,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 		return ctrl.Result{}, nil
 
 	case !s.clusterInfrastructureProvisioned():
-		setDataSecretFalse(config, bootstrapv1.WaitingForClusterInfrastructureReason,
+		setDataSecretFalse(config, cabpiv1.WaitingForClusterInfrastructureReason,
 			"Waiting for Cluster status.initialization.infrastructureProvisioned to be true")
 		return ctrl.Result{}, nil
 	}
@@ -86,7 +86,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 		return r.reconcileInit(ctx, s)
 	default:
 		if !s.controlPlaneInitialized() {
-			setDataSecretFalse(config, bootstrapv1.WaitingForControlPlaneInitializedReason,
+			setDataSecretFalse(config, cabpiv1.WaitingForControlPlaneInitializedReason,
 				"Waiting for the Cluster's control plane to be initialized (condition ControlPlaneInitialized)")
 			return ctrl.Result{RequeueAfter: waitRequeue}, nil
 		}
@@ -107,7 +107,7 @@ type outcome struct {
 	renderError bool
 }
 
-func (o *outcome) apply(r *Reconciler, config *bootstrapv1.IgnitionConfig) ctrl.Result {
+func (o *outcome) apply(r *Reconciler, config *cabpiv1.IgnitionConfig) ctrl.Result {
 	if o.warn {
 		r.fail(config, o.reason, o.message)
 	} else {
@@ -118,14 +118,14 @@ func (o *outcome) apply(r *Reconciler, config *bootstrapv1.IgnitionConfig) ctrl.
 
 // fail reports a failure the user can fix: DataSecretAvailable False with reason, a warning
 // event, and the failure counted (cabpi_failures_total) by reason.
-func (r *Reconciler) fail(config *bootstrapv1.IgnitionConfig, reason, message string) {
+func (r *Reconciler) fail(config *cabpiv1.IgnitionConfig, reason, message string) {
 	setDataSecretFalse(config, reason, message)
 	r.warnFailure(config, reason, message)
 }
 
 // warnFailure is a failure the user can fix whose condition the caller sets (or keeps): a
 // warning event, and the failure counted by reason.
-func (r *Reconciler) warnFailure(config *bootstrapv1.IgnitionConfig, reason, message string) {
+func (r *Reconciler) warnFailure(config *cabpiv1.IgnitionConfig, reason, message string) {
 	r.warn(config, reason, message)
 	metrics.Failure(reason)
 }
@@ -141,22 +141,22 @@ const renderErrorRetry = 5 * time.Minute
 
 // renderFailed maps a renderer error to the condition reason a user acts on.
 func renderFailed(err error) *outcome {
-	reason := bootstrapv1.InvalidConfigReason
+	reason := cabpiv1.InvalidConfigReason
 	if rerr, ok := err.(*ignition.Error); ok {
 		switch rerr.Kind {
 		case ignition.ErrInvalidContainerLinuxConfig:
-			reason = bootstrapv1.InvalidContainerLinuxConfigReason
+			reason = cabpiv1.InvalidContainerLinuxConfigReason
 		case ignition.ErrInvalidButane, ignition.ErrVariantMismatch:
-			reason = bootstrapv1.InvalidButaneReason
+			reason = cabpiv1.InvalidButaneReason
 			if rerr.Field == "containerLinuxConfig" { // a Container Linux Config for fcos
-				reason = bootstrapv1.InvalidContainerLinuxConfigReason
+				reason = cabpiv1.InvalidContainerLinuxConfigReason
 			}
 		case ignition.ErrOwnedPathConflict:
-			reason = bootstrapv1.OwnedPathConflictReason
+			reason = cabpiv1.OwnedPathConflictReason
 		case ignition.ErrUnsupportedKubernetesVersion:
-			reason = bootstrapv1.UnsupportedKubernetesVersionReason
+			reason = cabpiv1.UnsupportedKubernetesVersionReason
 		case ignition.ErrUnsupportedIgnitionVersion:
-			reason = bootstrapv1.UnsupportedIgnitionVersionReason
+			reason = cabpiv1.UnsupportedIgnitionVersionReason
 		}
 	}
 	return &outcome{reason: reason, message: fmt.Sprintf("Rendering failed: %v", err), requeue: renderErrorRetry, warn: true, renderError: true}
@@ -164,19 +164,19 @@ func renderFailed(err error) *outcome {
 
 // storeFailed: the data Secret could not be written (retried with backoff).
 func storeFailed(err error) *outcome {
-	return &outcome{reason: bootstrapv1.DataSecretInternalErrorReason, message: err.Error()}
+	return &outcome{reason: cabpiv1.DataSecretInternalErrorReason, message: err.Error()}
 }
 
-func setDataSecretFalse(config *bootstrapv1.IgnitionConfig, reason, message string) {
+func setDataSecretFalse(config *cabpiv1.IgnitionConfig, reason, message string) {
 	conditions.Set(config, metav1.Condition{
-		Type: bootstrapv1.DataSecretAvailableCondition, Status: metav1.ConditionFalse, Reason: reason,
+		Type: cabpiv1.DataSecretAvailableCondition, Status: metav1.ConditionFalse, Reason: reason,
 		Message: bounded(message, maxConditionMessage),
 	})
 }
 
-func setDataSecretTrue(config *bootstrapv1.IgnitionConfig) {
+func setDataSecretTrue(config *cabpiv1.IgnitionConfig) {
 	conditions.Set(config, metav1.Condition{
-		Type: bootstrapv1.DataSecretAvailableCondition, Status: metav1.ConditionTrue, Reason: bootstrapv1.DataSecretAvailableReason,
+		Type: cabpiv1.DataSecretAvailableCondition, Status: metav1.ConditionTrue, Reason: cabpiv1.DataSecretAvailableReason,
 	})
 }
 
@@ -193,27 +193,27 @@ func (r *Reconciler) reportStored(ctx context.Context, s *scope, out ignition.Ou
 		"compressed", out.Size.Compressed, "wrapped", out.Size.Wrapped)
 	overLimit := configinput.OverPlatformLimit(out, platform)
 	warnings := warningsMessage(out.Warnings)
-	reason := bootstrapv1.DataSecretAvailableReason
+	reason := cabpiv1.DataSecretAvailableReason
 	switch {
 	case overLimit != "":
-		reason = bootstrapv1.OverPlatformLimitReason
+		reason = cabpiv1.OverPlatformLimitReason
 	case warnings != "":
-		reason = bootstrapv1.RenderedWithWarningsReason
+		reason = cabpiv1.RenderedWithWarningsReason
 	}
-	if reason == bootstrapv1.DataSecretAvailableReason {
+	if reason == cabpiv1.DataSecretAvailableReason {
 		setDataSecretTrue(s.config)
 		return
 	}
 	msg := strings.TrimSpace(overLimit + "\n" + warnings)
 	conditions.Set(s.config, metav1.Condition{
-		Type: bootstrapv1.DataSecretAvailableCondition, Status: metav1.ConditionTrue,
+		Type: cabpiv1.DataSecretAvailableCondition, Status: metav1.ConditionTrue,
 		Reason: reason, Message: bounded(msg, maxConditionMessage),
 	})
 	if overLimit != "" {
-		r.warn(s.config, bootstrapv1.OverPlatformLimitReason, overLimit)
+		r.warn(s.config, cabpiv1.OverPlatformLimitReason, overLimit)
 	}
 	if warnings != "" {
-		r.warn(s.config, bootstrapv1.RenderedWithWarningsReason, warnings)
+		r.warn(s.config, cabpiv1.RenderedWithWarningsReason, warnings)
 	}
 }
 
@@ -245,11 +245,11 @@ func (r *Reconciler) releaseInitLock(ctx context.Context, cluster *clusterv1.Clu
 
 // deliveredPerAPIServer reads the config from the API server, past the cache, and reports
 // whether its status already records the data Secret.
-func (r *Reconciler) deliveredPerAPIServer(ctx context.Context, config *bootstrapv1.IgnitionConfig) (bool, error) {
+func (r *Reconciler) deliveredPerAPIServer(ctx context.Context, config *cabpiv1.IgnitionConfig) (bool, error) {
 	if r.APIReader == nil {
 		return false, nil
 	}
-	fresh := &bootstrapv1.IgnitionConfig{}
+	fresh := &cabpiv1.IgnitionConfig{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(config), fresh); err != nil {
 		return false, fmt.Errorf("reading IgnitionConfig %s: %w", client.ObjectKeyFromObject(config), err)
 	}
@@ -258,6 +258,6 @@ func (r *Reconciler) deliveredPerAPIServer(ctx context.Context, config *bootstra
 
 // dataDelivered is true when the config's status records its data Secret (the contract's
 // status.initialization.dataSecretCreated and status.dataSecretName).
-func dataDelivered(config *bootstrapv1.IgnitionConfig) bool {
+func dataDelivered(config *cabpiv1.IgnitionConfig) bool {
 	return ptr.Deref(config.Status.Initialization.DataSecretCreated, false) && config.Status.DataSecretName != ""
 }

@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // DefaultTokenTTL is how long a join token lives when --bootstrap-token-ttl is not set.
@@ -69,10 +69,10 @@ type Reconciler struct {
 
 // ownedConditions are the conditions this controller writes (patch helper ownership).
 var ownedConditions = []string{
-	bootstrapv1.ReadyCondition,
-	bootstrapv1.PausedCondition,
-	bootstrapv1.DataSecretAvailableCondition,
-	bootstrapv1.CertificatesAvailableCondition,
+	cabpiv1.ReadyCondition,
+	cabpiv1.PausedCondition,
+	cabpiv1.DataSecretAvailableCondition,
+	cabpiv1.CertificatesAvailableCondition,
 }
 
 // SetupWithManager registers the controller and its watches.
@@ -87,7 +87,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	log := ctrl.LoggerFrom(ctx).WithValues("controller", "ignitionconfig")
 
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&bootstrapv1.IgnitionConfig{}).
+		For(&cabpiv1.IgnitionConfig{}).
 		Named("ignitionconfig").
 		WithOptions(options).
 		WithEventFilter(predicates.ResourceHasFilterLabel(mgr.GetScheme(), log, r.WatchFilterValue)).
@@ -127,7 +127,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, rerr error) {
 	log := ctrl.LoggerFrom(ctx)
 
-	config := &bootstrapv1.IgnitionConfig{}
+	config := &cabpiv1.IgnitionConfig{}
 	if err := r.Client.Get(ctx, req.NamespacedName, config); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.memory.forget(req.NamespacedName)
@@ -185,7 +185,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // patch: EnsurePausedCondition would patch it alone and ask for a whole extra reconcile first (a
 // third of the writes of a new worker). It must set exactly what EnsurePausedCondition sets, or
 // that patches anyway (TestNotPausedConditionNeedsNoPatchOfItsOwn).
-func markNewConfigNotPaused(cluster *clusterv1.Cluster, config *bootstrapv1.IgnitionConfig) {
+func markNewConfigNotPaused(cluster *clusterv1.Cluster, config *cabpiv1.IgnitionConfig) {
 	if conditions.Get(config, clusterv1.PausedCondition) == nil && !annotations.IsPaused(cluster, config) {
 		conditions.Set(config, metav1.Condition{Type: clusterv1.PausedCondition, Status: metav1.ConditionFalse,
 			Reason: clusterv1.NotPausedReason, ObservedGeneration: config.Generation})
@@ -193,13 +193,13 @@ func markNewConfigNotPaused(cluster *clusterv1.Cluster, config *bootstrapv1.Igni
 }
 
 // patch writes the Ready summary and persists status and conditions.
-func (r *Reconciler) patch(ctx context.Context, h *patch.Helper, config *bootstrapv1.IgnitionConfig, succeeded bool) error {
-	if err := conditions.SetSummaryCondition(config, config, bootstrapv1.ReadyCondition,
-		conditions.ForConditionTypes{bootstrapv1.DataSecretAvailableCondition, bootstrapv1.CertificatesAvailableCondition},
-		conditions.IgnoreTypesIfMissing{bootstrapv1.CertificatesAvailableCondition},
+func (r *Reconciler) patch(ctx context.Context, h *patch.Helper, config *cabpiv1.IgnitionConfig, succeeded bool) error {
+	if err := conditions.SetSummaryCondition(config, config, cabpiv1.ReadyCondition,
+		conditions.ForConditionTypes{cabpiv1.DataSecretAvailableCondition, cabpiv1.CertificatesAvailableCondition},
+		conditions.IgnoreTypesIfMissing{cabpiv1.CertificatesAvailableCondition},
 		conditions.CustomMergeStrategy{MergeStrategy: conditions.DefaultMergeStrategy(
 			conditions.ComputeReasonFunc(conditions.GetDefaultComputeMergeReasonFunc(
-				bootstrapv1.NotReadyReason, bootstrapv1.ReadyUnknownReason, bootstrapv1.ReadyReason,
+				cabpiv1.NotReadyReason, cabpiv1.ReadyUnknownReason, cabpiv1.ReadyReason,
 			)),
 		)},
 	); err != nil {
@@ -213,7 +213,7 @@ func (r *Reconciler) patch(ctx context.Context, h *patch.Helper, config *bootstr
 }
 
 // warn records a warning event on the config. Messages must never carry secret material.
-func (r *Reconciler) warn(config *bootstrapv1.IgnitionConfig, reason, message string) {
+func (r *Reconciler) warn(config *cabpiv1.IgnitionConfig, reason, message string) {
 	if r.Recorder != nil {
 		r.Recorder.Eventf(config, nil, corev1.EventTypeWarning, reason, "Render", "%s", bounded(message, maxEventNote))
 	}

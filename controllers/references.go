@@ -15,7 +15,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
 
@@ -27,7 +27,7 @@ func referenceKey(kind, name string) string { return kind + "/" + name }
 
 // indexReferences is the referencesIndex of an IgnitionConfig.
 func indexReferences(o client.Object) []string {
-	config, ok := o.(*bootstrapv1.IgnitionConfig)
+	config, ok := o.(*cabpiv1.IgnitionConfig)
 	if !ok {
 		return nil
 	}
@@ -49,7 +49,7 @@ func indexReferences(o client.Object) []string {
 // The sources are raw: the --watch-filter predicate of the other watches would ask the
 // referenced objects for the watch label; the configs found are filtered by it instead.
 func (r *Reconciler) watchReferences(ctx context.Context, mgr ctrl.Manager, b *builder.Builder) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &bootstrapv1.IgnitionConfig{}, referencesIndex, indexReferences); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &cabpiv1.IgnitionConfig{}, referencesIndex, indexReferences); err != nil {
 		return fmt.Errorf("indexing IgnitionConfigs by their references: %w", err)
 	}
 	// Resyncs repeat what was seen; only a new version of an object can change a config's inputs.
@@ -74,7 +74,7 @@ func (r *Reconciler) referencingConfigs(kind string) handler.MapFunc {
 		if r.WatchFilterValue != "" {
 			opts = append(opts, client.MatchingLabels{clusterv1.WatchLabel: r.WatchFilterValue})
 		}
-		configs := &bootstrapv1.IgnitionConfigList{}
+		configs := &cabpiv1.IgnitionConfigList{}
 		if err := r.Client.List(ctx, configs, opts...); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Listing the IgnitionConfigs that reference an object", "kind", kind, "name", o.GetName())
 			return nil

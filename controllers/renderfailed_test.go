@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
@@ -17,14 +17,14 @@ func TestRenderFailedReasons(t *testing.T) {
 		err  error
 		want string
 	}{
-		{&ignition.Error{Kind: ignition.ErrInvalidButane, Field: "butane"}, bootstrapv1.InvalidButaneReason},
-		{&ignition.Error{Kind: ignition.ErrVariantMismatch, Field: "butane"}, bootstrapv1.InvalidButaneReason},
-		{&ignition.Error{Kind: ignition.ErrInvalidContainerLinuxConfig, Field: "containerLinuxConfig"}, bootstrapv1.InvalidContainerLinuxConfigReason},
-		{&ignition.Error{Kind: ignition.ErrVariantMismatch, Field: "containerLinuxConfig"}, bootstrapv1.InvalidContainerLinuxConfigReason},
-		{&ignition.Error{Kind: ignition.ErrOwnedPathConflict, Field: "containerLinuxConfig"}, bootstrapv1.OwnedPathConflictReason},
-		{&ignition.Error{Kind: ignition.ErrUnsupportedIgnitionVersion, Field: "ignitionVersion"}, bootstrapv1.UnsupportedIgnitionVersionReason},
-		{&ignition.Error{Kind: ignition.ErrInvalidInput, Field: "containerLinuxConfig"}, bootstrapv1.InvalidConfigReason},
-		{errors.New("not an input error"), bootstrapv1.InvalidConfigReason},
+		{&ignition.Error{Kind: ignition.ErrInvalidButane, Field: "butane"}, cabpiv1.InvalidButaneReason},
+		{&ignition.Error{Kind: ignition.ErrVariantMismatch, Field: "butane"}, cabpiv1.InvalidButaneReason},
+		{&ignition.Error{Kind: ignition.ErrInvalidContainerLinuxConfig, Field: "containerLinuxConfig"}, cabpiv1.InvalidContainerLinuxConfigReason},
+		{&ignition.Error{Kind: ignition.ErrVariantMismatch, Field: "containerLinuxConfig"}, cabpiv1.InvalidContainerLinuxConfigReason},
+		{&ignition.Error{Kind: ignition.ErrOwnedPathConflict, Field: "containerLinuxConfig"}, cabpiv1.OwnedPathConflictReason},
+		{&ignition.Error{Kind: ignition.ErrUnsupportedIgnitionVersion, Field: "ignitionVersion"}, cabpiv1.UnsupportedIgnitionVersionReason},
+		{&ignition.Error{Kind: ignition.ErrInvalidInput, Field: "containerLinuxConfig"}, cabpiv1.InvalidConfigReason},
+		{errors.New("not an input error"), cabpiv1.InvalidConfigReason},
 	}
 	for _, tc := range cases {
 		o := renderFailed(tc.err)

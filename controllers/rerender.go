@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
@@ -78,7 +78,7 @@ func (r *Reconciler) reconcileDataInputs(ctx context.Context, s *scope) (res ctr
 	key := client.ObjectKeyFromObject(config)
 	switch {
 	case s.inputsHash == recorded:
-		if conditions.GetReason(config, bootstrapv1.DataSecretAvailableCondition) == bootstrapv1.RerenderFailedReason {
+		if conditions.GetReason(config, cabpiv1.DataSecretAvailableCondition) == cabpiv1.RerenderFailedReason {
 			setDataSecretTrue(config) // the inputs are back to what the data was rendered from
 		}
 		return res, false, nil
@@ -124,7 +124,7 @@ func (r *Reconciler) rerender(ctx context.Context, s *scope, in ignition.Input, 
 	ctrl.LoggerFrom(ctx).Info("Inputs changed before the owner started provisioning; rendered the data again in place",
 		"dataInputsHash", s.inputsHash)
 	if r.Recorder != nil {
-		r.Recorder.Eventf(s.config, nil, corev1.EventTypeNormal, bootstrapv1.RerenderedEventReason, "Render",
+		r.Recorder.Eventf(s.config, nil, corev1.EventTypeNormal, cabpiv1.RerenderedEventReason, "Render",
 			"The inputs changed before the %s started provisioning: data Secret %s rendered again in place", s.ownerKind(), dataSecretName(s.config))
 	}
 	return res, true, nil
@@ -137,15 +137,15 @@ func (r *Reconciler) reportRerenderFailed(s *scope, o *outcome) {
 	msg := bounded(fmt.Sprintf("The inputs changed, but the data cannot be rendered again from them (%s): %s. "+
 		"The data Secret keeps the data rendered before", o.reason, o.message), maxConditionMessage)
 	var before metav1.Condition // a copy: Get points into the conditions Set changes
-	if c := conditions.Get(s.config, bootstrapv1.DataSecretAvailableCondition); c != nil {
+	if c := conditions.Get(s.config, cabpiv1.DataSecretAvailableCondition); c != nil {
 		before = *c
 	}
 	conditions.Set(s.config, metav1.Condition{
-		Type: bootstrapv1.DataSecretAvailableCondition, Status: metav1.ConditionTrue,
-		Reason: bootstrapv1.RerenderFailedReason, Message: msg,
+		Type: cabpiv1.DataSecretAvailableCondition, Status: metav1.ConditionTrue,
+		Reason: cabpiv1.RerenderFailedReason, Message: msg,
 	})
-	if o.warn && (before.Reason != bootstrapv1.RerenderFailedReason || before.Message != msg) {
-		r.warnFailure(s.config, bootstrapv1.RerenderFailedReason, msg)
+	if o.warn && (before.Reason != cabpiv1.RerenderFailedReason || before.Message != msg) {
+		r.warnFailure(s.config, cabpiv1.RerenderFailedReason, msg)
 	}
 }
 
@@ -160,19 +160,19 @@ func (r *Reconciler) noteChangeAfterProvisioning(s *scope) {
 		return
 	}
 	if s.isMachinePool() {
-		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, bootstrapv1.NotRerenderedEventReason, "Render",
+		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, cabpiv1.NotRerenderedEventReason, "Render",
 			"The spec changed after the MachinePool started provisioning: data Secret %s is rendered again from it at the next join-token rotation, for instances created after it",
 			dataSecretName(c))
 		return
 	}
-	r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, bootstrapv1.NotRerenderedEventReason, "Render",
+	r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, cabpiv1.NotRerenderedEventReason, "Render",
 		"The spec changed after the Machine started provisioning: data Secret %s is not rendered again; change the MachineDeployment's template to roll out new data",
 		dataSecretName(c))
 }
 
 // keepConditions saves the conditions nodeInput may set, and returns what puts them back.
-func keepConditions(config *bootstrapv1.IgnitionConfig) (restore func()) {
-	types := []string{bootstrapv1.DataSecretAvailableCondition, bootstrapv1.CertificatesAvailableCondition}
+func keepConditions(config *cabpiv1.IgnitionConfig) (restore func()) {
+	types := []string{cabpiv1.DataSecretAvailableCondition, cabpiv1.CertificatesAvailableCondition}
 	saved := make([]*metav1.Condition, len(types))
 	for i, t := range types {
 		if c := conditions.Get(config, t); c != nil {

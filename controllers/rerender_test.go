@@ -15,10 +15,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	bootstrapkubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
 )
@@ -34,10 +34,10 @@ type delivered struct {
 
 func deliveredData(t *testing.T, ns, name string) delivered {
 	t.Helper()
-	waitForCondition(t, ns, name, bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	waitForCondition(t, ns, name, cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 	s, ok := dataSecret(t, ns, name)
 	require.True(t, ok)
-	d := delivered{uid: s.UID, tokenID: s.Annotations[bootstrapv1.BootstrapTokenIDAnnotation], value: s.Data["value"]}
+	d := delivered{uid: s.UID, tokenID: s.Annotations[cabpiv1.BootstrapTokenIDAnnotation], value: s.Data["value"]}
 	if d.tokenID != "" {
 		d.token = d.tokenID + "." + string(tokenSecret(t, d.tokenID).Data[bootstrapapi.BootstrapTokenSecretKey])
 	}
@@ -65,7 +65,7 @@ func waitForRerender(t *testing.T, ns, name string, before delivered) delivered 
 		if !assert.NotEqual(c, before.hash, cfg.Status.DataInputsHash, "the new digest is recorded") {
 			return
 		}
-		after = delivered{uid: s.UID, tokenID: s.Annotations[bootstrapv1.BootstrapTokenIDAnnotation], hash: cfg.Status.DataInputsHash, value: s.Data["value"]}
+		after = delivered{uid: s.UID, tokenID: s.Annotations[cabpiv1.BootstrapTokenIDAnnotation], hash: cfg.Status.DataInputsHash, value: s.Data["value"]}
 	}, eventually, tick)
 	assert.Equal(t, before.uid, after.uid, "the data Secret is updated in place, not recreated")
 	assert.Equal(t, before.tokenID, after.tokenID, "the same join token ID annotation")
@@ -74,13 +74,13 @@ func waitForRerender(t *testing.T, ns, name string, before delivered) delivered 
 		assert.Contains(t, fileIn(t, after.value, "/etc/kubeadm.yml"), "token: "+before.token, "the same join token in the data")
 		assert.Equal(t, []string{before.tokenID}, tokenIDs(tokensOf(t, ns, name)), "no second token")
 	}
-	waitForCondition(t, ns, name, bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
-	waitForCondition(t, ns, name, bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+	waitForCondition(t, ns, name, cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+	waitForCondition(t, ns, name, cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 	return after
 }
 
 // patchSpec changes the config's spec with mutate.
-func patchSpec(t *testing.T, ns, name string, mutate func(*bootstrapv1.IgnitionConfigSpec)) {
+func patchSpec(t *testing.T, ns, name string, mutate func(*cabpiv1.IgnitionConfigSpec)) {
 	t.Helper()
 	cfg := getConfig(t, ns, name)
 	patch := client.MergeFrom(cfg.DeepCopy())
@@ -126,8 +126,8 @@ func settled(t *testing.T, obj client.Object, key client.ObjectKey) {
 // but a watch or its own requeue looks at the config again after its data is stored.
 const userToken = "abcdef.0123456789abcdef"
 
-func withUserToken(spec bootstrapv1.IgnitionConfigSpec) bootstrapv1.IgnitionConfigSpec {
-	spec.JoinConfiguration.Discovery.BootstrapToken = bootstrapkubeadmv1.BootstrapTokenDiscovery{Token: userToken}
+func withUserToken(spec cabpiv1.IgnitionConfigSpec) cabpiv1.IgnitionConfigSpec {
+	spec.JoinConfiguration.Discovery.BootstrapToken = kubeadmv1.BootstrapTokenDiscovery{Token: userToken}
 	return spec
 }
 
@@ -137,22 +137,22 @@ func withUserToken(spec bootstrapv1.IgnitionConfigSpec) bootstrapv1.IgnitionConf
 func TestRerenderBeforeProvisioning(t *testing.T) {
 	f := newCluster(t, clusterSetup{})
 	setSecretKey(t, f.ns, "app-secret", "key", "secret-1", f.cluster.Name)
-	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{Files: []bootstrapv1.File{
+	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{
 		{Path: "/etc/app/plain.conf", Content: "plain-1"},
-		{Path: "/etc/app/from-secret.conf", ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.KeyReference{Name: "app-secret", Key: "key"}}},
+		{Path: "/etc/app/from-secret.conf", ContentFrom: &cabpiv1.FileSource{Secret: cabpiv1.KeyReference{Name: "app-secret", Key: "key"}}},
 	}})
 	first := deliveredData(t, f.ns, "w0")
 	require.NotEmpty(t, first.tokenID)
 	assert.Equal(t, "plain-1", fileIn(t, first.value, "/etc/app/plain.conf"))
 
-	patchSpec(t, f.ns, "w0", func(s *bootstrapv1.IgnitionConfigSpec) { s.Files[0].Content = "plain-2" })
+	patchSpec(t, f.ns, "w0", func(s *cabpiv1.IgnitionConfigSpec) { s.Files[0].Content = "plain-2" })
 	second := waitForRerender(t, f.ns, "w0", first)
 	root := ignitionapply.Apply(t, second.value)
 	assert.Equal(t, "plain-2", readFile(t, root, "/etc/app/plain.conf", 0o644))
 	assert.Equal(t, "secret-1", readFile(t, root, "/etc/app/from-secret.conf", 0o644))
 	assert.Contains(t, readFile(t, root, "/etc/kubeadm.yml", 0o600), "token: "+first.token)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.NotEmpty(c, eventsFor(c, f.ns, "w0", bootstrapv1.RerenderedEventReason), "a Normal event says the data was rendered again")
+		assert.NotEmpty(c, eventsFor(c, f.ns, "w0", cabpiv1.RerenderedEventReason), "a Normal event says the data was rendered again")
 	}, eventually, tick)
 
 	setSecretKey(t, f.ns, "app-secret", "key", "secret-2", f.cluster.Name)
@@ -168,9 +168,9 @@ func TestRerenderBeforeProvisioning(t *testing.T) {
 // unlabelled one is looked at periodically (every referenceRecheck, shortened for the suite).
 func TestReferencedSecretChangeIsSeen(t *testing.T) {
 	f := newCluster(t, clusterSetup{})
-	fileFrom := func(secret string) bootstrapv1.IgnitionConfigSpec {
-		return withUserToken(bootstrapv1.IgnitionConfigSpec{Files: []bootstrapv1.File{
-			{Path: "/etc/app/value", ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.KeyReference{Name: secret, Key: "key"}}},
+	fileFrom := func(secret string) cabpiv1.IgnitionConfigSpec {
+		return withUserToken(cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{
+			{Path: "/etc/app/value", ContentFrom: &cabpiv1.FileSource{Secret: cabpiv1.KeyReference{Name: secret, Key: "key"}}},
 		}})
 	}
 	setSecretKey(t, f.ns, "labelled", "key", "labelled-1", f.cluster.Name)
@@ -182,7 +182,7 @@ func TestReferencedSecretChangeIsSeen(t *testing.T) {
 	// The writes that follow a first render (the status, CAPI taking the data into the Machine)
 	// each reconcile the config; once they are over, only a watch or a requeue does.
 	for _, name := range []string{"watched", "polled"} {
-		settled(t, &bootstrapv1.IgnitionConfig{}, client.ObjectKey{Namespace: f.ns, Name: name})
+		settled(t, &cabpiv1.IgnitionConfig{}, client.ObjectKey{Namespace: f.ns, Name: name})
 		settled(t, &clusterv1.Machine{}, client.ObjectKey{Namespace: f.ns, Name: name})
 	}
 
@@ -206,11 +206,11 @@ func TestReferencedConfigMapChangeIsSeen(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "butane",
 		Labels: map[string]string{clusterv1.ClusterNameLabel: f.cluster.Name}}, Data: butane("first")}
 	require.NoError(t, env.Client.Create(ctx, cm))
-	f.addMachine(t, "watched", false, withUserToken(bootstrapv1.IgnitionConfigSpec{Butane: bootstrapv1.ButaneSpec{
-		ContentFrom: &bootstrapv1.ButaneSource{ConfigMap: &bootstrapv1.KeyReference{Name: "butane", Key: "config.bu"}}}}))
+	f.addMachine(t, "watched", false, withUserToken(cabpiv1.IgnitionConfigSpec{Butane: cabpiv1.ButaneSpec{
+		ContentFrom: &cabpiv1.ButaneSource{ConfigMap: &cabpiv1.KeyReference{Name: "butane", Key: "config.bu"}}}}))
 	before := deliveredData(t, f.ns, "watched")
 	assert.Equal(t, "first", fileIn(t, before.value, "/etc/motd"))
-	settled(t, &bootstrapv1.IgnitionConfig{}, client.ObjectKey{Namespace: f.ns, Name: "watched"})
+	settled(t, &cabpiv1.IgnitionConfig{}, client.ObjectKey{Namespace: f.ns, Name: "watched"})
 	settled(t, &clusterv1.Machine{}, client.ObjectKey{Namespace: f.ns, Name: "watched"})
 
 	cm.Data = butane("second")
@@ -225,7 +225,7 @@ func TestReferencedConfigMapChangeIsSeen(t *testing.T) {
 func TestNoRerenderAfterProvisioning(t *testing.T) {
 	ctx := t.Context()
 	f := newCluster(t, clusterSetup{})
-	m := f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{Files: []bootstrapv1.File{{Path: "/etc/app/plain.conf", Content: "plain-1"}}})
+	m := f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{{Path: "/etc/app/plain.conf", Content: "plain-1"}}})
 	before := deliveredData(t, f.ns, "w0")
 
 	providerID, err := env.MarkMachineInfrastructureProvisioned(ctx, m)
@@ -237,9 +237,9 @@ func TestNoRerenderAfterProvisioning(t *testing.T) {
 		assert.True(c, ptr.Deref(latest.Status.Initialization.InfrastructureProvisioned, false))
 	}, eventually, tick, "CAPI's Machine controller records the provisioned infrastructure")
 
-	patchSpec(t, f.ns, "w0", func(s *bootstrapv1.IgnitionConfigSpec) { s.Files[0].Content = "plain-2" })
+	patchSpec(t, f.ns, "w0", func(s *cabpiv1.IgnitionConfigSpec) { s.Files[0].Content = "plain-2" })
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.Len(c, eventsFor(c, f.ns, "w0", bootstrapv1.NotRerenderedEventReason), 1, "a warning event says the change is not rendered")
+		assert.Len(c, eventsFor(c, f.ns, "w0", cabpiv1.NotRerenderedEventReason), 1, "a warning event says the change is not rendered")
 	}, eventually, tick)
 	// Token checks reconcile the config every TTL/3: several of them see the changed spec.
 	never(t, tokenTTL, 200*time.Millisecond, func() bool {
@@ -253,7 +253,7 @@ func TestNoRerenderAfterProvisioning(t *testing.T) {
 	current, ok := dataSecret(t, f.ns, "w0")
 	require.True(t, ok)
 	assert.Equal(t, "plain-1", fileIn(t, current.Data["value"], "/etc/app/plain.conf"))
-	list := eventsFor(t, f.ns, "w0", bootstrapv1.NotRerenderedEventReason)
+	list := eventsFor(t, f.ns, "w0", cabpiv1.NotRerenderedEventReason)
 	require.Len(t, list, 1)
 	assert.Nil(t, list[0].Series, "said once, not at every reconcile")
 	assert.Equal(t, corev1.EventTypeWarning, list[0].Type)
@@ -268,10 +268,10 @@ func TestFixedConfigBootsFixedData(t *testing.T) {
 	write := func(value string) []string {
 		return []string{"mkdir -p /etc/app", "printf " + value + " > /etc/app/value"}
 	}
-	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{PreKubeadmCommands: write("wrong")})
+	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{PreKubeadmCommands: write("wrong")})
 	first := deliveredData(t, f.ns, "w0")
 
-	patchSpec(t, f.ns, "w0", func(s *bootstrapv1.IgnitionConfigSpec) { s.PreKubeadmCommands = write("fixed") })
+	patchSpec(t, f.ns, "w0", func(s *cabpiv1.IgnitionConfigSpec) { s.PreKubeadmCommands = write("fixed") })
 	waitForRerender(t, f.ns, "w0", first)
 
 	// The infrastructure provider reads the data when it provisions the machine: now.
@@ -291,19 +291,19 @@ func TestFixedConfigBootsFixedData(t *testing.T) {
 // a warning event says it once. Fixing the input renders it.
 func TestRerenderFailureKeepsData(t *testing.T) {
 	f := newCluster(t, clusterSetup{})
-	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
+	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
 	before := deliveredData(t, f.ns, "w0")
 
-	patchSpec(t, f.ns, "w0", func(s *bootstrapv1.IgnitionConfigSpec) {
+	patchSpec(t, f.ns, "w0", func(s *cabpiv1.IgnitionConfigSpec) {
 		s.Butane.Inline = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files: {\n"
 	})
-	c := waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.RerenderFailedReason)
-	assert.Contains(t, c.Message, bootstrapv1.InvalidButaneReason)
+	c := waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.RerenderFailedReason)
+	assert.Contains(t, c.Message, cabpiv1.InvalidButaneReason)
 	assert.Contains(t, c.Message, "line")
 	assert.Contains(t, c.Message, "keeps the data rendered before")
-	waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+	waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.NotEmpty(c, eventsFor(c, f.ns, "w0", bootstrapv1.RerenderFailedReason), "a warning event")
+		assert.NotEmpty(c, eventsFor(c, f.ns, "w0", cabpiv1.RerenderFailedReason), "a warning event")
 	}, eventually, tick)
 	// Token checks reconcile it every TTL/3; the bad input is neither stored nor reported again.
 	never(t, tokenTTL, 200*time.Millisecond, func() bool {
@@ -312,11 +312,11 @@ func TestRerenderFailureKeepsData(t *testing.T) {
 		return string(s.Data["value"]) != string(before.value)
 	}, "the delivered data is kept")
 	assert.Equal(t, before.hash, getConfig(t, f.ns, "w0").Status.DataInputsHash, "the digest of the data that is there")
-	for _, e := range eventsFor(t, f.ns, "w0", bootstrapv1.RerenderFailedReason) {
+	for _, e := range eventsFor(t, f.ns, "w0", cabpiv1.RerenderFailedReason) {
 		assert.Nil(t, e.Series, "the failure is reported once, not at every reconcile")
 	}
 
-	patchSpec(t, f.ns, "w0", func(s *bootstrapv1.IgnitionConfigSpec) {
+	patchSpec(t, f.ns, "w0", func(s *cabpiv1.IgnitionConfigSpec) {
 		s.Butane.Inline = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n  - path: /etc/app/fixed\n    contents:\n      inline: fixed\n"
 	})
 	after := waitForRerender(t, f.ns, "w0", before)
@@ -328,13 +328,13 @@ func TestRerenderFailureKeepsData(t *testing.T) {
 func TestDataDeliveredWithoutDigestIsNotRendered(t *testing.T) {
 	ctx := t.Context()
 	f := newCluster(t, clusterSetup{})
-	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{Files: []bootstrapv1.File{{Path: "/etc/app/plain.conf", Content: "plain-1"}}})
+	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{{Path: "/etc/app/plain.conf", Content: "plain-1"}}})
 	before := deliveredData(t, f.ns, "w0")
 
 	// As an older cabpi left it: no digest, and a spec that no longer matches the data.
 	setPaused(t, f.cluster, true)
-	waitForCondition(t, f.ns, "w0", bootstrapv1.PausedCondition, metav1.ConditionTrue, clusterv1.PausedReason)
-	patchSpec(t, f.ns, "w0", func(s *bootstrapv1.IgnitionConfigSpec) { s.Files[0].Content = "plain-2" })
+	waitForCondition(t, f.ns, "w0", cabpiv1.PausedCondition, metav1.ConditionTrue, clusterv1.PausedReason)
+	patchSpec(t, f.ns, "w0", func(s *cabpiv1.IgnitionConfigSpec) { s.Files[0].Content = "plain-2" })
 	cfg := getConfig(t, f.ns, "w0")
 	require.NoError(t, env.Client.Status().Patch(ctx, cfg, client.RawPatch(types.MergePatchType, []byte(`{"status":{"dataInputsHash":null}}`))))
 	setPaused(t, f.cluster, false)
@@ -356,9 +356,9 @@ func TestDataDeliveredWithoutDigestIsNotRendered(t *testing.T) {
 // ours, past half the TTL, would render the change as well, with a new token.)
 func TestMachinePoolRerenderBeforeProvisioning(t *testing.T) {
 	f := newCluster(t, clusterSetup{})
-	f.addMachinePool(t, "pool", withUserToken(bootstrapv1.IgnitionConfigSpec{Files: []bootstrapv1.File{{Path: "/etc/app/plain.conf", Content: "plain-1"}}}))
+	f.addMachinePool(t, "pool", withUserToken(cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{{Path: "/etc/app/plain.conf", Content: "plain-1"}}}))
 	before := deliveredData(t, f.ns, "pool")
-	patchSpec(t, f.ns, "pool", func(s *bootstrapv1.IgnitionConfigSpec) { s.Files[0].Content = "plain-2" })
+	patchSpec(t, f.ns, "pool", func(s *cabpiv1.IgnitionConfigSpec) { s.Files[0].Content = "plain-2" })
 	after := waitForRerender(t, f.ns, "pool", before)
 	assert.Equal(t, "plain-2", fileIn(t, after.value, "/etc/app/plain.conf"))
 	assert.Contains(t, fileIn(t, after.value, "/etc/kubeadm.yml"), "token: "+userToken)

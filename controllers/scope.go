@@ -13,7 +13,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/feature"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
@@ -21,7 +21,7 @@ import (
 
 // scope is everything one reconcile decides on, gathered before any decision is made.
 type scope struct {
-	config  *bootstrapv1.IgnitionConfig
+	config  *cabpiv1.IgnitionConfig
 	cluster *clusterv1.Cluster
 	// Exactly one of machine and machinePool is set.
 	machine     *clusterv1.Machine
@@ -42,7 +42,7 @@ func (s *scope) currentTokenID() string {
 	if s.dataSecret == nil {
 		return ""
 	}
-	return s.dataSecret.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+	return s.dataSecret.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 }
 
 // dataRole is the role the delivered data was rendered for: the data Secret's role annotation.
@@ -52,7 +52,7 @@ func (s *scope) dataRole() ignition.Role {
 	if s.dataSecret == nil {
 		return ""
 	}
-	if role := s.dataSecret.Annotations[bootstrapv1.BootstrapRoleAnnotation]; role != "" {
+	if role := s.dataSecret.Annotations[cabpiv1.BootstrapRoleAnnotation]; role != "" {
 		return ignition.Role(role)
 	}
 	if !s.isControlPlane() {
@@ -225,6 +225,6 @@ func (s *scope) infrastructureKind() string {
 }
 
 // platform is the effective platform of the config ("" when not known).
-func (s *scope) platform() bootstrapv1.Platform {
+func (s *scope) platform() cabpiv1.Platform {
 	return configinput.EffectivePlatform(&s.config.Spec, s.infrastructureKind())
 }

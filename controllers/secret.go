@@ -19,7 +19,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
 )
@@ -33,11 +33,11 @@ const (
 
 // dataSecretName is deterministic (the config's name) so the Secret can be found again after a
 // move or restore without status.
-func dataSecretName(config *bootstrapv1.IgnitionConfig) string { return config.Name }
+func dataSecretName(config *cabpiv1.IgnitionConfig) string { return config.Name }
 
-func configOwnerRef(config *bootstrapv1.IgnitionConfig) metav1.OwnerReference {
+func configOwnerRef(config *cabpiv1.IgnitionConfig) metav1.OwnerReference {
 	return metav1.OwnerReference{
-		APIVersion:         bootstrapv1.GroupVersion.String(),
+		APIVersion:         cabpiv1.GroupVersion.String(),
 		Kind:               "IgnitionConfig",
 		Name:               config.Name,
 		UID:                config.UID,
@@ -54,7 +54,7 @@ var errDataSecretConflict = errors.New("data Secret conflict")
 // cluster-name label the contract asks for, if it is a data Secret in form (notOurs); any other
 // Secret, or one controlled by something else, is an errDataSecretConflict, never adopted,
 // served or overwritten.
-func (r *Reconciler) getDataSecret(ctx context.Context, config *bootstrapv1.IgnitionConfig, clusterName string) (*corev1.Secret, error) {
+func (r *Reconciler) getDataSecret(ctx context.Context, config *cabpiv1.IgnitionConfig, clusterName string) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: config.Namespace, Name: dataSecretName(config)}
 	// The cache answers for the Secrets this controller wrote (they carry the cluster-name
@@ -114,8 +114,8 @@ func notOurs(secret *corev1.Secret) string {
 	switch {
 	case secret.Type != clusterv1.ClusterSecretType:
 		return fmt.Sprintf("type %q, not %q", secret.Type, clusterv1.ClusterSecretType)
-	case string(secret.Data[dataSecretFormatKey]) != bootstrapv1.DataSecretFormat:
-		return fmt.Sprintf("format %q, not %q", secret.Data[dataSecretFormatKey], bootstrapv1.DataSecretFormat)
+	case string(secret.Data[dataSecretFormatKey]) != cabpiv1.DataSecretFormat:
+		return fmt.Sprintf("format %q, not %q", secret.Data[dataSecretFormatKey], cabpiv1.DataSecretFormat)
 	}
 	if _, _, err := ignconfig.Parse(secret.Data[dataSecretValueKey]); err != nil {
 		return fmt.Sprintf("its value is not an Ignition config: %v", err)
@@ -151,12 +151,12 @@ func (r *Reconciler) storeDataSecret(ctx context.Context, s *scope, role ignitio
 		Type: clusterv1.ClusterSecretType,
 		Data: map[string][]byte{
 			dataSecretValueKey:  data,
-			dataSecretFormatKey: []byte(bootstrapv1.DataSecretFormat),
+			dataSecretFormatKey: []byte(cabpiv1.DataSecretFormat),
 		},
 	}
-	secret.Annotations = map[string]string{bootstrapv1.BootstrapRoleAnnotation: string(role)}
+	secret.Annotations = map[string]string{cabpiv1.BootstrapRoleAnnotation: string(role)}
 	if tokenID != "" {
-		secret.Annotations[bootstrapv1.BootstrapTokenIDAnnotation] = tokenID
+		secret.Annotations[cabpiv1.BootstrapTokenIDAnnotation] = tokenID
 	}
 	existing := s.dataSecret
 	op := metrics.SecretCreate
@@ -180,7 +180,7 @@ func (r *Reconciler) storeDataSecret(ctx context.Context, s *scope, role ignitio
 			existing.Annotations = map[string]string{}
 		}
 		// The new data's: a token annotation of data that carries no token of ours goes.
-		delete(existing.Annotations, bootstrapv1.BootstrapTokenIDAnnotation)
+		delete(existing.Annotations, cabpiv1.BootstrapTokenIDAnnotation)
 		maps.Copy(existing.Annotations, secret.Annotations)
 		err = r.Client.Update(ctx, existing)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // Data over the platform's user-data limit is stored whole, and DataSecretAvailable says so
@@ -22,16 +22,16 @@ func TestDataOverThePlatformLimitIsStoredWithAWarning(t *testing.T) {
 	for i := range raw {
 		raw[i] = byte(rnd.Uint32())
 	}
-	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{
-		Platform: bootstrapv1.PlatformAWS,
-		Files:    []bootstrapv1.File{{Path: "/opt/blob", Content: base64.StdEncoding.EncodeToString(raw)}},
+	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{
+		Platform: cabpiv1.PlatformAWS,
+		Files:    []cabpiv1.File{{Path: "/opt/blob", Content: base64.StdEncoding.EncodeToString(raw)}},
 	})
-	c := waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.OverPlatformLimitReason)
+	c := waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.OverPlatformLimitReason)
 	assert.Contains(t, c.Message, "16384")
 	secret, ok := dataSecret(t, f.ns, "w0")
 	require.True(t, ok, "the data is stored all the same")
 	assert.Greater(t, len(secret.Data["value"]), 16384, "nothing is truncated")
-	waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+	waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 }
 
 // CAPD does not decompress: the docker platform's data has no compressed contents, where the
@@ -39,12 +39,12 @@ func TestDataOverThePlatformLimitIsStoredWithAWarning(t *testing.T) {
 func TestDockerPlatformDataIsUncompressed(t *testing.T) {
 	f := newCluster(t, clusterSetup{})
 	script := strings.Repeat("echo a line that compresses well\n", 200)
-	spec := bootstrapv1.IgnitionConfigSpec{PreKubeadmCommands: []string{script}}
+	spec := cabpiv1.IgnitionConfigSpec{PreKubeadmCommands: []string{script}}
 	f.addMachine(t, "plain", false, spec)
-	spec.Platform = bootstrapv1.PlatformDocker
+	spec.Platform = cabpiv1.PlatformDocker
 	f.addMachine(t, "capd", false, spec)
-	waitForCondition(t, f.ns, "plain", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
-	waitForCondition(t, f.ns, "capd", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	waitForCondition(t, f.ns, "plain", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+	waitForCondition(t, f.ns, "capd", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 	plain, _ := dataSecret(t, f.ns, "plain")
 	capd, _ := dataSecret(t, f.ns, "capd")
 	assert.Contains(t, string(plain.Data["value"]), `"compression":"gzip"`)
@@ -55,15 +55,15 @@ func TestDockerPlatformDataIsUncompressed(t *testing.T) {
 // DataSecretAvailable (True, RenderedWithWarnings) and a warning event say where it was.
 func TestButaneWarningsAreShownOnTheCondition(t *testing.T) {
 	f := newCluster(t, clusterSetup{})
-	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{Butane: bootstrapv1.ButaneSpec{
+	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{Butane: cabpiv1.ButaneSpec{
 		Inline: "variant: flatcar\nversion: 1.0.0\nstorage:\n  filez:\n  - path: /etc/motd\n"}})
-	c := waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.RenderedWithWarningsReason)
+	c := waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.RenderedWithWarningsReason)
 	assert.Contains(t, c.Message, "spec.butane: line 4, column 3: unused key filez")
 	_, ok := dataSecret(t, f.ns, "w0")
 	require.True(t, ok, "warnings do not stop the data")
-	waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
+	waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		events := eventsFor(c, f.ns, "w0", bootstrapv1.RenderedWithWarningsReason)
+		events := eventsFor(c, f.ns, "w0", cabpiv1.RenderedWithWarningsReason)
 		assert.NotEmpty(c, events, "a warning event names the warning")
 		for _, e := range events {
 			assert.Contains(c, e.Note, "unused key filez")

@@ -18,7 +18,7 @@ import (
 
 	"sigs.k8s.io/cluster-api/util"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
 )
 
@@ -64,7 +64,7 @@ func tokenIDFor(uid types.UID, previous string) string {
 // when an earlier try created it already, reused with a fresh expiration. Creating first keeps
 // the common case at one request. A token of that ID made for something else (an ID collision)
 // is left alone, and a random ID used instead.
-func ensureJoinToken(ctx context.Context, remote client.Client, config *bootstrapv1.IgnitionConfig, previous string, ttl time.Duration, now time.Time) (joinToken, error) {
+func ensureJoinToken(ctx context.Context, remote client.Client, config *cabpiv1.IgnitionConfig, previous string, ttl time.Duration, now time.Time) (joinToken, error) {
 	id := tokenIDFor(config.UID, previous)
 	description := tokenDescription(client.ObjectKeyFromObject(config))
 	token, err := createJoinToken(ctx, remote, id, description, ttl, now)
@@ -92,7 +92,7 @@ var errTokenGone = errors.New("join token gone")
 // currentJoinToken reads the token id of the config's current data from the workload cluster's
 // kube-system, with its expiration: errTokenGone when it is not there, not the config's (its
 // description names another config), or expired.
-func currentJoinToken(ctx context.Context, remote client.Client, config *bootstrapv1.IgnitionConfig, id string, now time.Time) (joinToken, time.Time, error) {
+func currentJoinToken(ctx context.Context, remote client.Client, config *cabpiv1.IgnitionConfig, id string, now time.Time) (joinToken, time.Time, error) {
 	secret := &corev1.Secret{}
 	err := remote.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: bootstraputil.BootstrapTokenSecretName(id)}, secret)
 	if apierrors.IsNotFound(err) {
@@ -183,14 +183,14 @@ func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *cor
 		// infrastructure may still need it: let the next reconcile render again.
 		s.config.Status.Initialization.DataSecretCreated = nil
 		s.config.Status.DataSecretName = ""
-		setDataSecretFalse(s.config, bootstrapv1.DataSecretInternalErrorReason, "The data Secret was deleted; rendering it again")
+		setDataSecretFalse(s.config, cabpiv1.DataSecretInternalErrorReason, "The data Secret was deleted; rendering it again")
 		// The status change comes back as an event; the delay only bounds the wait if it does not.
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	if s.isControlPlane() {
 		setCertificatesAvailable(s.config)
 	}
-	tokenID := data.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+	tokenID := data.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 	if tokenID == "" {
 		// kubeadm init, or a join with a user-provided discovery: no token of ours to look after.
 		return ctrl.Result{}, nil
@@ -247,7 +247,7 @@ func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *cor
 		// The machine was handed the data with this token; a new token would not reach it.
 		msg := fmt.Sprintf("The join token %s of the bootstrap data was deleted or expired before the node joined, "+
 			"and the machine was already provisioned with that data, so it cannot join: delete the Machine so that it is replaced", tokenID)
-		r.fail(s.config, bootstrapv1.JoinTokenLostReason, msg)
+		r.fail(s.config, cabpiv1.JoinTokenLostReason, msg)
 		// Its node may still show up (it joined just before the token went): look again.
 		return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil
 	case err != nil:

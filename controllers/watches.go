@@ -10,10 +10,10 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/feature"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
-var configGroupKind = schema.GroupKind{Group: bootstrapv1.GroupVersion.Group, Kind: "IgnitionConfig"}
+var configGroupKind = schema.GroupKind{Group: cabpiv1.GroupVersion.Group, Kind: "IgnitionConfig"}
 
 func configRequest(ns string, ref clusterv1.ContractVersionedObjectReference) []ctrl.Request {
 	if !ref.IsDefined() || ref.GroupKind() != configGroupKind {

@@ -20,7 +20,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
 )
 
@@ -29,11 +29,11 @@ import (
 func TestWorkerJoinContract(t *testing.T) {
 	ctx := t.Context()
 	f := newCluster(t, clusterSetup{})
-	spec := bootstrapv1.IgnitionConfigSpec{
-		Variant:             bootstrapv1.VariantFlatcar,
+	spec := cabpiv1.IgnitionConfigSpec{
+		Variant:             cabpiv1.VariantFlatcar,
 		PreKubeadmCommands:  []string{"echo pre"},
 		PostKubeadmCommands: []string{"echo post"},
-		Butane:              bootstrapv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.1.0\nstorage:\n  files:\n  - path: /etc/hello\n    mode: 0640\n    contents:\n      inline: hi\n"},
+		Butane:              cabpiv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.1.0\nstorage:\n  files:\n  - path: /etc/hello\n    mode: 0640\n    contents:\n      inline: hi\n"},
 	}
 	machine := f.addMachine(t, "w0", false, spec)
 
@@ -51,8 +51,8 @@ func TestWorkerJoinContract(t *testing.T) {
 	assert.Equal(t, "w0", cfg.Status.DataSecretName)
 	assert.True(t, ptr.Deref(cfg.Status.Initialization.DataSecretCreated, false))
 	assert.Equal(t, cfg.Generation, cfg.Status.ObservedGeneration)
-	waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionTrue, bootstrapv1.ReadyReason)
-	waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
+	waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 	owner := metav1.GetControllerOf(cfg)
 	require.NotNil(t, owner, "CAPI sets the Machine as the config's controller")
 	assert.Equal(t, "Machine", owner.Kind)
@@ -70,7 +70,7 @@ func TestWorkerJoinContract(t *testing.T) {
 	assert.Equal(t, "ignition", string(secret.Data["format"]))
 
 	// The join token lives in the workload cluster; only its ID is on the Secret.
-	tokenID := secret.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+	tokenID := secret.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 	require.Len(t, tokenID, 6)
 	token := tokenSecret(t, tokenID)
 	assert.Equal(t, bootstrapapi.SecretTypeBootstrapToken, token.Type)
@@ -116,10 +116,10 @@ func TestWorkerJoinContract(t *testing.T) {
 // The join token is refreshed while the Machine has no node, then left to expire.
 func TestJoinTokenRefreshedUntilNodeJoins(t *testing.T) {
 	f := newCluster(t, clusterSetup{})
-	machine := f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
-	waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	machine := f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
+	waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 	secret, _ := dataSecret(t, f.ns, "w0")
-	id := secret.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+	id := secret.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 	first := tokenExpiration(t, id)
 	assert.Equal(t, []string{id}, tokenIDs(tokensOf(t, f.ns, "w0")), "the token's description names its config")
 
@@ -147,29 +147,29 @@ func TestBadInputGivesConditionAndNoSecret(t *testing.T) {
 	cases := []struct {
 		name    string
 		setup   clusterSetup
-		spec    bootstrapv1.IgnitionConfigSpec
+		spec    cabpiv1.IgnitionConfigSpec
 		version string
 		reason  string
 		message string
 	}{
-		{name: "invalid butane", reason: bootstrapv1.InvalidButaneReason, message: "line",
-			spec: bootstrapv1.IgnitionConfigSpec{Butane: bootstrapv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.0.0\nstorage:\n  files: {\n"}}},
-		{name: "wrong variant", reason: bootstrapv1.InvalidButaneReason, message: "variant",
-			spec: bootstrapv1.IgnitionConfigSpec{Variant: bootstrapv1.VariantFCOS, Butane: bootstrapv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.0.0\n"}}},
-		{name: "snippet writes an owned path", reason: bootstrapv1.OwnedPathConflictReason, message: "/etc/kubeadm.yml",
-			spec: bootstrapv1.IgnitionConfigSpec{Butane: bootstrapv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n  - path: /etc/kubeadm.yml\n    contents:\n      inline: x\n"}}},
-		{name: "file at the sentinel", reason: bootstrapv1.OwnedPathConflictReason, message: "bootstrap-success.complete",
-			spec: bootstrapv1.IgnitionConfigSpec{Files: []bootstrapv1.File{{Path: "/run/cluster-api/bootstrap-success.complete", Content: "x"}}}},
-		{name: "unsupported Kubernetes version", reason: bootstrapv1.UnsupportedKubernetesVersionReason, version: "v1.21.3", message: "1.21"},
-		{name: "pinned Ignition version the variant lacks", reason: bootstrapv1.UnsupportedIgnitionVersionReason, message: "3.5.0",
-			spec: bootstrapv1.IgnitionConfigSpec{IgnitionVersion: "3.5.0"}},
-		{name: "missing CA secret", setup: clusterSetup{noCA: true}, reason: bootstrapv1.WaitingForClusterCAReason, message: "c1-ca"},
-		{name: "missing endpoint", setup: clusterSetup{noEndpoint: true}, reason: bootstrapv1.WaitingForControlPlaneEndpointReason, message: "controlPlaneEndpoint"},
-		{name: "referenced Secret missing", reason: bootstrapv1.ReferenceNotFoundReason, message: `Secret "nope"`,
-			spec: bootstrapv1.IgnitionConfigSpec{Files: []bootstrapv1.File{{Path: "/etc/x", ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.KeyReference{Name: "nope", Key: "k"}}}}}},
-		{name: "infrastructure not provisioned", setup: clusterSetup{noInfra: true}, reason: bootstrapv1.WaitingForClusterInfrastructureReason,
+		{name: "invalid butane", reason: cabpiv1.InvalidButaneReason, message: "line",
+			spec: cabpiv1.IgnitionConfigSpec{Butane: cabpiv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.0.0\nstorage:\n  files: {\n"}}},
+		{name: "wrong variant", reason: cabpiv1.InvalidButaneReason, message: "variant",
+			spec: cabpiv1.IgnitionConfigSpec{Variant: cabpiv1.VariantFCOS, Butane: cabpiv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.0.0\n"}}},
+		{name: "snippet writes an owned path", reason: cabpiv1.OwnedPathConflictReason, message: "/etc/kubeadm.yml",
+			spec: cabpiv1.IgnitionConfigSpec{Butane: cabpiv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n  - path: /etc/kubeadm.yml\n    contents:\n      inline: x\n"}}},
+		{name: "file at the sentinel", reason: cabpiv1.OwnedPathConflictReason, message: "bootstrap-success.complete",
+			spec: cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{{Path: "/run/cluster-api/bootstrap-success.complete", Content: "x"}}}},
+		{name: "unsupported Kubernetes version", reason: cabpiv1.UnsupportedKubernetesVersionReason, version: "v1.21.3", message: "1.21"},
+		{name: "pinned Ignition version the variant lacks", reason: cabpiv1.UnsupportedIgnitionVersionReason, message: "3.5.0",
+			spec: cabpiv1.IgnitionConfigSpec{IgnitionVersion: "3.5.0"}},
+		{name: "missing CA secret", setup: clusterSetup{noCA: true}, reason: cabpiv1.WaitingForClusterCAReason, message: "c1-ca"},
+		{name: "missing endpoint", setup: clusterSetup{noEndpoint: true}, reason: cabpiv1.WaitingForControlPlaneEndpointReason, message: "controlPlaneEndpoint"},
+		{name: "referenced Secret missing", reason: cabpiv1.ReferenceNotFoundReason, message: `Secret "nope"`,
+			spec: cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{{Path: "/etc/x", ContentFrom: &cabpiv1.FileSource{Secret: cabpiv1.KeyReference{Name: "nope", Key: "k"}}}}}},
+		{name: "infrastructure not provisioned", setup: clusterSetup{noInfra: true}, reason: cabpiv1.WaitingForClusterInfrastructureReason,
 			message: "infrastructureProvisioned"},
-		{name: "control plane not initialized", setup: clusterSetup{noControlPlaneInit: true}, reason: bootstrapv1.WaitingForControlPlaneInitializedReason,
+		{name: "control plane not initialized", setup: clusterSetup{noControlPlaneInit: true}, reason: cabpiv1.WaitingForControlPlaneInitializedReason,
 			message: "ControlPlaneInitialized"},
 	}
 	for _, tc := range cases {
@@ -180,10 +180,10 @@ func TestBadInputGivesConditionAndNoSecret(t *testing.T) {
 					m.Spec.Version = tc.version
 				}
 			})
-			cond := waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, tc.reason)
+			cond := waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, tc.reason)
 			require.NotEmpty(t, tc.message, "every case says what the message must mention")
 			assert.Contains(t, cond.Message, tc.message)
-			waitForCondition(t, f.ns, "w0", bootstrapv1.ReadyCondition, metav1.ConditionFalse, bootstrapv1.NotReadyReason)
+			waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionFalse, cabpiv1.NotReadyReason)
 			_, exists := dataSecret(t, f.ns, "w0")
 			assert.False(t, exists, "no data Secret for bad input")
 			assert.Nil(t, getConfig(t, f.ns, "w0").Status.Initialization.DataSecretCreated)
@@ -197,11 +197,11 @@ func TestBadInputGivesConditionAndNoSecret(t *testing.T) {
 func TestPausedClusterIsNotReconciled(t *testing.T) {
 	ctx := t.Context()
 	f := newCluster(t, clusterSetup{noControlPlaneInit: true})
-	f.addMachine(t, "w0", false, bootstrapv1.IgnitionConfigSpec{})
+	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
 	// Owned by its Machine and waiting: now pause the Cluster (CAPI pauses too).
-	waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.WaitingForControlPlaneInitializedReason)
+	waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.WaitingForControlPlaneInitializedReason)
 	setPaused(t, f.cluster, true)
-	waitForCondition(t, f.ns, "w0", bootstrapv1.PausedCondition, metav1.ConditionTrue, clusterv1.PausedReason)
+	waitForCondition(t, f.ns, "w0", cabpiv1.PausedCondition, metav1.ConditionTrue, clusterv1.PausedReason)
 
 	// What would let it render happens while paused: nothing is rendered.
 	require.NoError(t, env.MarkControlPlaneInitialized(ctx, f.cluster))
@@ -210,8 +210,8 @@ func TestPausedClusterIsNotReconciled(t *testing.T) {
 		"a paused config is not rendered")
 
 	setPaused(t, f.cluster, false)
-	waitForCondition(t, f.ns, "w0", bootstrapv1.PausedCondition, metav1.ConditionFalse, clusterv1.NotPausedReason)
-	waitForCondition(t, f.ns, "w0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	waitForCondition(t, f.ns, "w0", cabpiv1.PausedCondition, metav1.ConditionFalse, clusterv1.NotPausedReason)
+	waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 }
 
 func setPaused(t *testing.T, cluster *clusterv1.Cluster, paused bool) {
@@ -253,7 +253,7 @@ func assertInOrder(t *testing.T, s string, parts ...string) {
 }
 
 // touch changes an annotation of the config, triggering a reconcile.
-func touch(t *testing.T, cfg *bootstrapv1.IgnitionConfig) {
+func touch(t *testing.T, cfg *cabpiv1.IgnitionConfig) {
 	t.Helper()
 	patch := client.MergeFrom(cfg.DeepCopy())
 	if cfg.Annotations == nil {

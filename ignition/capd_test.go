@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/ptr"
-	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
@@ -51,11 +51,11 @@ func TestOutputReadableByCAPD(t *testing.T) {
 	named.NodeName = &ignition.NodeNameFromMetadata{Platform: ignition.PlatformAWS, ProviderID: true}
 	inputs["worker node name from metadata"] = named
 	fileDiscovery := joinInput(ignition.VariantFlatcar, "v1.34.0")
-	fileDiscovery.JoinConfiguration.Discovery = bootstrapv1.Discovery{File: bootstrapv1.FileDiscovery{
+	fileDiscovery.JoinConfiguration.Discovery = kubeadmv1.Discovery{File: kubeadmv1.FileDiscovery{
 		KubeConfigPath: "/etc/kubernetes/discovery.conf",
-		KubeConfig: bootstrapv1.FileDiscoveryKubeConfig{
-			Cluster: bootstrapv1.KubeConfigCluster{Server: "https://10.0.0.1:6443", InsecureSkipTLSVerify: ptr.To(true)},
-			User:    bootstrapv1.KubeConfigUser{Exec: bootstrapv1.KubeConfigAuthExec{Command: "/opt/bin/token"}},
+		KubeConfig: kubeadmv1.FileDiscoveryKubeConfig{
+			Cluster: kubeadmv1.KubeConfigCluster{Server: "https://10.0.0.1:6443", InsecureSkipTLSVerify: ptr.To(true)},
+			User:    kubeadmv1.KubeConfigUser{Exec: kubeadmv1.KubeConfigAuthExec{Command: "/opt/bin/token"}},
 		},
 	}}
 	inputs["worker file discovery"] = fileDiscovery

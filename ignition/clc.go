@@ -14,7 +14,7 @@ import (
 	translate3_6 "github.com/coreos/ignition/v2/config/v3_6/translate"
 	translateexp "github.com/coreos/ignition/v2/config/v3_7_experimental/translate"
 	exptypes "github.com/coreos/ignition/v2/config/v3_7_experimental/types"
-	clct "github.com/flatcar/container-linux-config-transpiler/config"
+	clcconfig "github.com/flatcar/container-linux-config-transpiler/config"
 	v2types "github.com/flatcar/ignition/config/v2_3/types"
 	"github.com/flatcar/ignition/config/validate/report"
 )
@@ -103,7 +103,7 @@ func transpile(doc string, at clcLocator) (ign2 v2types.Config, rpt report.Repor
 			}
 		}
 	}()
-	parsed, ast, rpt := clct.Parse([]byte(doc))
+	parsed, ast, rpt := clcconfig.Parse([]byte(doc))
 	if rpt.IsFatal() {
 		return ign2, rpt, clcReportError(rpt)
 	}
@@ -116,7 +116,7 @@ func transpile(doc string, at clcLocator) (ign2 v2types.Config, rpt report.Repor
 					"put them inline or give a remote url", i, f.Path)}
 		}
 	}
-	ign2, converted := clct.Convert(parsed, "", ast)
+	ign2, converted := clcconfig.Convert(parsed, "", ast)
 	rpt.Merge(converted)
 	if converted.IsFatal() {
 		return ign2, rpt, clcReportError(converted)

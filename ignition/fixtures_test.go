@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
-	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/types/upstream"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
@@ -31,11 +31,11 @@ func joinInput(variant ignition.Variant, kubernetesVersion string) ignition.Inpu
 		Variant:           variant,
 		Role:              ignition.RoleWorkerJoin,
 		KubernetesVersion: kubernetesVersion,
-		JoinConfiguration: &bootstrapv1.JoinConfiguration{
-			NodeRegistration: bootstrapv1.NodeRegistrationOptions{
-				KubeletExtraArgs: []bootstrapv1.Arg{{Name: "node-labels", Value: ptr.To("pool=default")}},
+		JoinConfiguration: &kubeadmv1.JoinConfiguration{
+			NodeRegistration: kubeadmv1.NodeRegistrationOptions{
+				KubeletExtraArgs: []kubeadmv1.Arg{{Name: "node-labels", Value: ptr.To("pool=default")}},
 			},
-			Discovery: bootstrapv1.Discovery{BootstrapToken: bootstrapv1.BootstrapTokenDiscovery{
+			Discovery: kubeadmv1.Discovery{BootstrapToken: kubeadmv1.BootstrapTokenDiscovery{
 				Token:             testToken,
 				APIServerEndpoint: testEndpoint,
 				CACertHashes:      []string{testCAHash},
@@ -48,8 +48,8 @@ func joinInput(variant ignition.Variant, kubernetesVersion string) ignition.Inpu
 func controlPlaneJoinInput(variant ignition.Variant, kubernetesVersion string) ignition.Input {
 	in := joinInput(variant, kubernetesVersion)
 	in.Role = ignition.RoleControlPlaneJoin
-	in.JoinConfiguration.ControlPlane = &bootstrapv1.JoinControlPlane{
-		LocalAPIEndpoint: bootstrapv1.APIEndpoint{AdvertiseAddress: "10.0.0.2", BindPort: 6443},
+	in.JoinConfiguration.ControlPlane = &kubeadmv1.JoinControlPlane{
+		LocalAPIEndpoint: kubeadmv1.APIEndpoint{AdvertiseAddress: "10.0.0.2", BindPort: 6443},
 	}
 	in.Certificates = testCertificates()
 	return in
@@ -61,13 +61,13 @@ func initInput(variant ignition.Variant, kubernetesVersion string) ignition.Inpu
 		Variant:           variant,
 		Role:              ignition.RoleInit,
 		KubernetesVersion: kubernetesVersion,
-		ClusterConfiguration: &bootstrapv1.ClusterConfiguration{
+		ClusterConfiguration: &kubeadmv1.ClusterConfiguration{
 			ControlPlaneEndpoint: testEndpoint,
-			APIServer:            bootstrapv1.APIServer{CertSANs: []string{"api.example.com"}},
+			APIServer:            kubeadmv1.APIServer{CertSANs: []string{"api.example.com"}},
 		},
-		InitConfiguration: &bootstrapv1.InitConfiguration{
-			NodeRegistration: bootstrapv1.NodeRegistrationOptions{
-				KubeletExtraArgs: []bootstrapv1.Arg{{Name: "cloud-provider", Value: ptr.To("external")}},
+		InitConfiguration: &kubeadmv1.InitConfiguration{
+			NodeRegistration: kubeadmv1.NodeRegistrationOptions{
+				KubeletExtraArgs: []kubeadmv1.Arg{{Name: "cloud-provider", Value: ptr.To("external")}},
 			},
 		},
 		ClusterData: &upstream.AdditionalData{

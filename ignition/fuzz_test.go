@@ -12,7 +12,7 @@ import (
 	exptypes "github.com/coreos/ignition/v2/config/v3_7_experimental/types"
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/ptr"
-	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
@@ -75,17 +75,17 @@ func fuzzRenderInput(variant ignition.Variant, role ignition.Role, options uint8
 		in.NodeName = &ignition.NodeNameFromMetadata{Platform: p, ProviderID: options&fuzzProviderID != 0}
 	}
 	if options&fuzzFileDiscovery != 0 && in.JoinConfiguration != nil {
-		cluster := bootstrapv1.KubeConfigCluster{Server: "https://" + testEndpoint, CertificateAuthorityData: []byte(fileContent)}
+		cluster := kubeadmv1.KubeConfigCluster{Server: "https://" + testEndpoint, CertificateAuthorityData: []byte(fileContent)}
 		if options&fuzzDiscoveryNoCA != 0 {
 			cluster.CertificateAuthorityData = nil
 		} else if len(fileContent) == 0 {
 			cluster.InsecureSkipTLSVerify = ptr.To(true)
 		}
-		in.JoinConfiguration.Discovery = bootstrapv1.Discovery{File: bootstrapv1.FileDiscovery{
+		in.JoinConfiguration.Discovery = kubeadmv1.Discovery{File: kubeadmv1.FileDiscovery{
 			KubeConfigPath: "/etc/kubernetes/discovery.conf",
-			KubeConfig: bootstrapv1.FileDiscoveryKubeConfig{
+			KubeConfig: kubeadmv1.FileDiscoveryKubeConfig{
 				Cluster: cluster,
-				User:    bootstrapv1.KubeConfigUser{Exec: bootstrapv1.KubeConfigAuthExec{Command: "/opt/bin/token", Args: []string{pre}}},
+				User:    kubeadmv1.KubeConfigUser{Exec: kubeadmv1.KubeConfigAuthExec{Command: "/opt/bin/token", Args: []string{pre}}},
 			},
 		}}
 	}

@@ -8,7 +8,7 @@
 package ignition
 
 import (
-	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/types/upstream"
 )
 
@@ -68,14 +68,14 @@ type Input struct {
 	KubernetesVersion string
 
 	// ClusterConfiguration and InitConfiguration are used for RoleInit, already defaulted from the Cluster.
-	ClusterConfiguration *bootstrapv1.ClusterConfiguration
-	InitConfiguration    *bootstrapv1.InitConfiguration
+	ClusterConfiguration *kubeadmv1.ClusterConfiguration
+	InitConfiguration    *kubeadmv1.InitConfiguration
 	// ClusterData carries what kubeadm's ClusterConfiguration takes from the Cluster and Machine
 	// (cluster name, Kubernetes version, pod/service subnets, DNS domain), passed as is to
 	// kubeadm/pkg/types.MarshalClusterConfigurationForVersion. Init only; may be nil.
 	ClusterData *upstream.AdditionalData
 	// JoinConfiguration is used for the join roles, with discovery (token, CA hashes, endpoint) filled in.
-	JoinConfiguration *bootstrapv1.JoinConfiguration
+	JoinConfiguration *kubeadmv1.JoinConfiguration
 
 	// Certificates are written for control-plane roles (keys 0600, certificates 0644).
 	Certificates []File

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
-	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	kubeadmtypes "sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/types"
 	"sigs.k8s.io/yaml"
 )
@@ -49,7 +49,7 @@ func kubeadmConfig(in *Input, ver semver.Version, md *metadataSource) (string, [
 	providerID := in.NodeName != nil && in.NodeName.ProviderID
 	switch in.Role {
 	case RoleInit:
-		init := &bootstrapv1.InitConfiguration{}
+		init := &kubeadmv1.InitConfiguration{}
 		if in.InitConfiguration != nil {
 			init = in.InitConfiguration.DeepCopy()
 		}
@@ -93,7 +93,7 @@ func kubeadmConfig(in *Input, ver semver.Version, md *metadataSource) (string, [
 // controlPlane section if it has none, because that section is what makes `kubeadm join` join
 // the control plane; its taints are left alone, since nil (kubeadm's default control-plane
 // taint) and empty (no taints) mean different things.
-func joinConfigurationFor(role Role, jc *bootstrapv1.JoinConfiguration) (*bootstrapv1.JoinConfiguration, *Error) {
+func joinConfigurationFor(role Role, jc *kubeadmv1.JoinConfiguration) (*kubeadmv1.JoinConfiguration, *Error) {
 	if jc == nil {
 		return nil, errorf(ErrInvalidInput, "joinConfiguration", "a %s join needs a JoinConfiguration", role)
 	}
@@ -111,7 +111,7 @@ func joinConfigurationFor(role Role, jc *bootstrapv1.JoinConfiguration) (*bootst
 		out.NodeRegistration.Taints = &taints
 	case RoleControlPlaneJoin:
 		if out.ControlPlane == nil {
-			out.ControlPlane = &bootstrapv1.JoinControlPlane{}
+			out.ControlPlane = &kubeadmv1.JoinControlPlane{}
 		}
 	}
 	return out, nil
@@ -122,7 +122,7 @@ const BootstrapTokenPattern = "[a-z0-9]{6}.[a-z0-9]{16}"
 
 // checkTokens refuses a discovery or TLS bootstrap token kubeadm would refuse at boot. The
 // message never repeats the token: it is a credential.
-func checkTokens(d *bootstrapv1.Discovery) *Error {
+func checkTokens(d *kubeadmv1.Discovery) *Error {
 	for _, t := range []struct{ field, value string }{
 		{"joinConfiguration.discovery.bootstrapToken.token", d.BootstrapToken.Token},
 		{"joinConfiguration.discovery.tlsBootstrapToken", d.TLSBootstrapToken},
@@ -144,7 +144,7 @@ const discoveryKubeconfigMode = 0o600
 // discoveryFiles writes the kubeconfig of file discovery when the configuration describes it
 // (discovery.file.kubeConfig) rather than pointing at a file the user provides, as Cluster
 // API's KubeadmConfig does. The server and CA must be filled in (from the Cluster) before.
-func discoveryFiles(d *bootstrapv1.Discovery) ([]ownedFile, *Error) {
+func discoveryFiles(d *kubeadmv1.Discovery) ([]ownedFile, *Error) {
 	f := d.File
 	if !f.KubeConfig.IsDefined() {
 		return nil, nil

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 )
 
 // Platform is a cloud whose metadata service can name the node.
@@ -111,7 +111,7 @@ func metadataFor(variant Variant, nn *NodeNameFromMetadata) (*metadataSource, *E
 // applyNodeName names the node registration after the metadata placeholders; reg is the
 // caller's copy. A name or provider ID the user set as well would be silently overridden on one
 // side: refused.
-func applyNodeName(reg *bootstrapv1.NodeRegistrationOptions, src *metadataSource, providerID bool, registrationField string) *Error {
+func applyNodeName(reg *kubeadmv1.NodeRegistrationOptions, src *metadataSource, providerID bool, registrationField string) *Error {
 	if src == nil {
 		return nil
 	}
@@ -123,12 +123,12 @@ func applyNodeName(reg *bootstrapv1.NodeRegistrationOptions, src *metadataSource
 	if !providerID {
 		return nil
 	}
-	if slices.ContainsFunc(reg.KubeletExtraArgs, func(a bootstrapv1.Arg) bool { return a.Name == "provider-id" }) {
+	if slices.ContainsFunc(reg.KubeletExtraArgs, func(a kubeadmv1.Arg) bool { return a.Name == "provider-id" }) {
 		return errorf(ErrInvalidInput, "nodeName.providerID",
 			"%s.kubeletExtraArgs sets provider-id too; use one of nodeName.providerID and the kubelet argument", registrationField)
 	}
 	id := src.providerID
-	reg.KubeletExtraArgs = append(slices.Clone(reg.KubeletExtraArgs), bootstrapv1.Arg{Name: "provider-id", Value: &id})
+	reg.KubeletExtraArgs = append(slices.Clone(reg.KubeletExtraArgs), kubeadmv1.Arg{Name: "provider-id", Value: &id})
 	return nil
 }
 

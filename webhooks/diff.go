@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // redactedKeys are the fields whose values a diff does not show: file contents, the Butane
@@ -24,7 +24,7 @@ var redactedKeys = map[string]bool{
 
 // specDiff is a readable diff of two specs in their JSON form (-old +new), with the values of
 // redactedKeys replaced by markers that only say whether the value changed.
-func specDiff(oldSpec, newSpec *bootstrapv1.IgnitionConfigSpec) string {
+func specDiff(oldSpec, newSpec *cabpiv1.IgnitionConfigSpec) string {
 	o, err := runtime.DefaultUnstructuredConverter.ToUnstructured(oldSpec)
 	if err != nil {
 		return fmt.Sprintf("(no diff: %v)", err)

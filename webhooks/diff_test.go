@@ -9,16 +9,16 @@ import (
 
 	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // The diff of a rejected template change shows what changed but none of the values that may be
 // secret, changed or not.
 func TestSpecDiffRedactsSecrets(t *testing.T) {
-	spec := func(token, envValue, content, command string) *bootstrapv1.IgnitionConfigSpec {
-		s := &bootstrapv1.IgnitionConfigSpec{
+	spec := func(token, envValue, content, command string) *cabpiv1.IgnitionConfigSpec {
+		s := &cabpiv1.IgnitionConfigSpec{
 			PreKubeadmCommands: []string{command},
-			Files:              []bootstrapv1.File{{Path: "/etc/app.conf", Content: content}},
+			Files:              []cabpiv1.File{{Path: "/etc/app.conf", Content: content}},
 		}
 		s.JoinConfiguration.Discovery.TLSBootstrapToken = token
 		s.JoinConfiguration.Discovery.BootstrapToken.Token = token

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
@@ -30,19 +30,19 @@ const fuzzMinSecretLen = 8
 type fuzzFile struct{ path, permissions, owner, content string }
 
 // fuzzSpec builds the spec FuzzValidateSpec validates.
-func fuzzSpec(variant, ignitionVersion, butane, clc string, strict bool, files []fuzzFile, pre, post, token string) *bootstrapv1.IgnitionConfigSpec {
-	spec := &bootstrapv1.IgnitionConfigSpec{
-		Variant:         bootstrapv1.Variant(variant),
+func fuzzSpec(variant, ignitionVersion, butane, clc string, strict bool, files []fuzzFile, pre, post, token string) *cabpiv1.IgnitionConfigSpec {
+	spec := &cabpiv1.IgnitionConfigSpec{
+		Variant:         cabpiv1.Variant(variant),
 		IgnitionVersion: ignitionVersion,
-		Butane:          bootstrapv1.ButaneSpec{Inline: butane, Strict: strict},
+		Butane:          cabpiv1.ButaneSpec{Inline: butane, Strict: strict},
 	}
 	if clc != "" {
-		spec.ContainerLinuxConfig = bootstrapv1.ContainerLinuxConfigSpec{Inline: clc, Strict: strict}
+		spec.ContainerLinuxConfig = cabpiv1.ContainerLinuxConfigSpec{Inline: clc, Strict: strict}
 	}
 	spec.JoinConfiguration.Discovery.BootstrapToken.Token = token
 	for _, f := range files {
 		if f.path != "" {
-			spec.Files = append(spec.Files, bootstrapv1.File{Path: f.path, Permissions: f.permissions, Owner: f.owner, Content: f.content})
+			spec.Files = append(spec.Files, cabpiv1.File{Path: f.path, Permissions: f.permissions, Owner: f.owner, Content: f.content})
 		}
 	}
 	if pre != "" {
@@ -74,7 +74,7 @@ func fuzzOtherToken(token string) string {
 
 // validateBounded runs validateSpec on a copy of spec, failing t if it panics, takes longer than
 // fuzzValidateTimeout, or modifies the spec.
-func validateBounded(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec, p *field.Path, controlPlane bool) field.ErrorList {
+func validateBounded(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, p *field.Path, controlPlane bool) field.ErrorList {
 	t.Helper()
 	type result struct {
 		errs  field.ErrorList

@@ -15,7 +15,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
@@ -28,7 +28,7 @@ import (
 // with the manager's API reader (uncached, get only).
 func SetupIgnitionConfigWebhookWithManager(mgr ctrl.Manager) error {
 	w := &IgnitionConfigWebhook{Reader: mgr.GetAPIReader()}
-	return ctrl.NewWebhookManagedBy(mgr, &bootstrapv1.IgnitionConfig{}).
+	return ctrl.NewWebhookManagedBy(mgr, &cabpiv1.IgnitionConfig{}).
 		WithDefaulter(w).
 		WithValidator(w).
 		Complete()
@@ -66,20 +66,20 @@ type IgnitionConfigWebhook struct {
 }
 
 var (
-	_ admission.Defaulter[*bootstrapv1.IgnitionConfig] = &IgnitionConfigWebhook{}
-	_ admission.Validator[*bootstrapv1.IgnitionConfig] = &IgnitionConfigWebhook{}
+	_ admission.Defaulter[*cabpiv1.IgnitionConfig] = &IgnitionConfigWebhook{}
+	_ admission.Validator[*cabpiv1.IgnitionConfig] = &IgnitionConfigWebhook{}
 )
 
 // Default implements admission.Defaulter.
-func (w *IgnitionConfigWebhook) Default(_ context.Context, c *bootstrapv1.IgnitionConfig) error {
+func (w *IgnitionConfigWebhook) Default(_ context.Context, c *cabpiv1.IgnitionConfig) error {
 	defaultSpec(&c.Spec)
 	return nil
 }
 
 // defaultSpec fills in what the renderer would assume.
-func defaultSpec(spec *bootstrapv1.IgnitionConfigSpec) {
+func defaultSpec(spec *cabpiv1.IgnitionConfigSpec) {
 	if spec.Variant == "" {
-		spec.Variant = bootstrapv1.VariantFlatcar
+		spec.Variant = cabpiv1.VariantFlatcar
 	}
 	for i := range spec.Files {
 		if spec.Files[i].Permissions == "" {
@@ -89,7 +89,7 @@ func defaultSpec(spec *bootstrapv1.IgnitionConfigSpec) {
 }
 
 // ValidateCreate implements admission.Validator.
-func (w *IgnitionConfigWebhook) ValidateCreate(ctx context.Context, c *bootstrapv1.IgnitionConfig) (admission.Warnings, error) {
+func (w *IgnitionConfigWebhook) ValidateCreate(ctx context.Context, c *cabpiv1.IgnitionConfig) (admission.Warnings, error) {
 	owner := w.owner(ctx, c)
 	errs := owner.errs
 	specErrs, warnings := validateSpec(specCheck{
@@ -99,11 +99,11 @@ func (w *IgnitionConfigWebhook) ValidateCreate(ctx context.Context, c *bootstrap
 		kubernetesVersion: owner.version,
 	})
 	errs = append(errs, specErrs...)
-	return warnings, invalid(bootstrapv1.GroupVersion.WithKind("IgnitionConfig").GroupKind(), c.Name, errs)
+	return warnings, invalid(cabpiv1.GroupVersion.WithKind("IgnitionConfig").GroupKind(), c.Name, errs)
 }
 
 // ValidateUpdate implements admission.Validator.
-func (w *IgnitionConfigWebhook) ValidateUpdate(ctx context.Context, oldObj, newObj *bootstrapv1.IgnitionConfig) (admission.Warnings, error) {
+func (w *IgnitionConfigWebhook) ValidateUpdate(ctx context.Context, oldObj, newObj *cabpiv1.IgnitionConfig) (admission.Warnings, error) {
 	if equality.Semantic.DeepEqual(oldObj.Spec, newObj.Spec) {
 		return nil, nil
 	}
@@ -119,7 +119,7 @@ func (w *IgnitionConfigWebhook) ValidateUpdate(ctx context.Context, oldObj, newO
 		kubernetesVersion: owner.version,
 	})
 	warnings = append(warnings, renderWarnings...)
-	return warnings, invalid(bootstrapv1.GroupVersion.WithKind("IgnitionConfig").GroupKind(), newObj.Name, errs)
+	return warnings, invalid(cabpiv1.GroupVersion.WithKind("IgnitionConfig").GroupKind(), newObj.Name, errs)
 }
 
 // changeAfterDataWarning says what a spec change does once the data Secret exists. While the
@@ -142,7 +142,7 @@ func changeAfterDataWarning(name string, owner ownerInfo) string {
 }
 
 // ValidateDelete implements admission.Validator.
-func (w *IgnitionConfigWebhook) ValidateDelete(context.Context, *bootstrapv1.IgnitionConfig) (admission.Warnings, error) {
+func (w *IgnitionConfigWebhook) ValidateDelete(context.Context, *cabpiv1.IgnitionConfig) (admission.Warnings, error) {
 	return nil, nil
 }
 
@@ -164,7 +164,7 @@ type ownerInfo struct {
 
 // owner reads the first owner Machine or MachinePool of c that exists and has a version. Read
 // errors are not admission errors: the version is then unknown, as for a config without owner.
-func (w *IgnitionConfigWebhook) owner(ctx context.Context, c *bootstrapv1.IgnitionConfig) ownerInfo {
+func (w *IgnitionConfigWebhook) owner(ctx context.Context, c *cabpiv1.IgnitionConfig) ownerInfo {
 	info := ownerInfo{version: configinput.DefaultKubernetesVersion}
 	if w.Reader == nil {
 		return info

@@ -12,7 +12,7 @@ import (
 
 	"sigs.k8s.io/cluster-api/util/topology"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
 
@@ -21,7 +21,7 @@ import (
 // SetupIgnitionConfigTemplateWebhookWithManager registers the validating webhook of
 // IgnitionConfigTemplate with the manager's webhook server.
 func SetupIgnitionConfigTemplateWebhookWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewWebhookManagedBy(mgr, &bootstrapv1.IgnitionConfigTemplate{}).
+	return ctrl.NewWebhookManagedBy(mgr, &cabpiv1.IgnitionConfigTemplate{}).
 		WithValidator(&IgnitionConfigTemplateWebhook{}).
 		Complete()
 }
@@ -44,16 +44,16 @@ func SetupIgnitionConfigTemplateWebhookWithManager(mgr ctrl.Manager) error {
 // owner references) are always accepted.
 type IgnitionConfigTemplateWebhook struct{}
 
-var _ admission.Validator[*bootstrapv1.IgnitionConfigTemplate] = &IgnitionConfigTemplateWebhook{}
+var _ admission.Validator[*cabpiv1.IgnitionConfigTemplate] = &IgnitionConfigTemplateWebhook{}
 
 // ValidateCreate implements admission.Validator.
-func (w *IgnitionConfigTemplateWebhook) ValidateCreate(_ context.Context, t *bootstrapv1.IgnitionConfigTemplate) (admission.Warnings, error) {
+func (w *IgnitionConfigTemplateWebhook) ValidateCreate(_ context.Context, t *cabpiv1.IgnitionConfigTemplate) (admission.Warnings, error) {
 	errs, warnings := validateTemplate(t)
-	return warnings, invalid(bootstrapv1.GroupVersion.WithKind("IgnitionConfigTemplate").GroupKind(), t.Name, errs)
+	return warnings, invalid(cabpiv1.GroupVersion.WithKind("IgnitionConfigTemplate").GroupKind(), t.Name, errs)
 }
 
 // ValidateUpdate implements admission.Validator.
-func (w *IgnitionConfigTemplateWebhook) ValidateUpdate(ctx context.Context, oldObj, newObj *bootstrapv1.IgnitionConfigTemplate) (admission.Warnings, error) {
+func (w *IgnitionConfigTemplateWebhook) ValidateUpdate(ctx context.Context, oldObj, newObj *cabpiv1.IgnitionConfigTemplate) (admission.Warnings, error) {
 	if equality.Semantic.DeepEqual(oldObj.Spec, newObj.Spec) {
 		return nil, nil
 	}
@@ -70,15 +70,15 @@ func (w *IgnitionConfigTemplateWebhook) ValidateUpdate(ctx context.Context, oldO
 	}
 	templateErrs, warnings := validateTemplate(newObj)
 	errs = append(errs, templateErrs...)
-	return warnings, invalid(bootstrapv1.GroupVersion.WithKind("IgnitionConfigTemplate").GroupKind(), newObj.Name, errs)
+	return warnings, invalid(cabpiv1.GroupVersion.WithKind("IgnitionConfigTemplate").GroupKind(), newObj.Name, errs)
 }
 
 // ValidateDelete implements admission.Validator.
-func (w *IgnitionConfigTemplateWebhook) ValidateDelete(context.Context, *bootstrapv1.IgnitionConfigTemplate) (admission.Warnings, error) {
+func (w *IgnitionConfigTemplateWebhook) ValidateDelete(context.Context, *cabpiv1.IgnitionConfigTemplate) (admission.Warnings, error) {
 	return nil, nil
 }
 
-func validateTemplate(t *bootstrapv1.IgnitionConfigTemplate) (field.ErrorList, admission.Warnings) {
+func validateTemplate(t *cabpiv1.IgnitionConfigTemplate) (field.ErrorList, admission.Warnings) {
 	tp := field.NewPath("spec", "template")
 	errs := t.Spec.Template.ObjectMeta.Validate(tp.Child("metadata"))
 	specErrs, warnings := validateSpec(specCheck{

@@ -15,7 +15,7 @@ import (
 	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
@@ -26,7 +26,7 @@ const maxRenderErrors = 25
 
 // specCheck is one validation of an IgnitionConfigSpec.
 type specCheck struct {
-	spec *bootstrapv1.IgnitionConfigSpec
+	spec *cabpiv1.IgnitionConfigSpec
 	// path is the spec's field path: spec, or spec.template.spec for a template.
 	path *field.Path
 	// controlPlane renders the spec as a control-plane node (init and control-plane join, with
@@ -65,13 +65,13 @@ func validateSpec(chk specCheck) (field.ErrorList, admission.Warnings) {
 	variant := configinput.Variant(spec)
 	if err := ignition.ValidateIgnitionVersion(variant, ""); err != nil {
 		return field.ErrorList{field.NotSupported(p.Child("variant"), spec.Variant,
-			[]bootstrapv1.Variant{bootstrapv1.VariantFlatcar, bootstrapv1.VariantFCOS})}, nil
+			[]cabpiv1.Variant{cabpiv1.VariantFlatcar, cabpiv1.VariantFCOS})}, nil
 	}
 
 	var errs field.ErrorList
 	// work is what is rendered: the spec with every error found so far set aside.
 	work := spec.DeepCopy()
-	work.Variant = bootstrapv1.Variant(variant)
+	work.Variant = cabpiv1.Variant(variant)
 
 	if err := ignition.ValidateIgnitionVersion(variant, spec.IgnitionVersion); err != nil {
 		errs = append(errs, field.Invalid(p.Child("ignitionVersion"), spec.IgnitionVersion, message(err)))
@@ -81,16 +81,16 @@ func validateSpec(chk specCheck) (field.ErrorList, admission.Warnings) {
 	// An inline snippet is checked by the render below (one Butane translation per role, not
 	// one more up front: a 1 MiB snippet takes most of a second to translate).
 	if spec.Butane.ContentFrom != nil {
-		work.Butane = bootstrapv1.ButaneSpec{}
+		work.Butane = cabpiv1.ButaneSpec{}
 	}
 	if spec.ContainerLinuxConfig.ContentFrom != nil {
-		work.ContainerLinuxConfig = bootstrapv1.ContainerLinuxConfigSpec{}
+		work.ContainerLinuxConfig = cabpiv1.ContainerLinuxConfigSpec{}
 	}
 	// The CRD's rule says the same, first; this keeps validateSpec whole on its own (and
 	// configinput refuses it when rendering). The Butane snippet is still checked.
-	if spec.Butane != (bootstrapv1.ButaneSpec{}) && spec.ContainerLinuxConfig != (bootstrapv1.ContainerLinuxConfigSpec{}) {
+	if spec.Butane != (cabpiv1.ButaneSpec{}) && spec.ContainerLinuxConfig != (cabpiv1.ContainerLinuxConfigSpec{}) {
 		errs = append(errs, field.Forbidden(p.Child("containerLinuxConfig"), "set butane or containerLinuxConfig, not both"))
-		work.ContainerLinuxConfig = bootstrapv1.ContainerLinuxConfigSpec{}
+		work.ContainerLinuxConfig = cabpiv1.ContainerLinuxConfigSpec{}
 	}
 
 	seen := map[string]int{}
@@ -146,7 +146,7 @@ func warningText(w ignition.Warning, p *field.Path) string {
 
 // renderErrors renders work for role until it renders, setting aside what each error blames.
 // spec is the user's spec, for the values in the errors.
-func renderErrors(spec, work *bootstrapv1.IgnitionConfigSpec, role ignition.Role, version string, p *field.Path) (field.ErrorList, []string) {
+func renderErrors(spec, work *cabpiv1.IgnitionConfigSpec, role ignition.Role, version string, p *field.Path) (field.ErrorList, []string) {
 	var errs field.ErrorList
 	for len(errs) < maxRenderErrors {
 		in, err := configinput.Offline(context.Background(), work, role, version, configinput.OfflineResolver{})
@@ -191,17 +191,17 @@ const placeholderCommand = "true"
 // blame turns a render error into a field error on the user's spec and sets aside, in work,
 // what it blames so the next render can look further. It reports false when nothing could be
 // set aside (the same error would come back).
-func blame(ierr *ignition.Error, spec, work *bootstrapv1.IgnitionConfigSpec, p *field.Path) (*field.Error, bool) {
+func blame(ierr *ignition.Error, spec, work *cabpiv1.IgnitionConfigSpec, p *field.Path) (*field.Error, bool) {
 	msg := message(ierr)
 	switch ierr.Field {
 	case "butane":
 		// The snippet is invalid, or conflicts with the rest of the spec (spec.files, the
 		// certificates of a control-plane node): either way it is set aside.
-		work.Butane = bootstrapv1.ButaneSpec{}
+		work.Butane = cabpiv1.ButaneSpec{}
 		return field.Invalid(p.Child("butane", "inline"), field.OmitValueType{}, msg), true
 	case "containerLinuxConfig":
 		// Likewise the Container Linux Config (only inline documents are rendered here).
-		work.ContainerLinuxConfig = bootstrapv1.ContainerLinuxConfigSpec{}
+		work.ContainerLinuxConfig = cabpiv1.ContainerLinuxConfigSpec{}
 		return field.Invalid(p.Child("containerLinuxConfig", "inline"), field.OmitValueType{}, msg), true
 	case "ignitionVersion":
 		work.IgnitionVersion = ""
@@ -277,8 +277,8 @@ func blame(ierr *ignition.Error, spec, work *bootstrapv1.IgnitionConfigSpec, p *
 
 // placeholderFile stands in for a user file whose error was reported, at a path nothing else
 // writes, so the indexes of the other files stay the same.
-func placeholderFile(i int) bootstrapv1.File {
-	return bootstrapv1.File{Path: fmt.Sprintf("/run/cabpi-admission/placeholder-%d", i), Content: "placeholder"}
+func placeholderFile(i int) cabpiv1.File {
+	return cabpiv1.File{Path: fmt.Sprintf("/run/cabpi-admission/placeholder-%d", i), Content: "placeholder"}
 }
 
 // message is the renderer's message of err, with the location inside the Butane document or

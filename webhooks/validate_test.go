@@ -7,16 +7,16 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
 
 // Butane and a Container Linux Config both set is a field error even where no CRD rule ran
 // (the API server's CEL says the same first); the Butane snippet is still checked.
 func TestValidateSpecRefusesButaneWithContainerLinuxConfig(t *testing.T) {
-	spec := &bootstrapv1.IgnitionConfigSpec{
-		Butane:               bootstrapv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.0.0\nstorage: [\n"},
-		ContainerLinuxConfig: bootstrapv1.ContainerLinuxConfigSpec{Inline: "systemd: {}\n"},
+	spec := &cabpiv1.IgnitionConfigSpec{
+		Butane:               cabpiv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.0.0\nstorage: [\n"},
+		ContainerLinuxConfig: cabpiv1.ContainerLinuxConfigSpec{Inline: "systemd: {}\n"},
 	}
 	errs, _ := validateSpec(specCheck{spec: spec, path: field.NewPath("spec"), kubernetesVersion: configinput.DefaultKubernetesVersion})
 	require.Len(t, errs, 2, "%v", errs)
@@ -26,7 +26,7 @@ func TestValidateSpecRefusesButaneWithContainerLinuxConfig(t *testing.T) {
 	assert.Equal(t, "spec.butane.inline", errs[1].Field)
 	assert.Contains(t, errs[1].Detail, "(line 3)")
 
-	spec.Butane = bootstrapv1.ButaneSpec{}
+	spec.Butane = cabpiv1.ButaneSpec{}
 	errs, _ = validateSpec(specCheck{spec: spec, path: field.NewPath("spec"), kubernetesVersion: configinput.DefaultKubernetesVersion})
 	assert.Empty(t, errs, "the Container Linux Config alone is fine")
 }
@@ -34,8 +34,8 @@ func TestValidateSpecRefusesButaneWithContainerLinuxConfig(t *testing.T) {
 // A control-plane spec renders for two roles (init and control-plane join); a snippet's warning
 // is said once. (The API server drops repeated warnings too, so only this test sees it.)
 func TestValidateSpecSaysEachWarningOnce(t *testing.T) {
-	spec := &bootstrapv1.IgnitionConfigSpec{
-		Butane: bootstrapv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.0.0\nstorage:\n  filez:\n  - path: /etc/motd\n"},
+	spec := &cabpiv1.IgnitionConfigSpec{
+		Butane: cabpiv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.0.0\nstorage:\n  filez:\n  - path: /etc/motd\n"},
 	}
 	errs, warnings := validateSpec(specCheck{spec: spec, path: field.NewPath("spec"), controlPlane: true,
 		kubernetesVersion: configinput.DefaultKubernetesVersion})

@@ -19,7 +19,7 @@ import (
 	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -44,8 +44,8 @@ func asTestenvCauses(causes []cause) []testenv.Cause {
 }
 
 // newConfig returns an IgnitionConfig in ns with a generated name, edited by mutate.
-func newConfig(ns string, mutate func(*bootstrapv1.IgnitionConfig)) *bootstrapv1.IgnitionConfig {
-	c := &bootstrapv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "config-"}}
+func newConfig(ns string, mutate func(*cabpiv1.IgnitionConfig)) *cabpiv1.IgnitionConfig {
+	c := &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "config-"}}
 	if mutate != nil {
 		mutate(c)
 	}
@@ -53,14 +53,14 @@ func newConfig(ns string, mutate func(*bootstrapv1.IgnitionConfig)) *bootstrapv1
 }
 
 // withSpec returns a newConfig mutation that edits the spec only.
-func withSpec(mutate func(*bootstrapv1.IgnitionConfigSpec)) func(*bootstrapv1.IgnitionConfig) {
-	return func(c *bootstrapv1.IgnitionConfig) { mutate(&c.Spec) }
+func withSpec(mutate func(*cabpiv1.IgnitionConfigSpec)) func(*cabpiv1.IgnitionConfig) {
+	return func(c *cabpiv1.IgnitionConfig) { mutate(&c.Spec) }
 }
 
 // newTemplate returns an IgnitionConfigTemplate in ns with a generated name whose
 // spec.template.spec is edited by mutate.
-func newTemplate(ns string, mutate func(*bootstrapv1.IgnitionConfigSpec)) *bootstrapv1.IgnitionConfigTemplate {
-	t := &bootstrapv1.IgnitionConfigTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "template-"}}
+func newTemplate(ns string, mutate func(*cabpiv1.IgnitionConfigSpec)) *cabpiv1.IgnitionConfigTemplate {
+	t := &cabpiv1.IgnitionConfigTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "template-"}}
 	if mutate != nil {
 		mutate(&t.Spec.Template.Spec)
 	}
@@ -104,8 +104,8 @@ func assertDiffLine(t *testing.T, err error, pattern string) {
 // with the field at fault; good ones are stored.
 func TestAdmission(t *testing.T) {
 	ns := env.CreateNamespace(t, "admission").Name
-	secretFile := func(path string) bootstrapv1.File {
-		return bootstrapv1.File{Path: path, ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.KeyReference{Name: "files", Key: "data"}}}
+	secretFile := func(path string) cabpiv1.File {
+		return cabpiv1.File{Path: path, ContentFrom: &cabpiv1.FileSource{Secret: cabpiv1.KeyReference{Name: "files", Key: "data"}}}
 	}
 	cases := []struct {
 		name string
@@ -121,11 +121,11 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "fcos with pinned version, snippet, inline and Secret files",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Variant = bootstrapv1.VariantFCOS
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Variant = cabpiv1.VariantFCOS
 					s.IgnitionVersion = "3.4.0"
-					s.Butane = bootstrapv1.ButaneSpec{Strict: true, Inline: "variant: fcos\nversion: 1.5.0\nstorage:\n  files:\n  - path: /etc/motd\n    contents:\n      inline: hello\n"}
-					s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "a=1", Permissions: "0600", Owner: "core:core"}, secretFile("/etc/app.key")}
+					s.Butane = cabpiv1.ButaneSpec{Strict: true, Inline: "variant: fcos\nversion: 1.5.0\nstorage:\n  files:\n  - path: /etc/motd\n    contents:\n      inline: hello\n"}
+					s.Files = []cabpiv1.File{{Path: "/etc/app.conf", Content: "a=1", Permissions: "0600", Owner: "core:core"}, secretFile("/etc/app.key")}
 					s.PreKubeadmCommands = []string{"echo pre"}
 				}))
 			},
@@ -133,16 +133,16 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "flatcar snippet from a ConfigMap is not read at admission",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Butane.ContentFrom = &bootstrapv1.ButaneSource{ConfigMap: &bootstrapv1.KeyReference{Name: "butane", Key: "config.bu"}}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Butane.ContentFrom = &cabpiv1.ButaneSource{ConfigMap: &cabpiv1.KeyReference{Name: "butane", Key: "config.bu"}}
 				}))
 			},
 		},
 		{
 			name: "worker writing a certificate path",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Files = []bootstrapv1.File{{Path: "/etc/kubernetes/pki/ca.crt", Content: "x"}}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Files = []cabpiv1.File{{Path: "/etc/kubernetes/pki/ca.crt", Content: "x"}}
 				}))
 			},
 		},
@@ -150,11 +150,11 @@ func TestAdmission(t *testing.T) {
 			name: "control-plane config with kubeadm configuration and a supported owner version",
 			obj: func(t *testing.T) client.Object {
 				owner := createMachine(t, ns, "cp-good", "v1.30.4", true)
-				return newConfig(ns, func(c *bootstrapv1.IgnitionConfig) {
+				return newConfig(ns, func(c *cabpiv1.IgnitionConfig) {
 					c.OwnerReferences = []metav1.OwnerReference{owner}
 					c.Spec.ClusterConfiguration = kubeadmv1.ClusterConfiguration{CertificatesDir: "/etc/kubernetes/pki"}
 					c.Spec.JoinConfiguration.ControlPlane = &kubeadmv1.JoinControlPlane{}
-					c.Spec.Files = []bootstrapv1.File{{Path: "/etc/kubernetes/audit.yaml", Content: "x"}}
+					c.Spec.Files = []cabpiv1.File{{Path: "/etc/kubernetes/audit.yaml", Content: "x"}}
 				})
 			},
 		},
@@ -162,7 +162,7 @@ func TestAdmission(t *testing.T) {
 			name: "control plane with external etcd",
 			obj: func(t *testing.T) client.Object {
 				owner := createMachine(t, ns, "cp-external-etcd", "v1.34.0", true)
-				return newConfig(ns, func(c *bootstrapv1.IgnitionConfig) {
+				return newConfig(ns, func(c *cabpiv1.IgnitionConfig) {
 					c.OwnerReferences = []metav1.OwnerReference{owner}
 					c.Spec.ClusterConfiguration.Etcd.External = kubeadmv1.ExternalEtcd{
 						Endpoints: []string{"https://etcd-0.example.internal:2379"},
@@ -176,7 +176,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "file discovery with an exec plugin",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.JoinConfiguration.Discovery.File = kubeadmv1.FileDiscovery{
 						KubeConfigPath: "/etc/kubernetes/discovery.conf",
 						KubeConfig: kubeadmv1.FileDiscoveryKubeConfig{User: kubeadmv1.KubeConfigUser{
@@ -189,7 +189,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "the cloud providers' Flatcar drop-in for kubeadm.service",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.JoinConfiguration.NodeRegistration.Name = "${COREOS_EC2_HOSTNAME}"
 					s.PreKubeadmCommands = []string{"envsubst < /etc/kubeadm.yml > /etc/kubeadm.yml.tmp", "mv /etc/kubeadm.yml.tmp /etc/kubeadm.yml"}
 					s.Butane.Inline = flatcarButane + "systemd:\n  units:\n  - name: kubeadm.service\n    dropins:\n    - name: 10-flatcar.conf\n" +
@@ -201,28 +201,28 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "node name and provider ID from AWS metadata",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.NodeName = &bootstrapv1.NodeNameSource{FromMetadata: bootstrapv1.MetadataPlatformAWS, ProviderID: true}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.NodeName = &cabpiv1.NodeNameSource{FromMetadata: cabpiv1.MetadataPlatformAWS, ProviderID: true}
 				}))
 			},
 		},
 		{
 			name: "template with snippet and files",
 			obj: func(*testing.T) client.Object {
-				return newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newTemplate(ns, func(s *cabpiv1.IgnitionConfigSpec) {
 					s.Butane.Inline = flatcarButane + "storage:\n  directories:\n  - path: /opt/bin\n"
-					s.Files = []bootstrapv1.File{secretFile("/etc/app.key")}
+					s.Files = []cabpiv1.File{secretFile("/etc/app.key")}
 				})
 			},
 		},
 		{
 			name: "multi-line commands, a preset enabling units and a directory above a file",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.PreKubeadmCommands = []string{"cat > /etc/x <<EOF\nhello\nEOF", "echo a \\\\", "if true; then\n  echo x\nfi"}
 					s.PostKubeadmCommands = []string{`echo "it's done"`}
 					s.Butane.Inline = flatcarButane + "storage:\n  directories:\n  - path: /opt/app\n  files:\n  - path: /etc/systemd/system-preset/10-x.preset\n    contents:\n      inline: \"enable *\\n\"\n"
-					s.Files = []bootstrapv1.File{{Path: "/opt/app/config", Content: "x"}}
+					s.Files = []cabpiv1.File{{Path: "/opt/app/config", Content: "x"}}
 				}))
 			},
 		},
@@ -231,23 +231,23 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "flatcar Container Linux Config",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.ContainerLinuxConfig = bootstrapv1.ContainerLinuxConfigSpec{Strict: true, Inline: flatcarCLC}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.ContainerLinuxConfig = cabpiv1.ContainerLinuxConfigSpec{Strict: true, Inline: flatcarCLC}
 				}))
 			},
 		},
 		{
 			name: "Container Linux Config from a Secret is not read at admission",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.ContainerLinuxConfig.ContentFrom = &bootstrapv1.ButaneSource{Secret: &bootstrapv1.KeyReference{Name: "clc", Key: "config"}}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.ContainerLinuxConfig.ContentFrom = &cabpiv1.ButaneSource{Secret: &cabpiv1.KeyReference{Name: "clc", Key: "config"}}
 				}))
 			},
 		},
 		{
 			name: "Container Linux Config with a wrongly typed value",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.ContainerLinuxConfig.Inline = "storage:\n  files:\n  - path: /etc/x\n    mode: abc\n"
 				}))
 			},
@@ -256,8 +256,8 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "strict Container Linux Config with an unknown key",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.ContainerLinuxConfig = bootstrapv1.ContainerLinuxConfigSpec{Strict: true, Inline: "storage:\n  filez: []\n"}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.ContainerLinuxConfig = cabpiv1.ContainerLinuxConfigSpec{Strict: true, Inline: "storage:\n  filez: []\n"}
 				}))
 			},
 			want: []cause{{"spec.containerLinuxConfig.inline", "Config has unrecognized key: filez (line 2, column 3)"}},
@@ -265,8 +265,8 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "Container Linux Config for fcos",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Variant = bootstrapv1.VariantFCOS
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Variant = cabpiv1.VariantFCOS
 					s.ContainerLinuxConfig.Inline = flatcarCLC
 				}))
 			},
@@ -275,7 +275,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "Container Linux Config writing a file on a filesystem Ignition 2 mounted",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.ContainerLinuxConfig.Inline = "storage:\n  filesystems:\n  - name: oem\n    mount: {device: /dev/disk/by-label/OEM, format: btrfs}\n" +
 						"  files:\n  - filesystem: oem\n    path: /grub.cfg\n    mode: 0644\n"
 				}))
@@ -285,9 +285,9 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "Container Linux Config writing /etc/kubeadm.sh and a spec file",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.ContainerLinuxConfig.Inline = "storage:\n  files:\n  - path: /etc/kubeadm.sh\n    mode: 0700\n"
-					s.Files = []bootstrapv1.File{{Path: "/etc/kubeadm.yml", Content: "x"}}
+					s.Files = []cabpiv1.File{{Path: "/etc/kubeadm.yml", Content: "x"}}
 				}))
 			},
 			want: []cause{
@@ -298,7 +298,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "Butane and a Container Linux Config (CEL)",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.Butane.Inline = flatcarButane
 					s.ContainerLinuxConfig.Inline = flatcarCLC
 				}))
@@ -308,7 +308,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "template: Container Linux Config disabling kubeadm.service",
 			obj: func(*testing.T) client.Object {
-				return newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newTemplate(ns, func(s *cabpiv1.IgnitionConfigSpec) {
 					s.ContainerLinuxConfig.Inline = "systemd:\n  units:\n  - name: kubeadm.service\n    mask: true\n"
 				})
 			},
@@ -319,7 +319,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "snippet with a YAML syntax error",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.Butane.Inline = flatcarButane + "storage:\n  files: [\n"
 				}))
 			},
@@ -328,7 +328,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "snippet with a wrongly typed value",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.Butane.Inline = flatcarButane + "storage:\n  files:\n  - path: /etc/x\n    mode: abc\n"
 				}))
 			},
@@ -337,8 +337,8 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "strict snippet with an unused key",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Butane = bootstrapv1.ButaneSpec{Strict: true, Inline: flatcarButane + "storage:\n  filez:\n  - path: /etc/x\n"}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Butane = cabpiv1.ButaneSpec{Strict: true, Inline: flatcarButane + "storage:\n  filez:\n  - path: /etc/x\n"}
 				}))
 			},
 			want: []cause{{"spec.butane.inline", "unused key filez (line 4, column 3)"}},
@@ -346,7 +346,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "snippet of another variant",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.Butane.Inline = "variant: fcos\nversion: 1.5.0\n"
 				}))
 			},
@@ -355,8 +355,8 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "snippet emitting an experimental Ignition version",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Variant = bootstrapv1.VariantFCOS
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Variant = cabpiv1.VariantFCOS
 					s.Butane.Inline = "variant: fcos\nversion: 1.8.0-experimental\n"
 				}))
 			},
@@ -365,7 +365,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "snippet writing /etc/kubeadm.yml",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.Butane.Inline = flatcarButane + "storage:\n  files:\n  - path: /etc/kubeadm.yml\n"
 				}))
 			},
@@ -374,7 +374,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "snippet writing the bootstrap sentinel",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.Butane.Inline = flatcarButane + "storage:\n  links:\n  - path: /run/cluster-api/bootstrap-success.complete\n    target: /dev/null\n"
 				}))
 			},
@@ -383,7 +383,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "snippet defining kubeadm.service",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.Butane.Inline = flatcarButane + "systemd:\n  units:\n  - name: kubeadm.service\n    enabled: false\n"
 				}))
 			},
@@ -392,7 +392,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "snippet replacing the whole config",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.Butane.Inline = flatcarButane + "ignition:\n  config:\n    replace:\n      source: https://example.invalid/config.ign\n"
 				}))
 			},
@@ -401,9 +401,9 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "snippet writing a file of spec.files",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.Butane.Inline = flatcarButane + "storage:\n  files:\n  - path: /etc/app.conf\n"
-					s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "x"}}
+					s.Files = []cabpiv1.File{{Path: "/etc/app.conf", Content: "x"}}
 				}))
 			},
 			want: []cause{{"spec.butane.inline", "writes /etc/app.conf, which files[0] writes too"}},
@@ -412,7 +412,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "pre-kubeadm command with a password and an unclosed quote",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.PreKubeadmCommands = []string{"docker login -u ci -p s3cr3t 'registry.example.com"}
 				}))
 			},
@@ -431,8 +431,8 @@ func TestAdmission(t *testing.T) {
 					}
 					return base64.StdEncoding.EncodeToString(raw)
 				}
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Files = []bootstrapv1.File{{Path: "/opt/big-1", Content: big()}, {Path: "/opt/big-2", Content: big()}}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Files = []cabpiv1.File{{Path: "/opt/big-1", Content: big()}, {Path: "/opt/big-2", Content: big()}}
 				}))
 			},
 			want: []cause{{"spec", "over the 1048568 a Secret holds"}},
@@ -440,7 +440,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "join token that kubeadm would refuse",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.JoinConfiguration.Discovery.BootstrapToken.Token = "NOT-A-TOKEN-s3cr3t"
 				}))
 			},
@@ -449,8 +449,8 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "node name from metadata and a node name",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.NodeName = &bootstrapv1.NodeNameSource{FromMetadata: bootstrapv1.MetadataPlatformOpenStack}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.NodeName = &cabpiv1.NodeNameSource{FromMetadata: cabpiv1.MetadataPlatformOpenStack}
 					s.JoinConfiguration.NodeRegistration.Name = "node-1"
 				}))
 			},
@@ -459,8 +459,8 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "provider ID from Azure metadata",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.NodeName = &bootstrapv1.NodeNameSource{FromMetadata: bootstrapv1.MetadataPlatformAzure, ProviderID: true}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.NodeName = &cabpiv1.NodeNameSource{FromMetadata: cabpiv1.MetadataPlatformAzure, ProviderID: true}
 				}))
 			},
 			want: []cause{{"spec.nodeName", "leave providerID unset"}},
@@ -468,8 +468,8 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "spec file drop-in running kubeadm as another user",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Files = []bootstrapv1.File{{Path: "/etc/systemd/system/kubeadm.service.d/20-user.conf", Content: "[Service]\nUser=core\n"}}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Files = []cabpiv1.File{{Path: "/etc/systemd/system/kubeadm.service.d/20-user.conf", Content: "[Service]\nUser=core\n"}}
 				}))
 			},
 			want: []cause{{"spec.files[0].content", "sets User=core in [Service]: kubeadm must run as root"}},
@@ -477,7 +477,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "snippet writing a drop-in for every service",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.Butane.Inline = flatcarButane + "storage:\n  files:\n  - path: /etc/systemd/system/service.d/10-x.conf\n    contents:\n      inline: |\n        [Service]\n        ExecStart=\n"
 				}))
 			},
@@ -486,7 +486,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "snippet preset disabling kubeadm.service",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.Butane.Inline = flatcarButane + "storage:\n  files:\n  - path: /etc/systemd/system-preset/10-x.preset\n    contents:\n      inline: \"disable *\\n\"\n"
 				}))
 			},
@@ -495,7 +495,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "snippet hard link to /etc/kubeadm.yml",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.Butane.Inline = flatcarButane + "storage:\n  links:\n  - path: /etc/x\n    target: /etc/kubeadm.yml\n    hard: true\n"
 				}))
 			},
@@ -504,9 +504,9 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "snippet directory at a file of spec.files",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.Butane.Inline = flatcarButane + "storage:\n  directories:\n  - path: /opt/app\n"
-					s.Files = []bootstrapv1.File{{Path: "/opt/app", Content: "x"}}
+					s.Files = []cabpiv1.File{{Path: "/opt/app", Content: "x"}}
 				}))
 			},
 			want: []cause{{"spec.butane.inline", "directory at /opt/app, where files[0] writes a file"}},
@@ -514,9 +514,9 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "snippet file inside a file of spec.files",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.Butane.Inline = flatcarButane + "storage:\n  files:\n  - path: /opt/app/x\n"
-					s.Files = []bootstrapv1.File{{Path: "/opt/app", Content: "x"}}
+					s.Files = []cabpiv1.File{{Path: "/opt/app", Content: "x"}}
 				}))
 			},
 			want: []cause{{"spec.butane.inline", "is inside /opt/app, a file written by files[0]"}},
@@ -526,7 +526,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "pre-kubeadm command with an unclosed quote",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.PreKubeadmCommands = []string{"echo ok", "true", "echo 'x"}
 				}))
 			},
@@ -535,7 +535,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "pre- and post-kubeadm commands with line continuations, all reported",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.PreKubeadmCommands = []string{"echo pre \\", "echo fine"}
 					s.PostKubeadmCommands = []string{"echo post &&"}
 				}))
@@ -550,8 +550,8 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "files at provider-owned paths, all reported",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Files = []bootstrapv1.File{
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Files = []cabpiv1.File{
 						{Path: "/etc/kubeadm.yml", Content: "x"},
 						{Path: "/etc/fine", Content: "x"},
 						{Path: "/etc/systemd/system/kubeadm.service", Content: "x"},
@@ -570,8 +570,8 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "file at an owned path spelled differently",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Files = []bootstrapv1.File{{Path: "/etc/./kubeadm.yml", Content: "x"}}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Files = []cabpiv1.File{{Path: "/etc/./kubeadm.yml", Content: "x"}}
 				}))
 			},
 			want: []cause{{"spec.files[0].path", "conflicts with /etc/kubeadm.yml"}},
@@ -579,8 +579,8 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "file at a parent directory of an owned path",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Files = []bootstrapv1.File{{Path: "/run/cluster-api", Content: "x"}}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Files = []cabpiv1.File{{Path: "/run/cluster-api", Content: "x"}}
 				}))
 			},
 			want: []cause{{"spec.files[0].path", "conflicts with /run/cluster-api/bootstrap-success.complete"}},
@@ -588,9 +588,9 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "control-plane config (label) writing a certificate path",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, func(c *bootstrapv1.IgnitionConfig) {
+				return newConfig(ns, func(c *cabpiv1.IgnitionConfig) {
 					c.Labels = map[string]string{clusterv1.MachineControlPlaneLabel: ""}
-					c.Spec.Files = []bootstrapv1.File{{Path: "/etc/kubernetes/pki/ca.crt", Content: "x"}}
+					c.Spec.Files = []cabpiv1.File{{Path: "/etc/kubernetes/pki/ca.crt", Content: "x"}}
 				})
 			},
 			want: []cause{{"spec.files[0].path", "conflicts with /etc/kubernetes/pki/ca.crt"}},
@@ -599,9 +599,9 @@ func TestAdmission(t *testing.T) {
 			name: "control-plane config (owner Machine) writing a certificate key path",
 			obj: func(t *testing.T) client.Object {
 				owner := createMachine(t, ns, "cp-owner", "v1.34.0", true)
-				return newConfig(ns, func(c *bootstrapv1.IgnitionConfig) {
+				return newConfig(ns, func(c *cabpiv1.IgnitionConfig) {
 					c.OwnerReferences = []metav1.OwnerReference{owner}
-					c.Spec.Files = []bootstrapv1.File{{Path: "/etc/kubernetes/pki/sa.key", Content: "x"}}
+					c.Spec.Files = []cabpiv1.File{{Path: "/etc/kubernetes/pki/sa.key", Content: "x"}}
 				})
 			},
 			want: []cause{{"spec.files[0].path", "conflicts with /etc/kubernetes/pki/sa.key"}},
@@ -609,8 +609,8 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "two files at the same path once cleaned",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "x"}, {Path: "/etc//app.conf", Content: "y"}}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Files = []cabpiv1.File{{Path: "/etc/app.conf", Content: "x"}, {Path: "/etc//app.conf", Content: "y"}}
 				}))
 			},
 			want: []cause{{"spec.files[1].path", "is also written by spec.files[0]"}},
@@ -618,8 +618,8 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "two files at the same path (schema)",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "x"}, {Path: "/etc/app.conf", Content: "y"}}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Files = []cabpiv1.File{{Path: "/etc/app.conf", Content: "x"}, {Path: "/etc/app.conf", Content: "y"}}
 				}))
 			},
 			want: []cause{{"spec.files[1]", "Duplicate value"}},
@@ -627,8 +627,8 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "file owner with a slash",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "x", Owner: "core/x:core"}}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Files = []cabpiv1.File{{Path: "/etc/app.conf", Content: "x", Owner: "core/x:core"}}
 				}))
 			},
 			want: []cause{{"spec.files[0].owner", "must not contain spaces or slashes"}},
@@ -636,8 +636,8 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "file content not base64 as its encoding says",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "not base64!", Encoding: bootstrapv1.FileEncodingBase64}}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Files = []cabpiv1.File{{Path: "/etc/app.conf", Content: "not base64!", Encoding: cabpiv1.FileEncodingBase64}}
 				}))
 			},
 			want: []cause{{"spec.files[0].content", "is not base64"}},
@@ -645,8 +645,8 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "inline gzip content (CEL)",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "x", Encoding: bootstrapv1.FileEncodingGzip}}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Files = []cabpiv1.File{{Path: "/etc/app.conf", Content: "x", Encoding: cabpiv1.FileEncodingGzip}}
 				}))
 			},
 			want: []cause{{"spec.files[0]", "encoding gzip needs contentFrom"}},
@@ -654,9 +654,9 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "append on CAPD",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Platform = bootstrapv1.PlatformDocker
-					s.Files = []bootstrapv1.File{{Path: "/etc/hosts", Content: "x", Append: true}}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Platform = cabpiv1.PlatformDocker
+					s.Files = []cabpiv1.File{{Path: "/etc/hosts", Content: "x", Append: true}}
 				}))
 			},
 			want: []cause{{"spec.files[0].append", "CAPD"}},
@@ -664,9 +664,9 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "user with passwordHash and passwordHashFrom (CEL)",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Users = []bootstrapv1.User{{Name: "ops", PasswordHash: "$6$x",
-						PasswordHashFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.KeyReference{Name: "pw", Key: "hash"}}}}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Users = []cabpiv1.User{{Name: "ops", PasswordHash: "$6$x",
+						PasswordHashFrom: &cabpiv1.FileSource{Secret: cabpiv1.KeyReference{Name: "pw", Key: "hash"}}}}
 				}))
 			},
 			want: []cause{{"spec.users[0]", "set either passwordHash or passwordHashFrom"}},
@@ -674,8 +674,8 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "file permissions not octal (schema)",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "x", Permissions: "0999"}}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Files = []cabpiv1.File{{Path: "/etc/app.conf", Content: "x", Permissions: "0999"}}
 				}))
 			},
 			want: []cause{{"spec.files[0].permissions", "should match"}},
@@ -683,10 +683,10 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "file with inline and Secret content (CEL)",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					f := secretFile("/etc/app.conf")
 					f.Content = "x"
-					s.Files = []bootstrapv1.File{f}
+					s.Files = []cabpiv1.File{f}
 				}))
 			},
 			want: []cause{{"spec.files[0]", "set exactly one of content or contentFrom"}},
@@ -694,9 +694,9 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "snippet inline and from a ConfigMap (CEL)",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.Butane.Inline = flatcarButane
-					s.Butane.ContentFrom = &bootstrapv1.ButaneSource{ConfigMap: &bootstrapv1.KeyReference{Name: "butane", Key: "config.bu"}}
+					s.Butane.ContentFrom = &cabpiv1.ButaneSource{ConfigMap: &cabpiv1.KeyReference{Name: "butane", Key: "config.bu"}}
 				}))
 			},
 			want: []cause{{"spec.butane", "set either inline or contentFrom, not both"}},
@@ -704,8 +704,8 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "file inside another file",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Files = []bootstrapv1.File{{Path: "/opt/a", Content: "a"}, {Path: "/opt/a/b", Content: "b"}}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Files = []cabpiv1.File{{Path: "/opt/a", Content: "a"}, {Path: "/opt/a/b", Content: "b"}}
 				}))
 			},
 			want: []cause{{"spec.files[1].path", "file /opt/a/b (written by files[1]) is inside /opt/a, a file written by files[0]"}},
@@ -713,8 +713,8 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "file path with shell metacharacters",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Files = []bootstrapv1.File{{Path: "/etc/a b", Content: "a"}, {Path: "/etc/$(reboot)", Content: "b"}}
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Files = []cabpiv1.File{{Path: "/etc/a b", Content: "a"}, {Path: "/etc/$(reboot)", Content: "b"}}
 				}))
 			},
 			want: []cause{
@@ -727,22 +727,22 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "unknown variant (schema)",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) { s.Variant = "ubuntu" }))
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) { s.Variant = "ubuntu" }))
 			},
 			want: []cause{{"spec.variant", "Unsupported value"}},
 		},
 		{
 			name: "Ignition 3.0.0 for flatcar",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) { s.IgnitionVersion = "3.0.0" }))
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) { s.IgnitionVersion = "3.0.0" }))
 			},
 			want: []cause{{"spec.ignitionVersion", `Ignition version "3.0.0" is not supported for flatcar`}},
 		},
 		{
 			name: "Ignition 3.6.0 for flatcar",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Variant = bootstrapv1.VariantFlatcar
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Variant = cabpiv1.VariantFlatcar
 					s.IgnitionVersion = "3.6.0"
 				}))
 			},
@@ -751,15 +751,15 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "Ignition 9.9.9 (schema)",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) { s.IgnitionVersion = "9.9.9" }))
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) { s.IgnitionVersion = "9.9.9" }))
 			},
 			want: []cause{{"spec.ignitionVersion", "should match"}},
 		},
 		{
 			name: "pinned Ignition version lower than the snippet needs",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Variant = bootstrapv1.VariantFCOS
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Variant = cabpiv1.VariantFCOS
 					s.IgnitionVersion = "3.0.0"
 					s.Butane.Inline = "variant: fcos\nversion: 1.5.0\n"
 				}))
@@ -769,10 +769,10 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "several errors at once",
 			obj: func(*testing.T) client.Object {
-				return newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 					s.IgnitionVersion = "3.1.0"
 					s.Butane.Inline = "variant: flatcar\nversion: 1.0.0\nstorage: [\n"
-					s.Files = []bootstrapv1.File{{Path: "/etc/kubeadm.sh", Content: "x"}}
+					s.Files = []cabpiv1.File{{Path: "/etc/kubeadm.sh", Content: "x"}}
 				}))
 			},
 			want: []cause{
@@ -787,7 +787,7 @@ func TestAdmission(t *testing.T) {
 			name: "owner Machine with an unsupported Kubernetes version",
 			obj: func(t *testing.T) client.Object {
 				owner := createMachine(t, ns, "old", "v1.21.0", false)
-				return newConfig(ns, func(c *bootstrapv1.IgnitionConfig) { c.OwnerReferences = []metav1.OwnerReference{owner} })
+				return newConfig(ns, func(c *cabpiv1.IgnitionConfig) { c.OwnerReferences = []metav1.OwnerReference{owner} })
 			},
 			want: []cause{{"metadata.ownerReferences[0]", "doesn't support Kubernetes version lower than v1.22.0"}},
 		},
@@ -796,8 +796,8 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "template: file at an owned path",
 			obj: func(*testing.T) client.Object {
-				return newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Files = []bootstrapv1.File{{Path: "/etc/kubeadm.yml", Content: "x"}}
+				return newTemplate(ns, func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Files = []cabpiv1.File{{Path: "/etc/kubeadm.yml", Content: "x"}}
 				})
 			},
 			want: []cause{{"spec.template.spec.files[0].path", "conflicts with /etc/kubeadm.yml"}},
@@ -805,7 +805,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "template: snippet with a YAML syntax error",
 			obj: func(*testing.T) client.Object {
-				return newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newTemplate(ns, func(s *cabpiv1.IgnitionConfigSpec) {
 					s.Butane.Inline = "variant: flatcar\nversion: 1.0.0\n  storage: x\n"
 				})
 			},
@@ -814,7 +814,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "template: snippet writing /etc/kubeadm.sh",
 			obj: func(*testing.T) client.Object {
-				return newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newTemplate(ns, func(s *cabpiv1.IgnitionConfigSpec) {
 					s.Butane.Inline = flatcarButane + "storage:\n  files:\n  - path: /etc/kubeadm.sh\n"
 				})
 			},
@@ -823,7 +823,7 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "template: pre-kubeadm command with an unclosed quote",
 			obj: func(*testing.T) client.Object {
-				return newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) {
+				return newTemplate(ns, func(s *cabpiv1.IgnitionConfigSpec) {
 					s.PreKubeadmCommands = []string{"echo 'x"}
 				})
 			},
@@ -832,15 +832,15 @@ func TestAdmission(t *testing.T) {
 		{
 			name: "template: Ignition 3.0.0 for flatcar",
 			obj: func(*testing.T) client.Object {
-				return newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) { s.IgnitionVersion = "3.0.0" })
+				return newTemplate(ns, func(s *cabpiv1.IgnitionConfigSpec) { s.IgnitionVersion = "3.0.0" })
 			},
 			want: []cause{{"spec.template.spec.ignitionVersion", "not supported for flatcar"}},
 		},
 		{
 			name: "template: permissions (schema)",
 			obj: func(*testing.T) client.Object {
-				return newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) {
-					s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "x", Permissions: "rw-r--r--"}}
+				return newTemplate(ns, func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Files = []cabpiv1.File{{Path: "/etc/app.conf", Content: "x", Permissions: "rw-r--r--"}}
 				})
 			},
 			want: []cause{{"spec.template.spec.files[0].permissions", "should match"}},
@@ -881,20 +881,20 @@ func TestAdmission(t *testing.T) {
 // TestIgnitionConfigDefaulting: the variant defaults to flatcar and file permissions to 0644.
 func TestIgnitionConfigDefaulting(t *testing.T) {
 	ns := env.CreateNamespace(t, "defaulting").Name
-	c := newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-		s.Files = []bootstrapv1.File{{Path: "/etc/a", Content: "a"}, {Path: "/etc/b", Content: "b", Permissions: "0600"}}
+	c := newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+		s.Files = []cabpiv1.File{{Path: "/etc/a", Content: "a"}, {Path: "/etc/b", Content: "b", Permissions: "0600"}}
 	}))
 	require.NoError(t, env.Client.Create(t.Context(), c))
 
-	got := &bootstrapv1.IgnitionConfig{}
+	got := &cabpiv1.IgnitionConfig{}
 	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKeyFromObject(c), got))
-	assert.Equal(t, bootstrapv1.VariantFlatcar, got.Spec.Variant)
+	assert.Equal(t, cabpiv1.VariantFlatcar, got.Spec.Variant)
 	assert.Equal(t, "0644", got.Spec.Files[0].Permissions, "defaulted by the webhook")
 	assert.Equal(t, "0600", got.Spec.Files[1].Permissions, "kept")
 
-	fcos := newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) { s.Variant = bootstrapv1.VariantFCOS }))
+	fcos := newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) { s.Variant = cabpiv1.VariantFCOS }))
 	require.NoError(t, env.Client.Create(t.Context(), fcos))
-	assert.Equal(t, bootstrapv1.VariantFCOS, fcos.Spec.Variant, "an explicit variant is kept")
+	assert.Equal(t, cabpiv1.VariantFCOS, fcos.Spec.Variant, "an explicit variant is kept")
 }
 
 // TestIgnitionConfigUpdate: updates are validated like creates; metadata-only updates are not
@@ -905,13 +905,13 @@ func TestIgnitionConfigUpdate(t *testing.T) {
 	c, rec, err := env.ClientWithWarnings()
 	require.NoError(t, err)
 
-	obj := newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-		s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "x"}}
+	obj := newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+		s.Files = []cabpiv1.File{{Path: "/etc/app.conf", Content: "x"}}
 	}))
 	require.NoError(t, c.Create(ctx, obj))
 
 	bad := obj.DeepCopy()
-	bad.Spec.Files = append(bad.Spec.Files, bootstrapv1.File{Path: "/etc/kubeadm.yml", Content: "x"})
+	bad.Spec.Files = append(bad.Spec.Files, cabpiv1.File{Path: "/etc/kubeadm.yml", Content: "x"})
 	bad.Spec.Butane.Inline = flatcarButane + "systemd:\n  units:\n  - name: kubeadm.service\n    mask: true\n"
 	requireInvalid(t, c.Update(ctx, bad),
 		cause{"spec.files[1].path", "conflicts with /etc/kubeadm.yml"},
@@ -947,12 +947,12 @@ func TestIgnitionConfigUpdate(t *testing.T) {
 		Spec: clusterv1.MachinePoolSpec{ClusterName: "cluster", Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
 			ClusterName: "cluster", Version: "v1.34.0",
 			Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: bootstrapv1.GroupVersion.Group, Kind: "IgnitionConfig", Name: "pool"}},
+				APIGroup: cabpiv1.GroupVersion.Group, Kind: "IgnitionConfig", Name: "pool"}},
 			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "GenericInfrastructureMachinePool", Name: "pool"},
 		}}},
 	}
 	require.NoError(t, c.Create(ctx, pool))
-	poolCfg := newConfig(ns, func(cfg *bootstrapv1.IgnitionConfig) {
+	poolCfg := newConfig(ns, func(cfg *cabpiv1.IgnitionConfig) {
 		cfg.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachinePool", Name: pool.Name, UID: pool.UID}}
 	})
 	require.NoError(t, c.Create(ctx, poolCfg))
@@ -981,12 +981,12 @@ func TestIgnitionConfigUpdate(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "machine"},
 		Spec: clusterv1.MachineSpec{ClusterName: "cluster", Version: "v1.34.0",
 			Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: bootstrapv1.GroupVersion.Group, Kind: "IgnitionConfig", Name: "machine"}},
+				APIGroup: cabpiv1.GroupVersion.Group, Kind: "IgnitionConfig", Name: "machine"}},
 			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "GenericInfrastructureMachine", Name: "machine"},
 		},
 	}
 	require.NoError(t, c.Create(ctx, machine))
-	machineCfg := newConfig(ns, func(cfg *bootstrapv1.IgnitionConfig) {
+	machineCfg := newConfig(ns, func(cfg *cabpiv1.IgnitionConfig) {
 		cfg.Name = "machine"
 		cfg.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: machine.Name, UID: machine.UID}}
 	})
@@ -1017,9 +1017,9 @@ func TestIgnitionConfigUpdate(t *testing.T) {
 func TestIgnitionConfigTemplateImmutable(t *testing.T) {
 	ctx := t.Context()
 	ns := env.CreateNamespace(t, "immutable").Name
-	tpl := newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) {
+	tpl := newTemplate(ns, func(s *cabpiv1.IgnitionConfigSpec) {
 		s.PreKubeadmCommands = []string{"echo old"}
-		s.Files = []bootstrapv1.File{{Path: "/etc/app.conf", Content: "old-secret-value"}}
+		s.Files = []cabpiv1.File{{Path: "/etc/app.conf", Content: "old-secret-value"}}
 	})
 	require.NoError(t, env.Client.Create(ctx, tpl))
 
@@ -1036,7 +1036,7 @@ func TestIgnitionConfigTemplateImmutable(t *testing.T) {
 	assert.NotContains(t, err.Error(), "secret-value", "file contents are not shown")
 
 	variant := tpl.DeepCopy()
-	variant.Spec.Template.Spec.Variant = bootstrapv1.VariantFCOS
+	variant.Spec.Template.Spec.Variant = cabpiv1.VariantFCOS
 	err = env.Client.Update(ctx, variant)
 	requireInvalid(t, err, cause{"spec.template.spec", "immutable"})
 	assertDiffLine(t, err, `-\s+"variant":\s+string\("flatcar"\)`)
@@ -1053,7 +1053,7 @@ func TestIgnitionConfigTemplateImmutable(t *testing.T) {
 func TestIgnitionConfigTemplateTopologyDryRun(t *testing.T) {
 	ctx := t.Context()
 	ns := env.CreateNamespace(t, "dryrun").Name
-	tpl := newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) { s.PreKubeadmCommands = []string{"echo old"} })
+	tpl := newTemplate(ns, func(s *cabpiv1.IgnitionConfigSpec) { s.PreKubeadmCommands = []string{"echo old"} })
 	require.NoError(t, env.Client.Create(ctx, tpl))
 
 	apply := func(annotate bool, files []any, opts ...client.ApplyOption) error {
@@ -1066,7 +1066,7 @@ func TestIgnitionConfigTemplateTopologyDryRun(t *testing.T) {
 			spec["files"] = files
 		}
 		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": bootstrapv1.GroupVersion.String(),
+			"apiVersion": cabpiv1.GroupVersion.String(),
 			"kind":       "IgnitionConfigTemplate",
 			"metadata":   metadata,
 			"spec":       map[string]any{"template": map[string]any{"spec": spec}},
@@ -1075,7 +1075,7 @@ func TestIgnitionConfigTemplateTopologyDryRun(t *testing.T) {
 		return env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), opts...)
 	}
 	stored := func(t *testing.T) []string {
-		got := &bootstrapv1.IgnitionConfigTemplate{}
+		got := &cabpiv1.IgnitionConfigTemplate{}
 		require.NoError(t, env.Client.Get(context.Background(), client.ObjectKeyFromObject(tpl), got))
 		return got.Spec.Template.Spec.PreKubeadmCommands
 	}
@@ -1109,15 +1109,15 @@ func TestContainerLinuxConfigWarningsAreAdmissionWarnings(t *testing.T) {
 
 	const misspelt = "storage:\n  filez:\n  - path: /etc/motd\n"
 	// A control-plane template renders twice (init and control-plane join).
-	tpl := newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) { s.ContainerLinuxConfig.Inline = misspelt })
+	tpl := newTemplate(ns, func(s *cabpiv1.IgnitionConfigSpec) { s.ContainerLinuxConfig.Inline = misspelt })
 	tpl.Spec.Template.ObjectMeta.Labels = map[string]string{clusterv1.MachineControlPlaneLabel: ""}
 	require.NoError(t, c.Create(ctx, tpl))
 	warnings := rec.Take()
 	require.Len(t, warnings, 1, "one warning, even when rendered for two roles: %v", warnings)
 	assert.Contains(t, warnings[0], "spec.template.spec.containerLinuxConfig.inline: line 2, column 3: Config has unrecognized key: filez")
 
-	strict := newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
-		s.ContainerLinuxConfig = bootstrapv1.ContainerLinuxConfigSpec{Inline: misspelt, Strict: true}
+	strict := newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+		s.ContainerLinuxConfig = cabpiv1.ContainerLinuxConfigSpec{Inline: misspelt, Strict: true}
 	}))
 	requireInvalid(t, c.Create(ctx, strict), cause{"spec.containerLinuxConfig.inline", "filez (line 2, column 3)"})
 }
@@ -1133,7 +1133,7 @@ func TestButaneWarningsAreAdmissionWarnings(t *testing.T) {
 	// flatcarButane is two lines (variant, version): storage starts on line 3.
 	misspelt := flatcarButane + "storage:\n  filez:\n  - path: /etc/motd\n"
 	// A control-plane config renders twice (init and control-plane join).
-	obj := newConfig(ns, func(c *bootstrapv1.IgnitionConfig) {
+	obj := newConfig(ns, func(c *cabpiv1.IgnitionConfig) {
 		c.Labels = map[string]string{clusterv1.MachineControlPlaneLabel: ""}
 		c.Spec.Butane.Inline = misspelt
 	})
@@ -1144,13 +1144,13 @@ func TestButaneWarningsAreAdmissionWarnings(t *testing.T) {
 	assert.Contains(t, warnings[0], "filez")
 
 	rec.Take() // what came before
-	tpl := newTemplate(ns, func(s *bootstrapv1.IgnitionConfigSpec) { s.Butane.Inline = misspelt })
+	tpl := newTemplate(ns, func(s *cabpiv1.IgnitionConfigSpec) { s.Butane.Inline = misspelt })
 	require.NoError(t, c.Create(ctx, tpl))
 	warnings = rec.Take()
 	require.Len(t, warnings, 1)
 	assert.Contains(t, warnings[0], "spec.template.spec.butane.inline: line 4, column 3")
 
-	strict := newConfig(ns, withSpec(func(s *bootstrapv1.IgnitionConfigSpec) {
+	strict := newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 		s.Butane.Inline, s.Butane.Strict = misspelt, true
 	}))
 	requireInvalid(t, c.Create(ctx, strict), cause{"spec.butane.inline", "filez"})

@@ -3,7 +3,7 @@ package v1alpha1
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 )
 
 // Variant is the operating system family the Ignition is rendered for. It selects the Butane
@@ -80,16 +80,16 @@ type IgnitionConfigSpec struct {
 	// clusterConfiguration is the kubeadm ClusterConfiguration for the node running kubeadm init,
 	// in Cluster API's KubeadmConfig form (copy it from a KubeadmConfig as is).
 	// +optional
-	ClusterConfiguration bootstrapv1.ClusterConfiguration `json:"clusterConfiguration,omitempty,omitzero"`
+	ClusterConfiguration kubeadmv1.ClusterConfiguration `json:"clusterConfiguration,omitempty,omitzero"`
 
 	// initConfiguration is the kubeadm InitConfiguration for the node running kubeadm init.
 	// +optional
-	InitConfiguration bootstrapv1.InitConfiguration `json:"initConfiguration,omitempty,omitzero"`
+	InitConfiguration kubeadmv1.InitConfiguration `json:"initConfiguration,omitempty,omitzero"`
 
 	// joinConfiguration is the kubeadm JoinConfiguration for nodes that join (workers and
 	// additional control-plane nodes). Discovery is filled in by the controller.
 	// +optional
-	JoinConfiguration bootstrapv1.JoinConfiguration `json:"joinConfiguration,omitempty,omitzero"`
+	JoinConfiguration kubeadmv1.JoinConfiguration `json:"joinConfiguration,omitempty,omitzero"`
 
 	// nodeName names the node, and optionally sets its provider ID, from the platform's metadata
 	// service at first boot, instead of nodeRegistration.name. kubeadm.service then waits for the

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/cmd/internal/cliinput"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
@@ -88,7 +88,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 
 // printSize reports what the data weighs against the platform's limit, and what to do when it
 // is over.
-func printSize(w io.Writer, out ignition.Output, spec *bootstrapv1.IgnitionConfigSpec) {
+func printSize(w io.Writer, out ignition.Output, spec *cabpiv1.IgnitionConfigSpec) {
 	platform := configinput.EffectivePlatform(spec, "")
 	name, limit := string(platform), "no limit"
 	if name == "" {

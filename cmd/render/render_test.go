@@ -19,7 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
@@ -301,10 +301,10 @@ func TestPlatformFlag(t *testing.T) {
 func TestButaneWarningsOnStderr(t *testing.T) {
 	dir := t.TempDir()
 	doc := func(strict bool) string {
-		cfg := &bootstrapv1.IgnitionConfig{
-			TypeMeta:   metav1.TypeMeta{APIVersion: bootstrapv1.GroupVersion.String(), Kind: "IgnitionConfig"},
+		cfg := &cabpiv1.IgnitionConfig{
+			TypeMeta:   metav1.TypeMeta{APIVersion: cabpiv1.GroupVersion.String(), Kind: "IgnitionConfig"},
 			ObjectMeta: metav1.ObjectMeta{Name: "w"},
-			Spec: bootstrapv1.IgnitionConfigSpec{Butane: bootstrapv1.ButaneSpec{Strict: strict,
+			Spec: cabpiv1.IgnitionConfigSpec{Butane: cabpiv1.ButaneSpec{Strict: strict,
 				Inline: "variant: flatcar\nversion: 1.0.0\nstorage:\n  filez:\n  - path: /etc/motd\n"}},
 		}
 		b, err := yaml.Marshal(cfg)

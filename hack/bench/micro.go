@@ -13,7 +13,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/webhooks"
@@ -80,7 +80,7 @@ func benchRender() ([]renderResult, error) {
 		for _, variant := range []ignition.Variant{ignition.VariantFlatcar, ignition.VariantFCOS} {
 			for _, snippet := range []bool{false, true} {
 				c := renderCase{role, variant, snippet}
-				spec := &bootstrapv1.IgnitionConfigSpec{Variant: bootstrapv1.Variant(variant)}
+				spec := &cabpiv1.IgnitionConfigSpec{Variant: cabpiv1.Variant(variant)}
 				if snippet {
 					spec.Butane.Inline = butaneSnippet(variant, 4096)
 				}
@@ -133,7 +133,7 @@ func benchAdmission(ctx context.Context) []admissionResult {
 	var out []admissionResult
 	for _, size := range []int{4 << 10, 1 << 20} {
 		for _, controlPlane := range []bool{false, true} {
-			cfg := &bootstrapv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: "admission"}}
+			cfg := &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: "admission"}}
 			cfg.Spec.Butane.Inline = butaneSnippet(ignition.VariantFlatcar, size)
 			name := fmt.Sprintf("worker, %s snippet", humanSize(size))
 			if controlPlane {

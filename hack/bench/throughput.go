@@ -22,7 +22,7 @@ import (
 	cabpksetup "sigs.k8s.io/cluster-api/bootstrap/kubeadm/setup"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
@@ -55,7 +55,7 @@ var cabpi = contender{
 		return startManager(ctx, mgr)
 	},
 	config: func(ns, name string) (client.Object, clusterv1.ContractVersionedObjectReference) {
-		return &bootstrapv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+		return &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
 			testenv.IgnitionConfigRef(name)
 	},
 }

@@ -33,7 +33,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/test/builder"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
@@ -129,9 +129,9 @@ func run(variant, out string) error {
 
 func createControlPlaneMachine(ctx context.Context, c client.Client, cluster *clusterv1.Cluster, variant string) (*clusterv1.Machine, error) {
 	name := clusterName + "-cp-0"
-	cfg := &bootstrapv1.IgnitionConfig{
+	cfg := &cabpiv1.IgnitionConfig{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: clusterName}},
-		Spec:       bootstrapv1.IgnitionConfigSpec{Variant: bootstrapv1.Variant(variant), Butane: bootstrapv1.ButaneSpec{Inline: motdSnippet(variant, "control plane")}},
+		Spec:       cabpiv1.IgnitionConfigSpec{Variant: cabpiv1.Variant(variant), Butane: cabpiv1.ButaneSpec{Inline: motdSnippet(variant, "control plane")}},
 	}
 	if err := c.Create(ctx, cfg); err != nil {
 		return nil, err
@@ -145,13 +145,13 @@ func createControlPlaneMachine(ctx context.Context, c client.Client, cluster *cl
 }
 
 func createWorkers(ctx context.Context, c client.Client, cluster *clusterv1.Cluster, variant string) error {
-	tmpl := &bootstrapv1.IgnitionConfigTemplate{
+	tmpl := &cabpiv1.IgnitionConfigTemplate{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: clusterName + "-workers"},
-		Spec: bootstrapv1.IgnitionConfigTemplateSpec{Template: bootstrapv1.IgnitionConfigTemplateResource{
-			Spec: bootstrapv1.IgnitionConfigSpec{
-				Variant:            bootstrapv1.Variant(variant),
+		Spec: cabpiv1.IgnitionConfigTemplateSpec{Template: cabpiv1.IgnitionConfigTemplateResource{
+			Spec: cabpiv1.IgnitionConfigSpec{
+				Variant:            cabpiv1.Variant(variant),
 				PreKubeadmCommands: []string{"systemctl enable --now containerd"},
-				Butane:             bootstrapv1.ButaneSpec{Inline: motdSnippet(variant, "worker")},
+				Butane:             cabpiv1.ButaneSpec{Inline: motdSnippet(variant, "worker")},
 			},
 		}},
 	}
@@ -182,7 +182,7 @@ func createWorkers(ctx context.Context, c client.Client, cluster *clusterv1.Clus
 					ClusterName: clusterName,
 					Version:     version,
 					Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
-						APIGroup: bootstrapv1.GroupVersion.Group, Kind: "IgnitionConfigTemplate", Name: tmpl.Name,
+						APIGroup: cabpiv1.GroupVersion.Group, Kind: "IgnitionConfigTemplate", Name: tmpl.Name,
 					}},
 					InfrastructureRef: clusterv1.ContractVersionedObjectReference{
 						APIGroup: builder.InfrastructureGroupVersion.Group, Kind: builder.GenericInfrastructureMachineTemplateKind, Name: infraTmpl.GetName(),
@@ -222,10 +222,10 @@ func waitForData(ctx context.Context, c client.Client, match func(clusterv1.Mach
 				ready++
 				continue
 			}
-			cfg := &bootstrapv1.IgnitionConfig{}
+			cfg := &cabpiv1.IgnitionConfig{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: m.Spec.Bootstrap.ConfigRef.Name}, cfg); err == nil {
 				for _, cond := range cfg.Status.Conditions {
-					if cond.Type == bootstrapv1.DataSecretAvailableCondition {
+					if cond.Type == cabpiv1.DataSecretAvailableCondition {
 						waiting = append(waiting, fmt.Sprintf("%s: %s", m.Name, cond.Reason))
 					}
 				}

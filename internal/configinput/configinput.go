@@ -9,15 +9,15 @@ import (
 	"strconv"
 	"strings"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
 // Resolver reads the content of referenced Secret and ConfigMap keys. field is the spec path
 // of the reference, for messages.
 type Resolver interface {
-	SecretKey(ctx context.Context, field string, ref bootstrapv1.KeyReference) ([]byte, error)
-	ConfigMapKey(ctx context.Context, field string, ref bootstrapv1.KeyReference) (string, error)
+	SecretKey(ctx context.Context, field string, ref cabpiv1.KeyReference) ([]byte, error)
+	ConfigMapKey(ctx context.Context, field string, ref cabpiv1.KeyReference) (string, error)
 }
 
 // MissingReferenceError says a referenced object or key does not exist (yet).
@@ -50,7 +50,7 @@ const DefaultFileMode = 0o644
 // FromSpec builds the role-independent part of the input: variant, pinned version, Butane or
 // Container Linux Config, files and commands. Role-specific parts (kubeadm configurations,
 // certificates) are the caller's.
-func FromSpec(ctx context.Context, spec *bootstrapv1.IgnitionConfigSpec, role ignition.Role, kubernetesVersion string, res Resolver) (ignition.Input, error) {
+func FromSpec(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role ignition.Role, kubernetesVersion string, res Resolver) (ignition.Input, error) {
 	in := ignition.Input{
 		Variant:             Variant(spec),
 		IgnitionVersion:     spec.IgnitionVersion,
@@ -65,7 +65,7 @@ func FromSpec(ctx context.Context, spec *bootstrapv1.IgnitionConfigSpec, role ig
 	}
 	// As the CRD's rule: a butane with strict alone is set. The renderer looks at the documents
 	// only, so cabpi render would otherwise accept what admission refuses.
-	if spec.Butane != (bootstrapv1.ButaneSpec{}) && spec.ContainerLinuxConfig != (bootstrapv1.ContainerLinuxConfigSpec{}) {
+	if spec.Butane != (cabpiv1.ButaneSpec{}) && spec.ContainerLinuxConfig != (cabpiv1.ContainerLinuxConfigSpec{}) {
 		return in, &ignition.Error{Kind: ignition.ErrInvalidInput, Field: "containerLinuxConfig", Message: "set butane or containerLinuxConfig, not both"}
 	}
 	if nn := spec.NodeName; nn != nil {
@@ -98,7 +98,7 @@ func FromSpec(ctx context.Context, spec *bootstrapv1.IgnitionConfigSpec, role ig
 }
 
 // userFromSpec resolves a user's password hash, from the spec or its Secret.
-func userFromSpec(ctx context.Context, i int, u bootstrapv1.User, res Resolver) (ignition.User, error) {
+func userFromSpec(ctx context.Context, i int, u cabpiv1.User, res Resolver) (ignition.User, error) {
 	user := ignition.User{
 		Name: u.Name, Gecos: u.Gecos, HomeDir: u.HomeDir, Shell: u.Shell, PrimaryGroup: u.PrimaryGroup,
 		Groups: u.Groups, PasswordHash: u.PasswordHash, SSHAuthorizedKeys: u.SSHAuthorizedKeys,
@@ -119,7 +119,7 @@ func userFromSpec(ctx context.Context, i int, u bootstrapv1.User, res Resolver) 
 }
 
 // Variant is the spec's variant, flatcar when unset (the CRD default, for objects not defaulted).
-func Variant(spec *bootstrapv1.IgnitionConfigSpec) ignition.Variant {
+func Variant(spec *cabpiv1.IgnitionConfigSpec) ignition.Variant {
 	if spec.Variant == "" {
 		return ignition.VariantFlatcar
 	}
@@ -128,7 +128,7 @@ func Variant(spec *bootstrapv1.IgnitionConfigSpec) ignition.Variant {
 
 // document is a provisioning document (Butane or Container Linux Config): inline, or read from
 // the Secret or ConfigMap key contentFrom names, reported against secretField or configMapField.
-func document(ctx context.Context, inline string, from *bootstrapv1.ButaneSource, secretField, configMapField string, res Resolver) (string, error) {
+func document(ctx context.Context, inline string, from *cabpiv1.ButaneSource, secretField, configMapField string, res Resolver) (string, error) {
 	switch {
 	case from == nil:
 		return inline, nil
@@ -141,7 +141,7 @@ func document(ctx context.Context, inline string, from *bootstrapv1.ButaneSource
 	return "", nil
 }
 
-func fileFromSpec(ctx context.Context, i int, f bootstrapv1.File, res Resolver) (ignition.File, error) {
+func fileFromSpec(ctx context.Context, i int, f cabpiv1.File, res Resolver) (ignition.File, error) {
 	file := ignition.File{Path: f.Path, Owner: f.Owner, Content: []byte(f.Content), Mode: DefaultFileMode, Append: f.Append}
 	if f.Permissions != "" {
 		mode, err := ParseMode(f.Permissions)

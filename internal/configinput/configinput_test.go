@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
@@ -18,7 +18,7 @@ type keys struct {
 	asked               *[]string
 }
 
-func (k keys) SecretKey(_ context.Context, field string, ref bootstrapv1.KeyReference) ([]byte, error) {
+func (k keys) SecretKey(_ context.Context, field string, ref cabpiv1.KeyReference) ([]byte, error) {
 	*k.asked = append(*k.asked, field)
 	v, ok := k.secrets[ref.Name+"/"+ref.Key]
 	if !ok {
@@ -27,7 +27,7 @@ func (k keys) SecretKey(_ context.Context, field string, ref bootstrapv1.KeyRefe
 	return []byte(v), nil
 }
 
-func (k keys) ConfigMapKey(_ context.Context, field string, ref bootstrapv1.KeyReference) (string, error) {
+func (k keys) ConfigMapKey(_ context.Context, field string, ref cabpiv1.KeyReference) (string, error) {
 	*k.asked = append(*k.asked, field)
 	v, ok := k.configMaps[ref.Name+"/"+ref.Key]
 	if !ok {
@@ -41,12 +41,12 @@ func (k keys) ConfigMapKey(_ context.Context, field string, ref bootstrapv1.KeyR
 func TestFromSpecResolvesTheDocuments(t *testing.T) {
 	const clc = "storage:\n  files:\n    - path: /etc/x\n      mode: 0644\n"
 	const butane = "variant: flatcar\nversion: 1.0.0\n"
-	ref := func(name string) *bootstrapv1.KeyReference {
-		return &bootstrapv1.KeyReference{Name: name, Key: "config"}
+	ref := func(name string) *cabpiv1.KeyReference {
+		return &cabpiv1.KeyReference{Name: name, Key: "config"}
 	}
 	cases := []struct {
 		name       string
-		spec       bootstrapv1.IgnitionConfigSpec
+		spec       cabpiv1.IgnitionConfigSpec
 		wantCLC    string
 		wantButane string
 		strict     bool
@@ -54,23 +54,23 @@ func TestFromSpecResolvesTheDocuments(t *testing.T) {
 		missing    string
 	}{
 		{name: "inline, strict",
-			spec:    bootstrapv1.IgnitionConfigSpec{ContainerLinuxConfig: bootstrapv1.ContainerLinuxConfigSpec{Inline: clc, Strict: true}},
+			spec:    cabpiv1.IgnitionConfigSpec{ContainerLinuxConfig: cabpiv1.ContainerLinuxConfigSpec{Inline: clc, Strict: true}},
 			wantCLC: clc, strict: true},
 		{name: "from a Secret",
-			spec: bootstrapv1.IgnitionConfigSpec{ContainerLinuxConfig: bootstrapv1.ContainerLinuxConfigSpec{
-				ContentFrom: &bootstrapv1.ButaneSource{Secret: ref("clc-secret")}}},
+			spec: cabpiv1.IgnitionConfigSpec{ContainerLinuxConfig: cabpiv1.ContainerLinuxConfigSpec{
+				ContentFrom: &cabpiv1.ButaneSource{Secret: ref("clc-secret")}}},
 			wantCLC: clc, asked: []string{"spec.containerLinuxConfig.contentFrom.secret"}},
 		{name: "from a ConfigMap",
-			spec: bootstrapv1.IgnitionConfigSpec{ContainerLinuxConfig: bootstrapv1.ContainerLinuxConfigSpec{
-				ContentFrom: &bootstrapv1.ButaneSource{ConfigMap: ref("clc-cm")}}},
+			spec: cabpiv1.IgnitionConfigSpec{ContainerLinuxConfig: cabpiv1.ContainerLinuxConfigSpec{
+				ContentFrom: &cabpiv1.ButaneSource{ConfigMap: ref("clc-cm")}}},
 			wantCLC: clc, asked: []string{"spec.containerLinuxConfig.contentFrom.configMap"}},
 		{name: "from a missing ConfigMap",
-			spec: bootstrapv1.IgnitionConfigSpec{ContainerLinuxConfig: bootstrapv1.ContainerLinuxConfigSpec{
-				ContentFrom: &bootstrapv1.ButaneSource{ConfigMap: ref("gone")}}},
+			spec: cabpiv1.IgnitionConfigSpec{ContainerLinuxConfig: cabpiv1.ContainerLinuxConfigSpec{
+				ContentFrom: &cabpiv1.ButaneSource{ConfigMap: ref("gone")}}},
 			asked: []string{"spec.containerLinuxConfig.contentFrom.configMap"}, missing: "spec.containerLinuxConfig.contentFrom.configMap"},
 		{name: "Butane from a ConfigMap",
-			spec: bootstrapv1.IgnitionConfigSpec{Butane: bootstrapv1.ButaneSpec{
-				ContentFrom: &bootstrapv1.ButaneSource{ConfigMap: ref("butane-cm")}}},
+			spec: cabpiv1.IgnitionConfigSpec{Butane: cabpiv1.ButaneSpec{
+				ContentFrom: &cabpiv1.ButaneSource{ConfigMap: ref("butane-cm")}}},
 			wantButane: butane, asked: []string{"spec.butane.contentFrom.configMap"}},
 	}
 	for _, tc := range cases {
@@ -100,13 +100,13 @@ func TestFromSpecResolvesTheDocuments(t *testing.T) {
 // Offline (cabpi render, admission) a Container Linux Config in a Secret or ConfigMap cannot be
 // read, and saying so beats rendering without it; a file's Secret is a placeholder.
 func TestOfflineCannotReadReferencedDocuments(t *testing.T) {
-	ref := &bootstrapv1.KeyReference{Name: "clc", Key: "config"}
-	for field, from := range map[string]*bootstrapv1.ButaneSource{
+	ref := &cabpiv1.KeyReference{Name: "clc", Key: "config"}
+	for field, from := range map[string]*cabpiv1.ButaneSource{
 		"spec.containerLinuxConfig.contentFrom.secret":    {Secret: ref},
 		"spec.containerLinuxConfig.contentFrom.configMap": {ConfigMap: ref},
 	} {
 		t.Run(field, func(t *testing.T) {
-			spec := &bootstrapv1.IgnitionConfigSpec{ContainerLinuxConfig: bootstrapv1.ContainerLinuxConfigSpec{ContentFrom: from}}
+			spec := &cabpiv1.IgnitionConfigSpec{ContainerLinuxConfig: cabpiv1.ContainerLinuxConfigSpec{ContentFrom: from}}
 			_, err := configinput.Offline(context.Background(), spec, ignition.RoleWorkerJoin, "v1.34.0", configinput.OfflineResolver{})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), field+": rendering offline cannot read")

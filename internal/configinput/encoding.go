@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // maxDecodedFileBytes bounds what a gzip file content may expand to. The rendered data must
@@ -18,15 +18,15 @@ const maxDecodedFileBytes = 8 << 20
 
 // decodeFileContent decodes a file's content as KubeadmConfig's files encoding says: base64,
 // gzip or gzip+base64; plain text when empty.
-func decodeFileContent(content []byte, encoding bootstrapv1.FileEncoding) ([]byte, error) {
+func decodeFileContent(content []byte, encoding cabpiv1.FileEncoding) ([]byte, error) {
 	switch encoding {
 	case "":
 		return content, nil
-	case bootstrapv1.FileEncodingBase64:
+	case cabpiv1.FileEncodingBase64:
 		return decodeBase64(content)
-	case bootstrapv1.FileEncodingGzip:
+	case cabpiv1.FileEncodingGzip:
 		return gunzip(content)
-	case bootstrapv1.FileEncodingGzipBase64:
+	case cabpiv1.FileEncodingGzipBase64:
 		raw, err := decodeBase64(content)
 		if err != nil {
 			return nil, err

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
@@ -28,7 +28,7 @@ func gzipped(t *testing.T, data []byte) []byte {
 // resolver is tested against the API server).
 type secretResolver map[string][]byte
 
-func (s secretResolver) SecretKey(_ context.Context, field string, ref bootstrapv1.KeyReference) ([]byte, error) {
+func (s secretResolver) SecretKey(_ context.Context, field string, ref cabpiv1.KeyReference) ([]byte, error) {
 	data, ok := s[ref.Name+"/"+ref.Key]
 	if !ok {
 		return nil, &MissingReferenceError{Field: field, Kind: "Secret", Name: ref.Name, Key: ref.Key}
@@ -36,7 +36,7 @@ func (s secretResolver) SecretKey(_ context.Context, field string, ref bootstrap
 	return data, nil
 }
 
-func (s secretResolver) ConfigMapKey(context.Context, string, bootstrapv1.KeyReference) (string, error) {
+func (s secretResolver) ConfigMapKey(context.Context, string, cabpiv1.KeyReference) (string, error) {
 	return "", nil
 }
 
@@ -49,24 +49,24 @@ func TestFileEncodings(t *testing.T) {
 	gzb64 := base64.StdEncoding.EncodeToString(gz)
 	bomb := gzipped(t, make([]byte, maxDecodedFileBytes+1))
 	res := secretResolver{"s/gz": gz, "s/b64": []byte(b64 + "\n"), "s/bomb": bomb}
-	from := func(key string) *bootstrapv1.FileSource {
-		return &bootstrapv1.FileSource{Secret: bootstrapv1.KeyReference{Name: "s", Key: key}}
+	from := func(key string) *cabpiv1.FileSource {
+		return &cabpiv1.FileSource{Secret: cabpiv1.KeyReference{Name: "s", Key: key}}
 	}
 
 	for name, tc := range map[string]struct {
-		file    bootstrapv1.File
+		file    cabpiv1.File
 		errPath string
 	}{
-		"plain":                 {file: bootstrapv1.File{Content: string(want)}},
-		"base64 inline":         {file: bootstrapv1.File{Content: b64, Encoding: bootstrapv1.FileEncodingBase64}},
-		"base64 wrapped lines":  {file: bootstrapv1.File{Content: b64[:10] + "\n" + b64[10:] + "\n", Encoding: bootstrapv1.FileEncodingBase64}},
-		"gzip+base64 inline":    {file: bootstrapv1.File{Content: gzb64, Encoding: bootstrapv1.FileEncodingGzipBase64}},
-		"gzip from a Secret":    {file: bootstrapv1.File{ContentFrom: from("gz"), Encoding: bootstrapv1.FileEncodingGzip}},
-		"base64 from a Secret":  {file: bootstrapv1.File{ContentFrom: from("b64"), Encoding: bootstrapv1.FileEncodingBase64}},
-		"not base64":            {file: bootstrapv1.File{Content: "not base64!", Encoding: bootstrapv1.FileEncodingBase64}, errPath: "files[0].content"},
-		"base64 but not gzip":   {file: bootstrapv1.File{Content: b64, Encoding: bootstrapv1.FileEncodingGzipBase64}, errPath: "files[0].content"},
-		"gzip bomb":             {file: bootstrapv1.File{ContentFrom: from("bomb"), Encoding: bootstrapv1.FileEncodingGzip}, errPath: "files[0].contentFrom"},
-		"Secret value not gzip": {file: bootstrapv1.File{ContentFrom: from("b64"), Encoding: bootstrapv1.FileEncodingGzip}, errPath: "files[0].contentFrom"},
+		"plain":                 {file: cabpiv1.File{Content: string(want)}},
+		"base64 inline":         {file: cabpiv1.File{Content: b64, Encoding: cabpiv1.FileEncodingBase64}},
+		"base64 wrapped lines":  {file: cabpiv1.File{Content: b64[:10] + "\n" + b64[10:] + "\n", Encoding: cabpiv1.FileEncodingBase64}},
+		"gzip+base64 inline":    {file: cabpiv1.File{Content: gzb64, Encoding: cabpiv1.FileEncodingGzipBase64}},
+		"gzip from a Secret":    {file: cabpiv1.File{ContentFrom: from("gz"), Encoding: cabpiv1.FileEncodingGzip}},
+		"base64 from a Secret":  {file: cabpiv1.File{ContentFrom: from("b64"), Encoding: cabpiv1.FileEncodingBase64}},
+		"not base64":            {file: cabpiv1.File{Content: "not base64!", Encoding: cabpiv1.FileEncodingBase64}, errPath: "files[0].content"},
+		"base64 but not gzip":   {file: cabpiv1.File{Content: b64, Encoding: cabpiv1.FileEncodingGzipBase64}, errPath: "files[0].content"},
+		"gzip bomb":             {file: cabpiv1.File{ContentFrom: from("bomb"), Encoding: cabpiv1.FileEncodingGzip}, errPath: "files[0].contentFrom"},
+		"Secret value not gzip": {file: cabpiv1.File{ContentFrom: from("b64"), Encoding: cabpiv1.FileEncodingGzip}, errPath: "files[0].contentFrom"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tc.file.Path = "/opt/bin/hello"
@@ -83,7 +83,7 @@ func TestFileEncodings(t *testing.T) {
 	}
 
 	// Offline (admission, cabpi render) a Secret's content is a placeholder: not decoded.
-	f, err := fileFromSpec(t.Context(), 0, bootstrapv1.File{Path: "/x", ContentFrom: from("gz"), Encoding: bootstrapv1.FileEncodingGzip}, OfflineResolver{})
+	f, err := fileFromSpec(t.Context(), 0, cabpiv1.File{Path: "/x", ContentFrom: from("gz"), Encoding: cabpiv1.FileEncodingGzip}, OfflineResolver{})
 	require.NoError(t, err)
 	assert.Contains(t, string(f.Content), "placeholder")
 }
@@ -91,33 +91,33 @@ func TestFileEncodings(t *testing.T) {
 // A password hash from a Secret is one line; the newline an editor leaves is not part of it.
 func TestPasswordHashFrom(t *testing.T) {
 	res := secretResolver{"pw/hash": []byte("$6$salt$hash\n"), "pw/two": []byte("$6$a\n$6$b\n")}
-	ref := func(key string) *bootstrapv1.FileSource {
-		return &bootstrapv1.FileSource{Secret: bootstrapv1.KeyReference{Name: "pw", Key: key}}
+	ref := func(key string) *cabpiv1.FileSource {
+		return &cabpiv1.FileSource{Secret: cabpiv1.KeyReference{Name: "pw", Key: key}}
 	}
-	u, err := userFromSpec(t.Context(), 0, bootstrapv1.User{Name: "ops", PasswordHashFrom: ref("hash")}, res)
+	u, err := userFromSpec(t.Context(), 0, cabpiv1.User{Name: "ops", PasswordHashFrom: ref("hash")}, res)
 	require.NoError(t, err)
 	assert.Equal(t, "$6$salt$hash", u.PasswordHash)
 
-	_, err = userFromSpec(t.Context(), 1, bootstrapv1.User{Name: "ops", PasswordHashFrom: ref("two")}, res)
+	_, err = userFromSpec(t.Context(), 1, cabpiv1.User{Name: "ops", PasswordHashFrom: ref("two")}, res)
 	var ierr *ignition.Error
 	require.ErrorAs(t, err, &ierr)
 	assert.Equal(t, "users[1].passwordHashFrom", ierr.Field)
 
-	_, err = userFromSpec(t.Context(), 0, bootstrapv1.User{Name: "ops", PasswordHashFrom: ref("missing")}, res)
+	_, err = userFromSpec(t.Context(), 0, cabpiv1.User{Name: "ops", PasswordHashFrom: ref("missing")}, res)
 	var missing *MissingReferenceError
 	require.ErrorAs(t, err, &missing, "a missing Secret waits, as other references do")
 }
 
 // CAPD reads Ignition with spec 2.3 types and cannot read append: refused for platform docker.
 func TestAppendRefusedForCAPD(t *testing.T) {
-	spec := &bootstrapv1.IgnitionConfigSpec{Platform: bootstrapv1.PlatformDocker,
-		Files: []bootstrapv1.File{{Path: "/etc/hosts", Content: "x", Append: true}}}
+	spec := &cabpiv1.IgnitionConfigSpec{Platform: cabpiv1.PlatformDocker,
+		Files: []cabpiv1.File{{Path: "/etc/hosts", Content: "x", Append: true}}}
 	_, err := Offline(t.Context(), spec, ignition.RoleWorkerJoin, DefaultKubernetesVersion, OfflineResolver{})
 	var ierr *ignition.Error
 	require.ErrorAs(t, err, &ierr)
 	assert.Equal(t, "files[0].append", ierr.Field)
 
-	spec.Platform = bootstrapv1.PlatformAWS
+	spec.Platform = cabpiv1.PlatformAWS
 	_, err = Offline(t.Context(), spec, ignition.RoleWorkerJoin, DefaultKubernetesVersion, OfflineResolver{})
 	require.NoError(t, err)
 }

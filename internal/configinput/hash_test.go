@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
@@ -16,8 +16,8 @@ import (
 // The digest of the inputs is stable for the same inputs, and changes with each input that
 // shapes the data: the spec, referenced content, the Cluster's facts, the version.
 func TestInputsHash(t *testing.T) {
-	spec := &bootstrapv1.IgnitionConfigSpec{Files: []bootstrapv1.File{{Path: "/etc/a", Content: "a"}}}
-	build := func(spec *bootstrapv1.IgnitionConfigSpec, version string, mutate func(*configinput.Cluster)) string {
+	spec := &cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{{Path: "/etc/a", Content: "a"}}}
+	build := func(spec *cabpiv1.IgnitionConfigSpec, version string, mutate func(*configinput.Cluster)) string {
 		t.Helper()
 		cluster := configinput.Placeholders(spec, ignition.RoleWorkerJoin)
 		if mutate != nil {
@@ -37,7 +37,7 @@ func TestInputsHash(t *testing.T) {
 	changed := spec.DeepCopy()
 	changed.Files[0].Content = "b"
 	secretFile := spec.DeepCopy()
-	secretFile.Files[0] = bootstrapv1.File{Path: "/etc/a", ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.KeyReference{Name: "s", Key: "k"}}}
+	secretFile.Files[0] = cabpiv1.File{Path: "/etc/a", ContentFrom: &cabpiv1.FileSource{Secret: cabpiv1.KeyReference{Name: "s", Key: "k"}}}
 	others := map[string]string{
 		"spec":                   build(changed, "v1.34.0", nil),
 		"referenced content":     build(secretFile, "v1.34.0", nil),
@@ -53,17 +53,17 @@ func TestInputsHash(t *testing.T) {
 
 // References names every object a spec reads content from, once each.
 func TestReferences(t *testing.T) {
-	ref := func(name string) bootstrapv1.KeyReference { return bootstrapv1.KeyReference{Name: name, Key: "k"} }
+	ref := func(name string) cabpiv1.KeyReference { return cabpiv1.KeyReference{Name: name, Key: "k"} }
 	cm := ref("butane-cm")
-	spec := &bootstrapv1.IgnitionConfigSpec{
-		Butane:               bootstrapv1.ButaneSpec{ContentFrom: &bootstrapv1.ButaneSource{ConfigMap: &cm}},
-		ContainerLinuxConfig: bootstrapv1.ContainerLinuxConfigSpec{ContentFrom: &bootstrapv1.ButaneSource{Secret: &bootstrapv1.KeyReference{Name: "clc", Key: "k"}}},
-		Files: []bootstrapv1.File{
+	spec := &cabpiv1.IgnitionConfigSpec{
+		Butane:               cabpiv1.ButaneSpec{ContentFrom: &cabpiv1.ButaneSource{ConfigMap: &cm}},
+		ContainerLinuxConfig: cabpiv1.ContainerLinuxConfigSpec{ContentFrom: &cabpiv1.ButaneSource{Secret: &cabpiv1.KeyReference{Name: "clc", Key: "k"}}},
+		Files: []cabpiv1.File{
 			{Path: "/a", Content: "inline"},
-			{Path: "/b", ContentFrom: &bootstrapv1.FileSource{Secret: ref("files")}},
-			{Path: "/c", ContentFrom: &bootstrapv1.FileSource{Secret: ref("files")}},
+			{Path: "/b", ContentFrom: &cabpiv1.FileSource{Secret: ref("files")}},
+			{Path: "/c", ContentFrom: &cabpiv1.FileSource{Secret: ref("files")}},
 		},
-		Users: []bootstrapv1.User{{Name: "core", PasswordHashFrom: &bootstrapv1.FileSource{Secret: ref("passwords")}}},
+		Users: []cabpiv1.User{{Name: "core", PasswordHashFrom: &cabpiv1.FileSource{Secret: ref("passwords")}}},
 	}
 	assert.Equal(t, []configinput.Reference{
 		{Kind: configinput.ConfigMapKind, Name: "butane-cm"},
@@ -71,5 +71,5 @@ func TestReferences(t *testing.T) {
 		{Kind: configinput.SecretKind, Name: "files"},
 		{Kind: configinput.SecretKind, Name: "passwords"},
 	}, configinput.References(spec))
-	assert.Empty(t, configinput.References(&bootstrapv1.IgnitionConfigSpec{}))
+	assert.Empty(t, configinput.References(&cabpiv1.IgnitionConfigSpec{}))
 }

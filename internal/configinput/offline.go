@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
@@ -18,7 +18,7 @@ const DefaultKubernetesVersion = "v1.34.0"
 // ConfigMap cannot be read and is an error.
 type OfflineResolver struct{ Warn io.Writer }
 
-func (o OfflineResolver) SecretKey(_ context.Context, field string, ref bootstrapv1.KeyReference) ([]byte, error) {
+func (o OfflineResolver) SecretKey(_ context.Context, field string, ref cabpiv1.KeyReference) ([]byte, error) {
 	if what := offlineDocument(field); what != "" {
 		return nil, fmt.Errorf("%s: rendering offline cannot read Secret %q; put the %s inline to preview it", field, ref.Name, what)
 	}
@@ -31,7 +31,7 @@ func (o OfflineResolver) SecretKey(_ context.Context, field string, ref bootstra
 // Placeholders says the Secret content it gives stands in for the real one.
 func (o OfflineResolver) Placeholders() bool { return true }
 
-func (o OfflineResolver) ConfigMapKey(_ context.Context, field string, ref bootstrapv1.KeyReference) (string, error) {
+func (o OfflineResolver) ConfigMapKey(_ context.Context, field string, ref cabpiv1.KeyReference) (string, error) {
 	return "", fmt.Errorf("%s: rendering offline cannot read ConfigMap %q; put the %s inline to preview it", field, ref.Name, offlineDocument(field))
 }
 
@@ -49,6 +49,6 @@ func offlineDocument(field string) string {
 
 // Offline builds the input of spec for role and version with placeholder credentials, the way
 // the controller would with a real cluster.
-func Offline(ctx context.Context, spec *bootstrapv1.IgnitionConfigSpec, role ignition.Role, version string, res Resolver) (ignition.Input, error) {
+func Offline(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role ignition.Role, version string, res Resolver) (ignition.Input, error) {
 	return Build(ctx, spec, role, version, Placeholders(spec, role), res)
 }

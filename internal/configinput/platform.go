@@ -5,57 +5,57 @@ import (
 	"slices"
 	"strings"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
 // Platforms are the values of spec.platform, in the CRD's order.
-var Platforms = []bootstrapv1.Platform{
-	bootstrapv1.PlatformAWS, bootstrapv1.PlatformAzure, bootstrapv1.PlatformGCP, bootstrapv1.PlatformHetzner,
-	bootstrapv1.PlatformOpenStack, bootstrapv1.PlatformVSphere, bootstrapv1.PlatformDocker,
+var Platforms = []cabpiv1.Platform{
+	cabpiv1.PlatformAWS, cabpiv1.PlatformAzure, cabpiv1.PlatformGCP, cabpiv1.PlatformHetzner,
+	cabpiv1.PlatformOpenStack, cabpiv1.PlatformVSphere, cabpiv1.PlatformDocker,
 }
 
 // userDataLimits are the platforms' user-data limits in raw bytes (the data as stored, before
 // any encoding the infrastructure provider adds). OpenStack's 64 KiB is counted after base64,
 // which leaves 48 KiB raw. Docker has none: CAPD reads the Secret.
-var userDataLimits = map[bootstrapv1.Platform]int{
-	bootstrapv1.PlatformAWS:       16 << 10,
-	bootstrapv1.PlatformHetzner:   32 << 10,
-	bootstrapv1.PlatformOpenStack: 48 << 10,
-	bootstrapv1.PlatformAzure:     64 << 10,
-	bootstrapv1.PlatformVSphere:   64 << 10,
-	bootstrapv1.PlatformGCP:       256 << 10,
+var userDataLimits = map[cabpiv1.Platform]int{
+	cabpiv1.PlatformAWS:       16 << 10,
+	cabpiv1.PlatformHetzner:   32 << 10,
+	cabpiv1.PlatformOpenStack: 48 << 10,
+	cabpiv1.PlatformAzure:     64 << 10,
+	cabpiv1.PlatformVSphere:   64 << 10,
+	cabpiv1.PlatformGCP:       256 << 10,
 }
 
 // infrastructureKinds are the machine kinds of the Cluster API infrastructure providers that
 // hand a bootstrap data Secret to a machine, by platform.
-var infrastructureKinds = map[string]bootstrapv1.Platform{
-	"AWSMachine":              bootstrapv1.PlatformAWS,
-	"AWSMachinePool":          bootstrapv1.PlatformAWS,
-	"AWSManagedMachinePool":   bootstrapv1.PlatformAWS,
-	"AzureMachine":            bootstrapv1.PlatformAzure,
-	"AzureMachinePool":        bootstrapv1.PlatformAzure,
-	"GCPMachine":              bootstrapv1.PlatformGCP,
-	"HCloudMachine":           bootstrapv1.PlatformHetzner,
-	"HetznerBareMetalMachine": bootstrapv1.PlatformHetzner,
-	"OpenStackMachine":        bootstrapv1.PlatformOpenStack,
-	"VSphereMachine":          bootstrapv1.PlatformVSphere,
-	"VSphereVM":               bootstrapv1.PlatformVSphere,
-	"DockerMachine":           bootstrapv1.PlatformDocker,
-	"DockerMachinePool":       bootstrapv1.PlatformDocker,
-	"DevMachine":              bootstrapv1.PlatformDocker,
+var infrastructureKinds = map[string]cabpiv1.Platform{
+	"AWSMachine":              cabpiv1.PlatformAWS,
+	"AWSMachinePool":          cabpiv1.PlatformAWS,
+	"AWSManagedMachinePool":   cabpiv1.PlatformAWS,
+	"AzureMachine":            cabpiv1.PlatformAzure,
+	"AzureMachinePool":        cabpiv1.PlatformAzure,
+	"GCPMachine":              cabpiv1.PlatformGCP,
+	"HCloudMachine":           cabpiv1.PlatformHetzner,
+	"HetznerBareMetalMachine": cabpiv1.PlatformHetzner,
+	"OpenStackMachine":        cabpiv1.PlatformOpenStack,
+	"VSphereMachine":          cabpiv1.PlatformVSphere,
+	"VSphereVM":               cabpiv1.PlatformVSphere,
+	"DockerMachine":           cabpiv1.PlatformDocker,
+	"DockerMachinePool":       cabpiv1.PlatformDocker,
+	"DevMachine":              cabpiv1.PlatformDocker,
 }
 
 // PlatformForKind is the platform of an infrastructure machine kind (the owner's
 // spec.infrastructureRef.kind), "" for a kind not known.
-func PlatformForKind(kind string) bootstrapv1.Platform {
+func PlatformForKind(kind string) cabpiv1.Platform {
 	return infrastructureKinds[kind]
 }
 
 // EffectivePlatform is the platform the data of spec is rendered for: spec.platform, else the
 // platform of the owner's infrastructure kind, else "" (not known: no limit, compressed). The
 // controller logs it with the rendered size.
-func EffectivePlatform(spec *bootstrapv1.IgnitionConfigSpec, infrastructureKind string) bootstrapv1.Platform {
+func EffectivePlatform(spec *cabpiv1.IgnitionConfigSpec, infrastructureKind string) cabpiv1.Platform {
 	if spec.Platform != "" {
 		return spec.Platform
 	}
@@ -64,21 +64,21 @@ func EffectivePlatform(spec *bootstrapv1.IgnitionConfigSpec, infrastructureKind 
 
 // UserDataLimit is the platform's user-data limit in raw bytes, 0 for none (docker, or a
 // platform not known).
-func UserDataLimit(p bootstrapv1.Platform) int {
+func UserDataLimit(p cabpiv1.Platform) int {
 	return userDataLimits[p]
 }
 
 // Compressible reports whether the platform's reader of the data decompresses: all do but
 // CAPD's (docs/adr/011). An unknown platform is taken to be a real machine's Ignition.
-func Compressible(p bootstrapv1.Platform) bool {
-	return p != bootstrapv1.PlatformDocker
+func Compressible(p cabpiv1.Platform) bool {
+	return p != cabpiv1.PlatformDocker
 }
 
 // applyPlatform sets what the platform means for rendering. CAPD reads files with Ignition 2.3
 // types, in which append is a flag, not a list: it cannot read an appended file (docs/adr/010).
-func applyPlatform(in *ignition.Input, p bootstrapv1.Platform) error {
+func applyPlatform(in *ignition.Input, p cabpiv1.Platform) error {
 	in.Compress, in.SizeLimit = Compressible(p), UserDataLimit(p)
-	if p != bootstrapv1.PlatformDocker {
+	if p != cabpiv1.PlatformDocker {
 		return nil
 	}
 	for i, f := range in.Files {
@@ -91,8 +91,8 @@ func applyPlatform(in *ignition.Input, p bootstrapv1.Platform) error {
 }
 
 // ParsePlatform reads a platform name as spec.platform takes it.
-func ParsePlatform(name string) (bootstrapv1.Platform, error) {
-	p := bootstrapv1.Platform(name)
+func ParsePlatform(name string) (cabpiv1.Platform, error) {
+	p := cabpiv1.Platform(name)
 	if !slices.Contains(Platforms, p) {
 		names := make([]string, len(Platforms))
 		for i, p := range Platforms {
@@ -106,7 +106,7 @@ func ParsePlatform(name string) (bootstrapv1.Platform, error) {
 // OverPlatformLimit says why rendered data does not fit the platform's user data, and what to
 // do about it, or "" when it fits (or the platform has no limit). out.Size.Limit is the limit
 // the data was rendered against; platform names it.
-func OverPlatformLimit(out ignition.Output, platform bootstrapv1.Platform) string {
+func OverPlatformLimit(out ignition.Output, platform cabpiv1.Platform) string {
 	size := out.Size
 	if !size.OverLimit() {
 		return ""
@@ -126,7 +126,7 @@ func OverPlatformLimit(out ignition.Output, platform bootstrapv1.Platform) strin
 	}
 	b.WriteString(". Nothing was cut. Make the Butane snippet or spec.files smaller, or have large files fetched at boot " +
 		"(Butane contents.source with an https URL)")
-	if platform == bootstrapv1.PlatformAWS {
+	if platform == cabpiv1.PlatformAWS {
 		b.WriteString("; on AWS, let CAPA store the data in S3 (AWSMachine spec.ignition.storageType: ClusterObjectStore, " +
 			"its default), which hands the instance a small stub instead")
 	}

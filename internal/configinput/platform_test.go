@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
@@ -18,7 +18,7 @@ import (
 // The infrastructure kinds of the known providers name their platform; spec.platform wins over
 // the kind; anything else is not known.
 func TestEffectivePlatform(t *testing.T) {
-	kinds := map[string]bootstrapv1.Platform{
+	kinds := map[string]cabpiv1.Platform{
 		"AWSMachine": "aws", "AWSMachinePool": "aws", "AWSManagedMachinePool": "aws",
 		"AzureMachine": "azure", "AzureMachinePool": "azure",
 		"GCPMachine":    "gcp",
@@ -32,9 +32,9 @@ func TestEffectivePlatform(t *testing.T) {
 	}
 	for kind, want := range kinds {
 		assert.Equal(t, want, configinput.PlatformForKind(kind), kind)
-		assert.Equal(t, want, configinput.EffectivePlatform(&bootstrapv1.IgnitionConfigSpec{}, kind), kind)
-		spec := &bootstrapv1.IgnitionConfigSpec{Platform: bootstrapv1.PlatformGCP}
-		assert.Equal(t, bootstrapv1.PlatformGCP, configinput.EffectivePlatform(spec, kind), "spec.platform wins over %s", kind)
+		assert.Equal(t, want, configinput.EffectivePlatform(&cabpiv1.IgnitionConfigSpec{}, kind), kind)
+		spec := &cabpiv1.IgnitionConfigSpec{Platform: cabpiv1.PlatformGCP}
+		assert.Equal(t, cabpiv1.PlatformGCP, configinput.EffectivePlatform(spec, kind), "spec.platform wins over %s", kind)
 	}
 }
 
@@ -42,17 +42,17 @@ func TestEffectivePlatform(t *testing.T) {
 // and only docker is never compressed.
 func TestPlatformLimits(t *testing.T) {
 	cases := []struct {
-		platform   bootstrapv1.Platform
+		platform   cabpiv1.Platform
 		limit      int
 		compressed bool
 	}{
-		{bootstrapv1.PlatformAWS, 16384, true},
-		{bootstrapv1.PlatformHetzner, 32768, true},
-		{bootstrapv1.PlatformOpenStack, 49152, true}, // 64 KiB once base64-encoded
-		{bootstrapv1.PlatformAzure, 65536, true},
-		{bootstrapv1.PlatformVSphere, 65536, true},
-		{bootstrapv1.PlatformGCP, 262144, true},
-		{bootstrapv1.PlatformDocker, 0, false},
+		{cabpiv1.PlatformAWS, 16384, true},
+		{cabpiv1.PlatformHetzner, 32768, true},
+		{cabpiv1.PlatformOpenStack, 49152, true}, // 64 KiB once base64-encoded
+		{cabpiv1.PlatformAzure, 65536, true},
+		{cabpiv1.PlatformVSphere, 65536, true},
+		{cabpiv1.PlatformGCP, 262144, true},
+		{cabpiv1.PlatformDocker, 0, false},
 		{"", 0, true},
 	}
 	for _, tc := range cases {
@@ -74,21 +74,21 @@ func TestPlatformLimits(t *testing.T) {
 func TestBuildAppliesPlatform(t *testing.T) {
 	cases := []struct {
 		name     string
-		platform bootstrapv1.Platform
+		platform cabpiv1.Platform
 		kind     string
 		compress bool
 		limit    int
 	}{
 		{"DockerMachine", "", "DockerMachine", false, 0},
 		{"AWSMachine", "", "AWSMachine", true, 16384},
-		{"spec.platform docker over AWSMachine", bootstrapv1.PlatformDocker, "AWSMachine", false, 0},
-		{"spec.platform openstack over DockerMachine", bootstrapv1.PlatformOpenStack, "DockerMachine", true, 49152},
+		{"spec.platform docker over AWSMachine", cabpiv1.PlatformDocker, "AWSMachine", false, 0},
+		{"spec.platform openstack over DockerMachine", cabpiv1.PlatformOpenStack, "DockerMachine", true, 49152},
 		{"unknown kind", "", "MetalMachine", true, 0},
 		{"nothing known", "", "", true, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			spec := &bootstrapv1.IgnitionConfigSpec{Platform: tc.platform}
+			spec := &cabpiv1.IgnitionConfigSpec{Platform: tc.platform}
 			cluster := configinput.Placeholders(spec, ignition.RoleWorkerJoin)
 			cluster.InfrastructureKind = tc.kind
 			in, err := configinput.Build(context.Background(), spec, ignition.RoleWorkerJoin, configinput.DefaultKubernetesVersion, cluster, configinput.OfflineResolver{})
@@ -102,8 +102,8 @@ func TestBuildAppliesPlatform(t *testing.T) {
 // What CAPD gets (its DockerMachine kind, or spec.platform docker) is never compressed, even
 // where every other platform's data would be: compression is not the default CAPD inherits.
 func TestDockerGetsUncompressedData(t *testing.T) {
-	spec := &bootstrapv1.IgnitionConfigSpec{Files: []bootstrapv1.File{{Path: "/etc/cabpi/large", Content: strings.Repeat("a line of a large text file\n", 300)}}}
-	render := func(spec *bootstrapv1.IgnitionConfigSpec, kind string) ignition.Output {
+	spec := &cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{{Path: "/etc/cabpi/large", Content: strings.Repeat("a line of a large text file\n", 300)}}}
+	render := func(spec *cabpiv1.IgnitionConfigSpec, kind string) ignition.Output {
 		t.Helper()
 		cluster := configinput.Placeholders(spec, ignition.RoleWorkerJoin)
 		cluster.InfrastructureKind = kind
@@ -125,7 +125,7 @@ func TestDockerGetsUncompressedData(t *testing.T) {
 	}
 
 	pinned := spec.DeepCopy()
-	pinned.Platform = bootstrapv1.PlatformDocker
+	pinned.Platform = cabpiv1.PlatformDocker
 	assert.Equal(t, string(capd.Data), string(render(pinned, "AWSMachine").Data), "spec.platform docker is CAPD's path whatever the kind")
 }
 
@@ -133,28 +133,28 @@ func TestDockerGetsUncompressedData(t *testing.T) {
 // and what to do; within it, there is none.
 func TestOverPlatformLimit(t *testing.T) {
 	within := ignition.Output{SpecVersion: "3.3.0", Size: ignition.SizeReport{Bytes: 16384, Limit: 16384}}
-	assert.Empty(t, configinput.OverPlatformLimit(within, bootstrapv1.PlatformAWS))
+	assert.Empty(t, configinput.OverPlatformLimit(within, cabpiv1.PlatformAWS))
 	noLimit := ignition.Output{SpecVersion: "3.3.0", Size: ignition.SizeReport{Bytes: 1 << 20}}
 	assert.Empty(t, configinput.OverPlatformLimit(noLimit, ""))
 
 	cases := []struct {
 		name     string
 		out      ignition.Output
-		platform bootstrapv1.Platform
+		platform cabpiv1.Platform
 		contains []string
 		absent   []string
 	}{
 		{"wrapped on aws", ignition.Output{SpecVersion: "3.3.0", Size: ignition.SizeReport{Bytes: 20000, Limit: 16384, Compressed: true, Wrapped: true, UnwrappedBytes: 90000}},
-			bootstrapv1.PlatformAWS,
+			cabpiv1.PlatformAWS,
 			[]string{"20000 bytes", "16384-byte", "platform aws", "wrapped", "90000 bytes", "Nothing was cut", "smaller", "contents.source", "S3", "ClusterObjectStore"}, nil},
 		{"compressed at 3.0.0", ignition.Output{SpecVersion: "3.0.0", Size: ignition.SizeReport{Bytes: 70000, Limit: 65536, Compressed: true, UnwrappedBytes: 70000}},
-			bootstrapv1.PlatformAzure,
+			cabpiv1.PlatformAzure,
 			[]string{"70000 bytes", "65536-byte", "platform azure", "gzipped", "ignitionVersion to 3.1.0", "contents.source"}, []string{"S3"}},
 		{"compressed, wrapper not smaller", ignition.Output{SpecVersion: "3.4.0", Size: ignition.SizeReport{Bytes: 40000, Limit: 32768, Compressed: true, UnwrappedBytes: 40000}},
-			bootstrapv1.PlatformHetzner,
+			cabpiv1.PlatformHetzner,
 			[]string{"40000 bytes", "32768-byte", "platform hetzner", "gzipped", "would not be smaller"}, nil},
 		{"not compressed", ignition.Output{SpecVersion: "3.4.0", Size: ignition.SizeReport{Bytes: 40000, Limit: 32768, UnwrappedBytes: 40000}},
-			bootstrapv1.PlatformHetzner,
+			cabpiv1.PlatformHetzner,
 			[]string{"40000 bytes", "not compressed"}, []string{"wrapped"}},
 	}
 	for _, tc := range cases {
@@ -175,8 +175,8 @@ func TestOverPlatformLimit(t *testing.T) {
 	for i := range random {
 		random[i] = byte(r.Uint32())
 	}
-	spec := &bootstrapv1.IgnitionConfigSpec{Platform: bootstrapv1.PlatformAWS,
-		Files: []bootstrapv1.File{{Path: "/opt/blob", ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.KeyReference{Name: "blob", Key: "data"}}}}}
+	spec := &cabpiv1.IgnitionConfigSpec{Platform: cabpiv1.PlatformAWS,
+		Files: []cabpiv1.File{{Path: "/opt/blob", ContentFrom: &cabpiv1.FileSource{Secret: cabpiv1.KeyReference{Name: "blob", Key: "data"}}}}}
 	in, err := configinput.Offline(context.Background(), spec, ignition.RoleWorkerJoin, configinput.DefaultKubernetesVersion, fixedSecret(random))
 	require.NoError(t, err)
 	out, err := ignition.Render(in)
@@ -190,11 +190,11 @@ func TestOverPlatformLimit(t *testing.T) {
 // fixedSecret resolves every Secret key to data.
 type fixedSecret []byte
 
-func (f fixedSecret) SecretKey(context.Context, string, bootstrapv1.KeyReference) ([]byte, error) {
+func (f fixedSecret) SecretKey(context.Context, string, cabpiv1.KeyReference) ([]byte, error) {
 	return f, nil
 }
 
-func (f fixedSecret) ConfigMapKey(context.Context, string, bootstrapv1.KeyReference) (string, error) {
+func (f fixedSecret) ConfigMapKey(context.Context, string, cabpiv1.KeyReference) (string, error) {
 	return "", fmt.Errorf("no ConfigMaps")
 }
 
@@ -205,7 +205,7 @@ func TestDataTooLargeWeighsTheStoredData(t *testing.T) {
 	for i := range 6500 {
 		fmt.Fprintf(&doc, "    - path: /etc/cabpi/conf.d/%05d.conf\n      contents:\n        inline: \"[unit-%05d]\\nenabled = true\\nweight = 10\\nowner = team-%d\\n\"\n", i, i, i%7)
 	}
-	spec := &bootstrapv1.IgnitionConfigSpec{Platform: bootstrapv1.PlatformGCP, Butane: bootstrapv1.ButaneSpec{Inline: doc.String()}}
+	spec := &cabpiv1.IgnitionConfigSpec{Platform: cabpiv1.PlatformGCP, Butane: cabpiv1.ButaneSpec{Inline: doc.String()}}
 	in, err := configinput.Offline(context.Background(), spec, ignition.RoleWorkerJoin, configinput.DefaultKubernetesVersion, configinput.OfflineResolver{})
 	require.NoError(t, err)
 	out, err := ignition.Render(in)

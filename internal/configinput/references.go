@@ -1,7 +1,7 @@
 package configinput
 
 import (
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // Kinds of objects a spec references.
@@ -19,9 +19,9 @@ type Reference struct {
 // References lists every object spec reads content from (butane and containerLinuxConfig
 // contentFrom, files[].contentFrom, users[].passwordHashFrom), each once, in spec order. The
 // controller indexes configs by them, so that a change to one renders the configs that use it.
-func References(spec *bootstrapv1.IgnitionConfigSpec) []Reference {
+func References(spec *cabpiv1.IgnitionConfigSpec) []Reference {
 	var refs []Reference
-	add := func(kind string, ref *bootstrapv1.KeyReference) {
+	add := func(kind string, ref *cabpiv1.KeyReference) {
 		if ref == nil || ref.Name == "" {
 			return
 		}
@@ -33,7 +33,7 @@ func References(spec *bootstrapv1.IgnitionConfigSpec) []Reference {
 		}
 		refs = append(refs, r)
 	}
-	for _, src := range []*bootstrapv1.ButaneSource{spec.Butane.ContentFrom, spec.ContainerLinuxConfig.ContentFrom} {
+	for _, src := range []*cabpiv1.ButaneSource{spec.Butane.ContentFrom, spec.ContainerLinuxConfig.ContentFrom} {
 		if src != nil {
 			add(SecretKind, src.Secret)
 			add(ConfigMapKind, src.ConfigMap)

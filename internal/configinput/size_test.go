@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
@@ -29,8 +29,8 @@ func TestSizeTargets(t *testing.T) {
 		cabpkInit   = 14204
 		awsLimit    = 16 << 10
 	)
-	for _, variant := range []bootstrapv1.Variant{bootstrapv1.VariantFlatcar, bootstrapv1.VariantFCOS} {
-		spec := &bootstrapv1.IgnitionConfigSpec{Variant: variant}
+	for _, variant := range []cabpiv1.Variant{cabpiv1.VariantFlatcar, cabpiv1.VariantFCOS} {
+		spec := &cabpiv1.IgnitionConfigSpec{Variant: variant}
 		for _, role := range []ignition.Role{ignition.RoleWorkerJoin, ignition.RoleInit} {
 			cluster := configinput.Placeholders(spec, role)
 			cluster.Name, cluster.ControlPlaneEndpoint = "demo", "demo-apiserver.example.com:6443"
@@ -57,7 +57,7 @@ func TestSizeTargets(t *testing.T) {
 				assert.Less(t, out.Size.Bytes, cabpkInit, "init with 4 key pairs")
 				// Fedora CoreOS's floor, 3.0.0, has no compressed config reference: pinned to 3.1.0.
 				in.SizeLimit = cabpkInit * 8 / 10
-				if variant == bootstrapv1.VariantFCOS {
+				if variant == cabpiv1.VariantFCOS {
 					in.IgnitionVersion = "3.1.0"
 				}
 				wrapped, err := ignition.Render(in)

@@ -7,12 +7,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/yaml"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
 // SpecFromYAML reads the spec of an IgnitionConfig or the template spec of an IgnitionConfigTemplate.
-func SpecFromYAML(doc []byte) (*bootstrapv1.IgnitionConfigSpec, error) {
+func SpecFromYAML(doc []byte) (*cabpiv1.IgnitionConfigSpec, error) {
 	var meta struct {
 		Kind string `json:"kind"`
 	}
@@ -21,13 +21,13 @@ func SpecFromYAML(doc []byte) (*bootstrapv1.IgnitionConfigSpec, error) {
 	}
 	switch meta.Kind {
 	case "IgnitionConfig":
-		c := &bootstrapv1.IgnitionConfig{}
+		c := &cabpiv1.IgnitionConfig{}
 		if err := yaml.UnmarshalStrict(doc, c); err != nil {
 			return nil, fmt.Errorf("reading the IgnitionConfig: %w", err)
 		}
 		return &c.Spec, nil
 	case "IgnitionConfigTemplate":
-		t := &bootstrapv1.IgnitionConfigTemplate{}
+		t := &cabpiv1.IgnitionConfigTemplate{}
 		if err := yaml.UnmarshalStrict(doc, t); err != nil {
 			return nil, fmt.Errorf("reading the IgnitionConfigTemplate: %w", err)
 		}
@@ -39,7 +39,7 @@ func SpecFromYAML(doc []byte) (*bootstrapv1.IgnitionConfigSpec, error) {
 // RenderOffline renders spec for role the way the controller would, with placeholder
 // credentials: `cabpi render`, `cabpi convert` and admission preview the same output this way.
 // Warnings about placeholders go to warn.
-func RenderOffline(ctx context.Context, spec *bootstrapv1.IgnitionConfigSpec, role ignition.Role, version string, warn io.Writer) (ignition.Output, error) {
+func RenderOffline(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role ignition.Role, version string, warn io.Writer) (ignition.Output, error) {
 	if !role.Known() {
 		return ignition.Output{}, fmt.Errorf("unknown role %q: use worker, init or control-plane", role)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // config wraps a KubeadmConfigSpec (YAML, indented by two) into a v1beta2 KubeadmConfig.
@@ -16,7 +16,7 @@ func config(spec string) string {
 	return "apiVersion: bootstrap.cluster.x-k8s.io/v1beta2\nkind: KubeadmConfig\nmetadata:\n  name: c\n  namespace: ns\nspec:\n" + spec
 }
 
-func convertOne(t *testing.T, input string) (*bootstrapv1.IgnitionConfigSpec, []string) {
+func convertOne(t *testing.T, input string) (*cabpiv1.IgnitionConfigSpec, []string) {
 	t.Helper()
 	res, err := Convert([]byte(input))
 	require.NoError(t, err)
@@ -41,11 +41,11 @@ func lineFor(lines []string, path string) string {
 func TestConvertFields(t *testing.T) {
 	cases := map[string]struct {
 		spec  string
-		check func(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec, lines []string)
+		check func(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, lines []string)
 	}{
 		"cloud-init locks a password unless lockPassword is false; groups become a list": {
 			spec: "  users:\n  - name: a\n    passwd: $6$x\n    groups: 'docker, wheel,,docker'\n  - name: b\n    lockPassword: true\n",
-			check: func(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec, lines []string) {
+			check: func(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, lines []string) {
 				assert.Equal(t, []string{"docker", "wheel"}, spec.Users[0].Groups)
 				assert.Equal(t, "$6$x", spec.Users[0].PasswordHash)
 				assert.Equal(t, "KubeadmConfig ns/c: spec.users[0].lockPassword: the password is locked in the source (lockPassword unset or true); Ignition cannot lock a password it sets, so it will work on the console: remove passwd/passwdFrom to keep password login off", lineFor(lines, "spec.users[0].lockPassword"))
@@ -54,14 +54,14 @@ func TestConvertFields(t *testing.T) {
 		},
 		"CABPK's Ignition did not lock passwords": {
 			spec: "  format: ignition\n  users:\n  - name: a\n    passwdFrom: {secret: {name: s, key: k}}\n",
-			check: func(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec, lines []string) {
-				assert.Equal(t, &bootstrapv1.FileSource{Secret: bootstrapv1.KeyReference{Name: "s", Key: "k"}}, spec.Users[0].PasswordHashFrom)
+			check: func(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, lines []string) {
+				assert.Equal(t, &cabpiv1.FileSource{Secret: cabpiv1.KeyReference{Name: "s", Key: "k"}}, spec.Users[0].PasswordHashFrom)
 				assert.Empty(t, lines)
 			},
 		},
 		"sudo at a path spec.files writes already": {
 			spec: "  format: ignition\n  files:\n  - {path: /etc/sudoers.d/a, content: x}\n  users:\n  - {name: a, sudo: ALL=(ALL) ALL}\n",
-			check: func(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec, lines []string) {
+			check: func(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, lines []string) {
 				require.Len(t, spec.Files, 1)
 				assert.Equal(t, "x", spec.Files[0].Content)
 				assert.Contains(t, lineFor(lines, "spec.users[0].sudo"), "files[0] writes /etc/sudoers.d/a already")
@@ -81,7 +81,7 @@ func TestConvertFields(t *testing.T) {
     - {device: /dev/sdc, partition: auto, filesystem: ext4}
     - {device: /dev/sdd, filesystem: ntfs}
 `,
-			check: func(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec, lines []string) {
+			check: func(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, lines []string) {
 				assert.Contains(t, lineFor(lines, "spec.diskSetup.partitions[0].diskLayout"), "not in percent of the disk")
 				assert.Contains(t, lineFor(lines, "spec.diskSetup.partitions[1].tableType"), "GPT partition tables only")
 				assert.Contains(t, lineFor(lines, "spec.diskSetup.partitions[3].device"), "cloud-init device alias")
@@ -105,7 +105,7 @@ func TestConvertFields(t *testing.T) {
   - [/dev/sdz, /other]
   - [swap, none, swap, sw]
 `,
-			check: func(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec, lines []string) {
+			check: func(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, lines []string) {
 				assert.Contains(t, spec.Butane.Inline, "mount_options:\n        - noatime\n      path: /data\n")
 				assert.Contains(t, lineFor(lines, "spec.mounts[0]"), "dump and fsck pass (0, 2)")
 				assert.Contains(t, lineFor(lines, "spec.mounts[1]"), `"/dev/sdz" names no filesystem`)
@@ -114,14 +114,14 @@ func TestConvertFields(t *testing.T) {
 		},
 		"CABPK's Ignition mounts: label, mount point, options": {
 			spec: "  format: ignition\n  diskSetup:\n    filesystems:\n    - {device: /dev/sdb, filesystem: ext4, label: etcd}\n  mounts:\n  - [etcd, /var/lib/etcd, noatime, nodev]\n",
-			check: func(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec, lines []string) {
+			check: func(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, lines []string) {
 				assert.Contains(t, spec.Butane.Inline, "mount_options:\n        - noatime\n        - nodev\n      path: /var/lib/etcd\n")
 				assert.Empty(t, lines)
 			},
 		},
 		"ntp disabled is nothing; servers without enabled under CABPK's Ignition get a note": {
 			spec: "  format: ignition\n  ntp: {servers: [a.example, b.example]}\n",
-			check: func(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec, lines []string) {
+			check: func(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, lines []string) {
 				assert.Contains(t, spec.Butane.Inline, "NTP=a.example b.example\n")
 				assert.Contains(t, spec.Butane.Inline, "name: systemd-timesyncd.service")
 				assert.True(t, strings.HasPrefix(lineFor(lines, "spec.ntp.enabled"), "note: "))
@@ -129,14 +129,14 @@ func TestConvertFields(t *testing.T) {
 		},
 		"ntp enabled false": {
 			spec: "  format: ignition\n  ntp: {servers: [a.example], enabled: false}\n",
-			check: func(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec, lines []string) {
+			check: func(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, lines []string) {
 				assert.Empty(t, spec.Butane.Inline)
 				assert.Empty(t, lines)
 			},
 		},
 		"generated settings merge into the Container Linux Config": {
 			spec: "  format: ignition\n  ntp: {servers: [a.example], enabled: true}\n  ignition:\n    containerLinuxConfig:\n      strict: true\n      additionalConfig: |\n        # mine\n        systemd:\n          units:\n          - name: x.service\n            enabled: true\n",
-			check: func(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec, lines []string) {
+			check: func(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, lines []string) {
 				assert.Empty(t, spec.Butane.Inline, "set butane or containerLinuxConfig, not both")
 				assert.True(t, spec.ContainerLinuxConfig.Strict)
 				clc := spec.ContainerLinuxConfig.Inline
@@ -148,7 +148,7 @@ func TestConvertFields(t *testing.T) {
 		},
 		"file templates, boot commands, inactive users, a second file at a path": {
 			spec: "  format: ignition\n  bootCommands: [echo hi]\n  files:\n  - {path: /etc/a, content: '{{ .controlPlane.version }}', contentFormat: Template}\n  - {path: /etc/a, content: b}\n  users:\n  - {name: a, inactive: true}\n",
-			check: func(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec, lines []string) {
+			check: func(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, lines []string) {
 				assert.Contains(t, lineFor(lines, "spec.files[0].contentFormat"), "does not render file templates")
 				assert.Contains(t, lineFor(lines, "spec.files[1]"), "a second file at /etc/a")
 				assert.Contains(t, lineFor(lines, "spec.bootCommands[0]"), "not carried")
@@ -189,7 +189,7 @@ status:
   dataSecretName: c
 `))
 	require.NoError(t, err)
-	var out bootstrapv1.IgnitionConfig
+	var out cabpiv1.IgnitionConfig
 	require.NoError(t, yaml.UnmarshalStrict(res.Output, &out))
 	assert.Equal(t, "c", out.Name)
 	assert.Equal(t, "ns", out.Namespace)

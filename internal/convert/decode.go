@@ -11,7 +11,7 @@ import (
 	kubeadmconversion "sigs.k8s.io/cluster-api/bootstrap/kubeadm/webhooks/conversion"
 	"sigs.k8s.io/yaml"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // droppedAnnotations describe the source object, not the converted one: kubectl's record of the
@@ -35,8 +35,8 @@ func convertDocument(version, kind string, doc []byte) (Converted, []Finding, er
 		if err != nil {
 			return Converted{}, nil, err
 		}
-		out := &bootstrapv1.IgnitionConfig{
-			TypeMeta:   metav1.TypeMeta{APIVersion: bootstrapv1.GroupVersion.String(), Kind: "IgnitionConfig"},
+		out := &cabpiv1.IgnitionConfig{
+			TypeMeta:   metav1.TypeMeta{APIVersion: cabpiv1.GroupVersion.String(), Kind: "IgnitionConfig"},
 			ObjectMeta: objectMeta(src.ObjectMeta),
 			Spec:       *spec,
 		}
@@ -51,10 +51,10 @@ func convertDocument(version, kind string, doc []byte) (Converted, []Finding, er
 		if err != nil {
 			return Converted{}, nil, err
 		}
-		out := &bootstrapv1.IgnitionConfigTemplate{
-			TypeMeta:   metav1.TypeMeta{APIVersion: bootstrapv1.GroupVersion.String(), Kind: "IgnitionConfigTemplate"},
+		out := &cabpiv1.IgnitionConfigTemplate{
+			TypeMeta:   metav1.TypeMeta{APIVersion: cabpiv1.GroupVersion.String(), Kind: "IgnitionConfigTemplate"},
 			ObjectMeta: objectMeta(src.ObjectMeta),
-			Spec: bootstrapv1.IgnitionConfigTemplateSpec{Template: bootstrapv1.IgnitionConfigTemplateResource{
+			Spec: cabpiv1.IgnitionConfigTemplateSpec{Template: cabpiv1.IgnitionConfigTemplateResource{
 				ObjectMeta: src.Spec.Template.ObjectMeta,
 				Spec:       *spec,
 			}},

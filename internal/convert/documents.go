@@ -9,7 +9,7 @@ import (
 	butanebase "github.com/coreos/butane/base/v0_4"
 	butaneflatcar "github.com/coreos/butane/config/flatcar/v1_0"
 	"github.com/coreos/go-systemd/v22/unit"
-	clct "github.com/flatcar/container-linux-config-transpiler/config/types"
+	clctypes "github.com/flatcar/container-linux-config-transpiler/config/types"
 	"gopkg.in/yaml.v3"
 	"k8s.io/utils/ptr"
 )
@@ -31,12 +31,12 @@ func (p *provisioning) butane() (string, error) {
 
 // clc is the provisioning as a Container Linux Config. CLC has no with_mount_unit: the mount
 // units Butane would generate are written out, in the form Butane gives them.
-func (p *provisioning) clc() (clct.Config, error) {
-	var cfg clct.Config
+func (p *provisioning) clc() (clctypes.Config, error) {
+	var cfg clctypes.Config
 	for _, d := range p.disks {
-		disk := clct.Disk{Device: d.Device, WipeTable: ptr.Deref(d.WipeTable, false)}
+		disk := clctypes.Disk{Device: d.Device, WipeTable: ptr.Deref(d.WipeTable, false)}
 		for _, part := range d.Partitions {
-			disk.Partitions = append(disk.Partitions, clct.Partition{Number: part.Number, TypeGUID: ptr.Deref(part.TypeGUID, "")})
+			disk.Partitions = append(disk.Partitions, clctypes.Partition{Number: part.Number, TypeGUID: ptr.Deref(part.TypeGUID, "")})
 		}
 		cfg.Storage.Disks = append(cfg.Storage.Disks, disk)
 	}
@@ -45,7 +45,7 @@ func (p *provisioning) clc() (clct.Config, error) {
 		if fs.Label != nil {
 			name = "cluster-api-" + *fs.Label
 		}
-		cfg.Storage.Filesystems = append(cfg.Storage.Filesystems, clct.Filesystem{Name: name, Mount: &clct.Mount{
+		cfg.Storage.Filesystems = append(cfg.Storage.Filesystems, clctypes.Filesystem{Name: name, Mount: &clctypes.Mount{
 			Device:         fs.Device,
 			Format:         ptr.Deref(fs.Format, ""),
 			WipeFilesystem: ptr.Deref(fs.WipeFilesystem, false),
@@ -59,22 +59,22 @@ func (p *provisioning) clc() (clct.Config, error) {
 		if err != nil {
 			return cfg, err
 		}
-		cfg.Systemd.Units = append(cfg.Systemd.Units, clct.SystemdUnit{
+		cfg.Systemd.Units = append(cfg.Systemd.Units, clctypes.SystemdUnit{
 			Name:     unit.UnitNamePathEscape(*fs.Path) + ".mount",
 			Enabled:  ptr.To(true),
 			Contents: contents,
 		})
 	}
 	for _, f := range p.files {
-		cfg.Storage.Files = append(cfg.Storage.Files, clct.File{
+		cfg.Storage.Files = append(cfg.Storage.Files, clctypes.File{
 			Filesystem: "root",
 			Path:       f.Path,
 			Mode:       f.Mode,
-			Contents:   clct.FileContents{Inline: ptr.Deref(f.Contents.Inline, "")},
+			Contents:   clctypes.FileContents{Inline: ptr.Deref(f.Contents.Inline, "")},
 		})
 	}
 	for _, u := range p.units {
-		cfg.Systemd.Units = append(cfg.Systemd.Units, clct.SystemdUnit{Name: u.Name, Enabled: u.Enabled})
+		cfg.Systemd.Units = append(cfg.Systemd.Units, clctypes.SystemdUnit{Name: u.Name, Enabled: u.Enabled})
 	}
 	return cfg, nil
 }

@@ -14,14 +14,14 @@ import (
 	butane "github.com/coreos/butane/config"
 	"github.com/coreos/butane/config/common"
 	ignconfig "github.com/coreos/ignition/v2/config"
-	igntypes "github.com/coreos/ignition/v2/config/v3_7_experimental/types"
-	clc "github.com/flatcar/container-linux-config-transpiler/config"
+	exptypes "github.com/coreos/ignition/v2/config/v3_7_experimental/types"
+	clcconfig "github.com/flatcar/container-linux-config-transpiler/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
@@ -110,11 +110,11 @@ func lossyLine(report string) bool {
 }
 
 // convertedSpecs reads the converted stream back the way `cabpi render -f` reads a file.
-func convertedSpecs(t *testing.T, stream string) map[string]*bootstrapv1.IgnitionConfigSpec {
+func convertedSpecs(t *testing.T, stream string) map[string]*cabpiv1.IgnitionConfigSpec {
 	t.Helper()
 	docs, err := splitDocuments([]byte(stream))
 	require.NoError(t, err)
-	specs := map[string]*bootstrapv1.IgnitionConfigSpec{}
+	specs := map[string]*cabpiv1.IgnitionConfigSpec{}
 	for _, doc := range docs {
 		if !bytes.Contains(doc, []byte("\nkind: IgnitionConfig")) {
 			continue
@@ -131,7 +131,7 @@ func convertedSpecs(t *testing.T, stream string) map[string]*bootstrapv1.Ignitio
 }
 
 // bootConverted renders spec for role offline and boots it.
-func bootConverted(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec, role ignition.Role) {
+func bootConverted(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, role ignition.Role) {
 	out, err := configinput.RenderOffline(t.Context(), spec, role, configinput.DefaultKubernetesVersion, &bytes.Buffer{})
 	require.NoError(t, err)
 	config, err := ignition.Unwrap(out.Data)
@@ -197,7 +197,7 @@ type expected struct {
 // expectations derives from the spec itself what must be on the node: spec.files, and what the
 // Butane document or the Container Linux Config declares (translated with Butane and the CLC
 // transpiler, independently of the renderer).
-func expectations(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec) expected {
+func expectations(t *testing.T, spec *cabpiv1.IgnitionConfigSpec) expected {
 	t.Helper()
 	want := expected{files: map[string]wantFile{}}
 	for i, f := range spec.Files {
@@ -238,9 +238,9 @@ func expectations(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec) expected {
 		}
 	}
 	if doc := spec.ContainerLinuxConfig.Inline; doc != "" {
-		parsed, ast, rpt := clc.Parse([]byte(doc))
+		parsed, ast, rpt := clcconfig.Parse([]byte(doc))
 		require.False(t, rpt.IsFatal(), rpt.String())
-		cfg, rpt := clc.Convert(parsed, "", ast)
+		cfg, rpt := clcconfig.Convert(parsed, "", ast)
 		require.False(t, rpt.IsFatal(), rpt.String())
 		for _, f := range cfg.Storage.Files {
 			want.files[f.Path] = wantFile{from: "spec.containerLinuxConfig", mode: ptr.Deref(f.Mode, 0o644)}
@@ -268,7 +268,7 @@ func expectations(t *testing.T, spec *bootstrapv1.IgnitionConfigSpec) expected {
 	return want
 }
 
-func hasDisk(cfg igntypes.Config, device string) bool {
+func hasDisk(cfg exptypes.Config, device string) bool {
 	for _, d := range cfg.Storage.Disks {
 		if d.Device == device {
 			return true
@@ -277,7 +277,7 @@ func hasDisk(cfg igntypes.Config, device string) bool {
 	return false
 }
 
-func hasFilesystem(cfg igntypes.Config, device string) bool {
+func hasFilesystem(cfg exptypes.Config, device string) bool {
 	for _, fs := range cfg.Storage.Filesystems {
 		if fs.Device == device {
 			return true

@@ -6,7 +6,7 @@ import (
 	"io"
 	"slices"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
@@ -15,7 +15,7 @@ import (
 // control-plane config (an init or cluster configuration, or a join with controlPlane), worker for
 // a worker's join, and all three for a config that says nothing (KubeadmControlPlane and the
 // Machine decide).
-func Roles(spec *bootstrapv1.IgnitionConfigSpec) []ignition.Role {
+func Roles(spec *cabpiv1.IgnitionConfigSpec) []ignition.Role {
 	initConfig := spec.InitConfiguration.IsDefined() || spec.ClusterConfiguration.IsDefined()
 	switch {
 	case spec.JoinConfiguration.ControlPlane != nil:
@@ -36,7 +36,7 @@ func Roles(spec *bootstrapv1.IgnitionConfigSpec) []ignition.Role {
 // it would be refused at admission.
 func renderWarnings(c Converted) ([]Finding, error) {
 	prefix := "spec."
-	if _, ok := c.Object.(*bootstrapv1.IgnitionConfigTemplate); ok {
+	if _, ok := c.Object.(*cabpiv1.IgnitionConfigTemplate); ok {
 		prefix = "spec.template.spec."
 	}
 	var out []Finding

@@ -7,16 +7,16 @@ import (
 	"k8s.io/utils/ptr"
 	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // convertSpec maps a KubeadmConfigSpec onto an IgnitionConfigSpec, reporting what it cannot
 // carry to f. The kubeadm configurations are Cluster API's own types on both sides and are
 // copied as they are.
-func convertSpec(src *kubeadmv1.KubeadmConfigSpec, f *findings) (*bootstrapv1.IgnitionConfigSpec, error) {
-	spec := &bootstrapv1.IgnitionConfigSpec{
+func convertSpec(src *kubeadmv1.KubeadmConfigSpec, f *findings) (*cabpiv1.IgnitionConfigSpec, error) {
+	spec := &cabpiv1.IgnitionConfigSpec{
 		// CABPK's Ignition is Container Linux Config, which only Flatcar reads.
-		Variant:              bootstrapv1.VariantFlatcar,
+		Variant:              cabpiv1.VariantFlatcar,
 		ClusterConfiguration: *src.ClusterConfiguration.DeepCopy(),
 		InitConfiguration:    *src.InitConfiguration.DeepCopy(),
 		JoinConfiguration:    *src.JoinConfiguration.DeepCopy(),
@@ -58,13 +58,13 @@ func convertSpec(src *kubeadmv1.KubeadmConfigSpec, f *findings) (*bootstrapv1.Ig
 			f.lossy("ignition.containerLinuxConfig.additionalConfig", "%v: the ntp, diskSetup and mounts settings are not carried", err)
 			doc = clc.AdditionalConfig
 		}
-		spec.ContainerLinuxConfig = bootstrapv1.ContainerLinuxConfigSpec{Inline: doc, Strict: ptr.Deref(clc.Strict, false)}
+		spec.ContainerLinuxConfig = cabpiv1.ContainerLinuxConfigSpec{Inline: doc, Strict: ptr.Deref(clc.Strict, false)}
 	case !prov.empty():
 		doc, err := prov.butane()
 		if err != nil {
 			return nil, err
 		}
-		spec.Butane = bootstrapv1.ButaneSpec{Inline: doc}
+		spec.Butane = cabpiv1.ButaneSpec{Inline: doc}
 	}
 	if clc.AdditionalConfig == "" && clc.Strict != nil && *clc.Strict {
 		f.note("ignition.containerLinuxConfig.strict", "there is no additionalConfig for it to apply to")
@@ -72,7 +72,7 @@ func convertSpec(src *kubeadmv1.KubeadmConfigSpec, f *findings) (*bootstrapv1.Ig
 	return spec, nil
 }
 
-func fileIndex(files []bootstrapv1.File, path string) int {
+func fileIndex(files []cabpiv1.File, path string) int {
 	for i, f := range files {
 		if f.Path == path {
 			return i
@@ -82,24 +82,24 @@ func fileIndex(files []bootstrapv1.File, path string) int {
 }
 
 // convertFiles copies files; the fields mean the same on both sides.
-func convertFiles(src []kubeadmv1.File, cloudConfig bool, f *findings) []bootstrapv1.File {
-	var out []bootstrapv1.File
+func convertFiles(src []kubeadmv1.File, cloudConfig bool, f *findings) []cabpiv1.File {
+	var out []cabpiv1.File
 	for i, s := range src {
 		path := fmt.Sprintf("files[%d]", i)
 		if j := fileIndex(out, s.Path); j >= 0 {
 			f.lossy(path, "a second file at %s: Ignition writes each path once; merge it into the first (files[%d])", s.Path, j)
 			continue
 		}
-		file := bootstrapv1.File{
+		file := cabpiv1.File{
 			Path:        s.Path,
 			Owner:       s.Owner,
 			Permissions: s.Permissions,
 			Content:     s.Content,
-			Encoding:    bootstrapv1.FileEncoding(s.Encoding),
+			Encoding:    cabpiv1.FileEncoding(s.Encoding),
 			Append:      ptr.Deref(s.Append, false),
 		}
 		if s.ContentFrom.IsDefined() {
-			file.ContentFrom = &bootstrapv1.FileSource{Secret: bootstrapv1.KeyReference{Name: s.ContentFrom.Secret.Name, Key: s.ContentFrom.Secret.Key}}
+			file.ContentFrom = &cabpiv1.FileSource{Secret: cabpiv1.KeyReference{Name: s.ContentFrom.Secret.Name, Key: s.ContentFrom.Secret.Key}}
 		}
 		if cloudConfig && hasJinja(s.Content) {
 			f.lossy(path+".content", "CABPK's cloud-config is a Jinja template that cloud-init renders ({{ }}); nothing renders it on Ignition: the content is written as it is")

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // kubeadmGroup is the API group of CABPK's and cabpi's kinds alike.
@@ -25,7 +25,7 @@ type Converted struct {
 	// Object is the converted *IgnitionConfig or *IgnitionConfigTemplate, with its TypeMeta.
 	Object client.Object
 	// Spec is the converted spec (the template's spec for a template).
-	Spec *bootstrapv1.IgnitionConfigSpec
+	Spec *cabpiv1.IgnitionConfigSpec
 }
 
 // Result is what Convert made of a stream.

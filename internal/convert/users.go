@@ -7,7 +7,7 @@ import (
 
 	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // sudoersMode is the mode sudo wants for its drop-ins (it ignores writable ones).
@@ -16,18 +16,18 @@ const sudoersMode = "0440"
 // sudoRule is a user's sudo rule as a file, with the source path for findings.
 type sudoRule struct {
 	path string
-	file bootstrapv1.File
+	file cabpiv1.File
 }
 
 // convertUsers maps users onto Ignition's passwd users; sudo rules become files under
 // /etc/sudoers.d. cloudConfig says the source's meaning is cloud-init's, where a password is
 // locked unless lockPassword is false.
-func convertUsers(src []kubeadmv1.User, cloudConfig bool, f *findings) ([]bootstrapv1.User, []sudoRule) {
-	var users []bootstrapv1.User
+func convertUsers(src []kubeadmv1.User, cloudConfig bool, f *findings) ([]cabpiv1.User, []sudoRule) {
+	var users []cabpiv1.User
 	var sudo []sudoRule
 	for i, s := range src {
 		path := fmt.Sprintf("users[%d]", i)
-		u := bootstrapv1.User{
+		u := cabpiv1.User{
 			Name:              s.Name,
 			Gecos:             s.Gecos,
 			HomeDir:           s.HomeDir,
@@ -38,7 +38,7 @@ func convertUsers(src []kubeadmv1.User, cloudConfig bool, f *findings) ([]bootst
 			SSHAuthorizedKeys: s.SSHAuthorizedKeys,
 		}
 		if s.PasswdFrom.IsDefined() {
-			u.PasswordHashFrom = &bootstrapv1.FileSource{Secret: bootstrapv1.KeyReference{Name: s.PasswdFrom.Secret.Name, Key: s.PasswdFrom.Secret.Key}}
+			u.PasswordHashFrom = &cabpiv1.FileSource{Secret: cabpiv1.KeyReference{Name: s.PasswdFrom.Secret.Name, Key: s.PasswdFrom.Secret.Key}}
 		}
 		hasPassword := s.Passwd != "" || s.PasswdFrom.IsDefined()
 		if s.Inactive != nil && *s.Inactive {
@@ -53,7 +53,7 @@ func convertUsers(src []kubeadmv1.User, cloudConfig bool, f *findings) ([]bootst
 		}
 		users = append(users, u)
 		if s.Sudo != "" {
-			sudo = append(sudo, sudoRule{path: path + ".sudo", file: bootstrapv1.File{
+			sudo = append(sudo, sudoRule{path: path + ".sudo", file: cabpiv1.File{
 				Path:        "/etc/sudoers.d/" + s.Name,
 				Owner:       "root:root",
 				Permissions: sudoersMode,

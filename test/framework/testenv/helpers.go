@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/external"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -447,7 +447,7 @@ func (e *Environment) CreateWorkloadKubeconfigSecret(ctx context.Context, cluste
 // CreateClusterCA looks up or generates the "<cluster>-ca" Secret (tls.crt/tls.key, with
 // sigs.k8s.io/cluster-api/util/secret, as CABPK does) and returns the CA certificate PEM.
 func (e *Environment) CreateClusterCA(ctx context.Context, cluster *clusterv1.Cluster) ([]byte, error) {
-	certs := secret.NewCertificatesForInitialControlPlane(&bootstrapv1.ClusterConfiguration{})
+	certs := secret.NewCertificatesForInitialControlPlane(&kubeadmv1.ClusterConfiguration{})
 	ca := certs.GetByPurpose(secret.ClusterCA)
 	if err := (secret.Certificates{ca}).LookupOrGenerate(ctx, e.Client, client.ObjectKeyFromObject(cluster), clusterOwnerRef(cluster)); err != nil {
 		return nil, fmt.Errorf("testenv: creating cluster CA: %w", err)
@@ -458,7 +458,7 @@ func (e *Environment) CreateClusterCA(ctx context.Context, cluster *clusterv1.Cl
 // CreateClusterCertificates looks up or generates all certificates of an initial control plane
 // (CA, etcd CA, front-proxy CA, service-account key) as "<cluster>-<purpose>" Secrets.
 func (e *Environment) CreateClusterCertificates(ctx context.Context, cluster *clusterv1.Cluster) (secret.Certificates, error) {
-	certs := secret.NewCertificatesForInitialControlPlane(&bootstrapv1.ClusterConfiguration{})
+	certs := secret.NewCertificatesForInitialControlPlane(&kubeadmv1.ClusterConfiguration{})
 	if err := certs.LookupOrGenerate(ctx, e.Client, client.ObjectKeyFromObject(cluster), clusterOwnerRef(cluster)); err != nil {
 		return nil, fmt.Errorf("testenv: creating cluster certificates: %w", err)
 	}

@@ -21,7 +21,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -79,8 +79,8 @@ func newCluster(t *testing.T, s clusterSetup) *clusterFixture {
 }
 
 // newConfig is an IgnitionConfig of cluster named name with spec (not created).
-func newConfig(f *clusterFixture, name string, spec bootstrapv1.IgnitionConfigSpec) *bootstrapv1.IgnitionConfig {
-	return &bootstrapv1.IgnitionConfig{
+func newConfig(f *clusterFixture, name string, spec cabpiv1.IgnitionConfigSpec) *cabpiv1.IgnitionConfig {
+	return &cabpiv1.IgnitionConfig{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: f.cluster.Name}},
 		Spec:       spec,
 	}
@@ -106,7 +106,7 @@ func waitForCondition(t *testing.T, ns, name, condType string, status metav1.Con
 	t.Helper()
 	var got *metav1.Condition
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cfg := &bootstrapv1.IgnitionConfig{}
+		cfg := &cabpiv1.IgnitionConfig{}
 		if !assert.NoError(c, env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cfg)) {
 			return
 		}
@@ -122,15 +122,15 @@ func waitForCondition(t *testing.T, ns, name, condType string, status metav1.Con
 // returns the config as it was then (Ready is computed in the same status write). A True
 // condition ends the wait at once with a failure: the bad input was rendered into data. It
 // returns nil when the refusal was not seen.
-func waitForRefusal(t *testing.T, ns, name, reason string) *bootstrapv1.IgnitionConfig {
+func waitForRefusal(t *testing.T, ns, name, reason string) *cabpiv1.IgnitionConfig {
 	t.Helper()
 	var last *metav1.Condition
 	for deadline := time.Now().Add(eventually); time.Now().Before(deadline); time.Sleep(tick) {
-		cfg := &bootstrapv1.IgnitionConfig{}
+		cfg := &cabpiv1.IgnitionConfig{}
 		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cfg); err != nil {
 			continue
 		}
-		last = conditions.Get(cfg, bootstrapv1.DataSecretAvailableCondition)
+		last = conditions.Get(cfg, cabpiv1.DataSecretAvailableCondition)
 		switch {
 		case last == nil:
 		case last.Status == metav1.ConditionTrue:
@@ -141,7 +141,7 @@ func waitForRefusal(t *testing.T, ns, name, reason string) *bootstrapv1.Ignition
 		}
 	}
 	if last == nil {
-		t.Errorf("no %s condition within %s, want False with reason %s", bootstrapv1.DataSecretAvailableCondition, eventually, reason)
+		t.Errorf("no %s condition within %s, want False with reason %s", cabpiv1.DataSecretAvailableCondition, eventually, reason)
 	} else {
 		t.Errorf("%s is %s with reason %s (%s) after %s, want False with reason %s", last.Type, last.Status, last.Reason, last.Message, eventually, reason)
 	}

@@ -32,7 +32,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/test/builder"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
@@ -99,7 +99,7 @@ func TestCrashConsistency(t *testing.T) {
 	addMachine := func(name string, controlPlane bool) {
 		names = append(names, name)
 		pending = append(pending, func() {
-			require.NoError(t, env.Client.Create(ctx, &bootstrapv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{
+			require.NoError(t, env.Client.Create(ctx, &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{
 				Namespace: ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster.Name}}}))
 			require.NoError(t, env.Client.Create(ctx, testenv.NewGenericInfraMachine(ns, name)))
 			require.NoError(t, env.Client.Create(ctx, testenv.NewMachine(cluster, name, controlPlane)))
@@ -138,7 +138,7 @@ func TestCrashConsistency(t *testing.T) {
 	}
 	createBatch(len(pending))
 	// The kills interrupted a manager at work, not only managers starting up.
-	rendered := &bootstrapv1.IgnitionConfigList{}
+	rendered := &cabpiv1.IgnitionConfigList{}
 	require.NoError(t, env.Client.List(ctx, rendered, client.InNamespace(ns)))
 	done := 0
 	for _, cfg := range rendered.Items {
@@ -156,11 +156,11 @@ func TestCrashConsistency(t *testing.T) {
 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		for _, name := range names {
-			cfg := &bootstrapv1.IgnitionConfig{}
+			cfg := &cabpiv1.IgnitionConfig{}
 			if !assert.NoError(c, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cfg)) {
 				return
 			}
-			assert.True(c, conditions.IsTrue(cfg, bootstrapv1.ReadyCondition), "%s is not ready: %v", name, cfg.Status.Conditions)
+			assert.True(c, conditions.IsTrue(cfg, cabpiv1.ReadyCondition), "%s is not ready: %v", name, cfg.Status.Conditions)
 		}
 	}, 3*time.Minute, 500*time.Millisecond, "every config converges after %d kills (logs in %s)", kills, logDir)
 	nodes.stop()
@@ -168,7 +168,7 @@ func TestCrashConsistency(t *testing.T) {
 	// Every config: exactly one data Secret, controlled by it, valid Ignition.
 	inits := 0
 	for _, name := range names {
-		cfg := &bootstrapv1.IgnitionConfig{}
+		cfg := &cabpiv1.IgnitionConfig{}
 		require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cfg))
 		assert.Equal(t, name, cfg.Status.DataSecretName)
 		s := &corev1.Secret{}
@@ -206,7 +206,7 @@ func TestCrashConsistency(t *testing.T) {
 // addPool creates a MachinePool of 2 replicas with its IgnitionConfig.
 func addPool(t *testing.T, cluster *clusterv1.Cluster, name string) {
 	ctx := t.Context()
-	require.NoError(t, env.Client.Create(ctx, &bootstrapv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{
+	require.NoError(t, env.Client.Create(ctx, &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{
 		Namespace: cluster.Namespace, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster.Name}}}))
 	require.NoError(t, env.Client.Create(ctx, builder.InfrastructureMachinePool(cluster.Namespace, name).Build()))
 	require.NoError(t, env.Client.Create(ctx, testenv.NewMachinePool(cluster, name, 2)))

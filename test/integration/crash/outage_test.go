@@ -20,7 +20,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -57,7 +57,7 @@ func TestAPIServerOutage(t *testing.T) {
 		for range n {
 			name := fmt.Sprintf("w-%d", len(names))
 			names = append(names, name)
-			require.NoError(t, env.Client.Create(ctx, &bootstrapv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{
+			require.NoError(t, env.Client.Create(ctx, &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{
 				Namespace: ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster.Name}}}))
 			require.NoError(t, env.Client.Create(ctx, testenv.NewGenericInfraMachine(ns, name)))
 			require.NoError(t, env.Client.Create(ctx, testenv.NewMachine(cluster, name, false)))
@@ -73,9 +73,9 @@ func TestAPIServerOutage(t *testing.T) {
 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		for _, name := range names {
-			cfg := &bootstrapv1.IgnitionConfig{}
+			cfg := &cabpiv1.IgnitionConfig{}
 			if assert.NoError(c, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cfg)) {
-				assert.True(c, conditions.IsTrue(cfg, bootstrapv1.ReadyCondition), "%s: %v", name, cfg.Status.Conditions)
+				assert.True(c, conditions.IsTrue(cfg, cabpiv1.ReadyCondition), "%s: %v", name, cfg.Status.Conditions)
 			}
 		}
 	}, 2*time.Minute, 500*time.Millisecond)

@@ -27,7 +27,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
@@ -176,7 +176,7 @@ func TestInitLockSurvivesManagerRestart(t *testing.T) {
 	controlPlanes := []string{"cp-0", "cp-1", "cp-2"}
 	machines := map[string]*clusterv1.Machine{}
 	for _, name := range controlPlanes {
-		cfg := &bootstrapv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{
+		cfg := &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster.Name},
 		}}
 		require.NoError(t, env.Client.Create(ctx, cfg))
@@ -213,11 +213,11 @@ func TestInitLockSurvivesManagerRestart(t *testing.T) {
 			continue
 		}
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
-			cfg := &bootstrapv1.IgnitionConfig{}
+			cfg := &cabpiv1.IgnitionConfig{}
 			assert.NoError(c, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cfg))
-			cond := findCondition(cfg, bootstrapv1.DataSecretAvailableCondition)
+			cond := findCondition(cfg, cabpiv1.DataSecretAvailableCondition)
 			if assert.NotNil(c, cond) {
-				assert.Equal(c, bootstrapv1.WaitingForInitLockReason, cond.Reason)
+				assert.Equal(c, cabpiv1.WaitingForInitLockReason, cond.Reason)
 			}
 		}, time.Minute, 200*time.Millisecond)
 	}
@@ -258,7 +258,7 @@ func dataSecrets(t *testing.T, ns string) map[string]string {
 	return out
 }
 
-func findCondition(cfg *bootstrapv1.IgnitionConfig, condType string) *metav1.Condition {
+func findCondition(cfg *cabpiv1.IgnitionConfig, condType string) *metav1.Condition {
 	for i := range cfg.Status.Conditions {
 		if cfg.Status.Conditions[i].Type == condType {
 			return &cfg.Status.Conditions[i]

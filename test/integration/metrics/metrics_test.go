@@ -18,7 +18,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -46,15 +46,15 @@ func TestWorkerFlowMovesCounters(t *testing.T) {
 	cluster, err := env.CreateJoinableCluster(ctx, ns, "c1")
 	require.NoError(t, err)
 
-	addWorker(t, cluster, "w-0", bootstrapv1.IgnitionConfigSpec{Variant: bootstrapv1.VariantFlatcar})
-	addWorker(t, cluster, "w-missing", bootstrapv1.IgnitionConfigSpec{
-		Variant: bootstrapv1.VariantFlatcar,
-		Butane: bootstrapv1.ButaneSpec{ContentFrom: &bootstrapv1.ButaneSource{
-			ConfigMap: &bootstrapv1.KeyReference{Name: "not-there", Key: "config.bu"},
+	addWorker(t, cluster, "w-0", cabpiv1.IgnitionConfigSpec{Variant: cabpiv1.VariantFlatcar})
+	addWorker(t, cluster, "w-missing", cabpiv1.IgnitionConfigSpec{
+		Variant: cabpiv1.VariantFlatcar,
+		Butane: cabpiv1.ButaneSpec{ContentFrom: &cabpiv1.ButaneSource{
+			ConfigMap: &cabpiv1.KeyReference{Name: "not-there", Key: "config.bu"},
 		}},
 	})
-	waitForDataSecretAvailable(t, ns, "w-0", metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
-	waitForDataSecretAvailable(t, ns, "w-missing", metav1.ConditionFalse, bootstrapv1.ReferenceNotFoundReason)
+	waitForDataSecretAvailable(t, ns, "w-0", metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+	waitForDataSecretAvailable(t, ns, "w-missing", metav1.ConditionFalse, cabpiv1.ReferenceNotFoundReason)
 
 	worker := map[string]string{"role": "worker-join", "variant": "flatcar"}
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -73,14 +73,14 @@ func TestWorkerFlowMovesCounters(t *testing.T) {
 		assert.Equal(c, 1.0, moved("cabpi_data_secrets_written_total", map[string]string{"operation": "create"}, counter), "data Secrets created")
 		assert.Equal(c, 0.0, moved("cabpi_data_secrets_written_total", map[string]string{"operation": "update"}, counter), "data Secrets updated")
 		assert.Equal(c, 1.0, moved("cabpi_join_tokens_total", map[string]string{"operation": "create"}, counter), "join tokens created")
-		assert.GreaterOrEqual(c, moved("cabpi_failures_total", map[string]string{"reason": bootstrapv1.ReferenceNotFoundReason}, counter), 1.0,
+		assert.GreaterOrEqual(c, moved("cabpi_failures_total", map[string]string{"reason": cabpiv1.ReferenceNotFoundReason}, counter), 1.0,
 			"failures (the config waiting on its ConfigMap is looked at again)")
 	}, eventually, tick)
 
 	// Fixed before its Machine provisions (the generic infrastructure never does): rendered again
 	// in place, counted as a re-render and a data Secret update.
 	mid := scrapeOK(ctx, t, token)
-	cfg := &bootstrapv1.IgnitionConfig{}
+	cfg := &cabpiv1.IgnitionConfig{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w-0"}, cfg))
 	cfg.Spec.PreKubeadmCommands = []string{"echo fixed"}
 	require.NoError(t, env.Client.Update(ctx, cfg))
@@ -158,10 +158,10 @@ func histogramSum(m *dto.Metric) float64   { return m.GetHistogram().GetSampleSu
 
 // addWorker creates an IgnitionConfig with spec, its infrastructure machine and a worker Machine
 // referencing both; Cluster API's Machine controller then makes the Machine own the config.
-func addWorker(t *testing.T, cluster *clusterv1.Cluster, name string, spec bootstrapv1.IgnitionConfigSpec) {
+func addWorker(t *testing.T, cluster *clusterv1.Cluster, name string, spec cabpiv1.IgnitionConfigSpec) {
 	t.Helper()
 	ctx := t.Context()
-	require.NoError(t, env.Client.Create(ctx, &bootstrapv1.IgnitionConfig{
+	require.NoError(t, env.Client.Create(ctx, &cabpiv1.IgnitionConfig{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: cluster.Namespace, Name: name,
 			Labels: map[string]string{clusterv1.ClusterNameLabel: cluster.Name},
@@ -176,11 +176,11 @@ func addWorker(t *testing.T, cluster *clusterv1.Cluster, name string, spec boots
 func waitForDataSecretAvailable(t *testing.T, ns, name string, status metav1.ConditionStatus, reason string) {
 	t.Helper()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cfg := &bootstrapv1.IgnitionConfig{}
+		cfg := &cabpiv1.IgnitionConfig{}
 		if !assert.NoError(c, env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, cfg)) {
 			return
 		}
-		got := conditions.Get(cfg, bootstrapv1.DataSecretAvailableCondition)
+		got := conditions.Get(cfg, cabpiv1.DataSecretAvailableCondition)
 		if assert.NotNil(c, got, "DataSecretAvailable of %s not set yet", name) {
 			assert.Equal(c, string(status)+"/"+reason, string(got.Status)+"/"+got.Reason, "%s: %s", name, got.Message)
 		}

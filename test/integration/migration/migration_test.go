@@ -19,7 +19,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/convert"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
@@ -51,7 +51,7 @@ func providerTemplate(t *testing.T, clusterName string) []byte {
 
 // convertedWorkerTemplate converts the flavor as `cabpi convert` does and returns the
 // IgnitionConfigTemplate of its workers and the report convert prints on stderr.
-func convertedWorkerTemplate(t *testing.T, ns, name string, src []byte) (*bootstrapv1.IgnitionConfigTemplate, string) {
+func convertedWorkerTemplate(t *testing.T, ns, name string, src []byte) (*cabpiv1.IgnitionConfigTemplate, string) {
 	t.Helper()
 	res, err := convert.Convert(src)
 	require.NoError(t, err)
@@ -67,7 +67,7 @@ func convertedWorkerTemplate(t *testing.T, ns, name string, src []byte) (*bootst
 		if meta.Kind != "IgnitionConfigTemplate" {
 			continue
 		}
-		tpl := &bootstrapv1.IgnitionConfigTemplate{}
+		tpl := &cabpiv1.IgnitionConfigTemplate{}
 		require.NoError(t, sigsyaml.UnmarshalStrict([]byte(doc), tpl))
 		if tpl.Name != name {
 			continue
@@ -103,14 +103,14 @@ func TestCABPKFlatcarWorkerTemplateMovesOver(t *testing.T) {
 	require.NoError(t, env.Client.Create(ctx, testenv.NewMachineDeployment(cluster, md, 1)))
 
 	// Cluster API clones the template for the Machine; cabpi renders it.
-	var config *bootstrapv1.IgnitionConfig
+	var config *cabpiv1.IgnitionConfig
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		machines := &clusterv1.MachineList{}
 		require.NoError(c, env.Client.List(ctx, machines, client.InNamespace(ns)))
 		require.Len(c, machines.Items, 1)
-		got := &bootstrapv1.IgnitionConfig{}
+		got := &cabpiv1.IgnitionConfig{}
 		require.NoError(c, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: machines.Items[0].Spec.Bootstrap.ConfigRef.Name}, got))
-		cond := conditions.Get(got, bootstrapv1.DataSecretAvailableCondition)
+		cond := conditions.Get(got, cabpiv1.DataSecretAvailableCondition)
 		require.NotNil(c, cond)
 		require.Equal(c, metav1.ConditionTrue, cond.Status, "%s: %s", cond.Reason, cond.Message)
 		// Cluster API's patch helper writes the conditions before the rest of the status: the
@@ -119,13 +119,13 @@ func TestCABPKFlatcarWorkerTemplateMovesOver(t *testing.T) {
 		require.NotEmpty(c, got.Status.DataSecretName)
 		config = got
 	}, timeout, tick)
-	cond := conditions.Get(config, bootstrapv1.DataSecretAvailableCondition)
+	cond := conditions.Get(config, cabpiv1.DataSecretAvailableCondition)
 	// Warnings the render found are on the condition (reason RenderedWithWarnings) and nowhere
 	// hidden: the condition says so exactly when admission warned about the snippet.
 	snippetWarned := slices.ContainsFunc(warnings, func(w string) bool {
 		return strings.Contains(w, "containerLinuxConfig") || strings.Contains(w, "butane")
 	})
-	assert.Equal(t, snippetWarned, cond.Reason == bootstrapv1.RenderedWithWarningsReason,
+	assert.Equal(t, snippetWarned, cond.Reason == cabpiv1.RenderedWithWarningsReason,
 		"admission warnings %v, condition %s: %s", warnings, cond.Reason, cond.Message)
 
 	secret := &corev1.Secret{}

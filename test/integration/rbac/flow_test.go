@@ -19,7 +19,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -44,14 +44,14 @@ func TestClusterBootstrapsAsServiceAccount(t *testing.T) {
 	require.NoError(t, env.MarkInfrastructureProvisioned(ctx, cluster))
 
 	// kubeadm init: the manager takes the init lock and generates the cluster certificates.
-	addMachine(t, cluster, "cp-0", true, bootstrapv1.IgnitionConfigSpec{})
-	waitForCondition(t, ns, "cp-0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+	addMachine(t, cluster, "cp-0", true, cabpiv1.IgnitionConfigSpec{})
+	waitForCondition(t, ns, "cp-0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 	for _, suffix := range []string{"ca", "etcd", "proxy", "sa"} {
 		s := &corev1.Secret{}
 		require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.Name + "-" + suffix}, s))
 		assertBlockingControllerRef(t, s, "Cluster", cluster.UID)
 	}
-	config := &bootstrapv1.IgnitionConfig{}
+	config := &cabpiv1.IgnitionConfig{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cp-0"}, config))
 	assertBlockingControllerRef(t, dataSecret(t, ns, "cp-0"), "IgnitionConfig", config.UID)
 	lock := &corev1.ConfigMap{}
@@ -65,16 +65,16 @@ func TestClusterBootstrapsAsServiceAccount(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "files"},
 		Data:       map[string][]byte{"motd": []byte("hello")},
 	}))
-	addMachine(t, cluster, "w-0", false, bootstrapv1.IgnitionConfigSpec{
-		Variant: bootstrapv1.VariantFlatcar,
-		Files: []bootstrapv1.File{{Path: "/etc/motd.d/cabpi.conf", ContentFrom: &bootstrapv1.FileSource{
-			Secret: bootstrapv1.KeyReference{Name: "files", Key: "motd"},
+	addMachine(t, cluster, "w-0", false, cabpiv1.IgnitionConfigSpec{
+		Variant: cabpiv1.VariantFlatcar,
+		Files: []cabpiv1.File{{Path: "/etc/motd.d/cabpi.conf", ContentFrom: &cabpiv1.FileSource{
+			Secret: cabpiv1.KeyReference{Name: "files", Key: "motd"},
 		}}},
-		Butane: bootstrapv1.ButaneSpec{ContentFrom: &bootstrapv1.ButaneSource{
-			ConfigMap: &bootstrapv1.KeyReference{Name: "butane", Key: "config.bu"},
+		Butane: cabpiv1.ButaneSpec{ContentFrom: &cabpiv1.ButaneSource{
+			ConfigMap: &cabpiv1.KeyReference{Name: "butane", Key: "config.bu"},
 		}},
 	})
-	waitForCondition(t, ns, "w-0", bootstrapv1.DataSecretAvailableCondition, metav1.ConditionFalse, bootstrapv1.ReferenceNotFoundReason)
+	waitForCondition(t, ns, "w-0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.ReferenceNotFoundReason)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		list := &eventsv1.EventList{}
 		if !assert.NoError(c, env.Client.List(ctx, list, client.InNamespace(ns))) {
@@ -82,7 +82,7 @@ func TestClusterBootstrapsAsServiceAccount(t *testing.T) {
 		}
 		found := false
 		for _, e := range list.Items {
-			found = found || e.Regarding.Name == "w-0" && e.Reason == bootstrapv1.ReferenceNotFoundReason
+			found = found || e.Regarding.Name == "w-0" && e.Reason == cabpiv1.ReferenceNotFoundReason
 		}
 		assert.True(c, found, "the warning event reached the API server")
 	}, eventually, tick)
@@ -97,11 +97,11 @@ func TestClusterBootstrapsAsServiceAccount(t *testing.T) {
 	require.NoError(t, env.Client.Patch(ctx, config, client.MergeFrom(before)))
 
 	for _, name := range []string{"cp-0", "w-0"} {
-		waitForCondition(t, ns, name, bootstrapv1.DataSecretAvailableCondition, metav1.ConditionTrue, bootstrapv1.DataSecretAvailableReason)
+		waitForCondition(t, ns, name, cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 	}
 	worker := dataSecret(t, ns, "w-0")
 	assertBlockingControllerRef(t, worker, "IgnitionConfig", config.UID)
-	tokenID := worker.Annotations[bootstrapv1.BootstrapTokenIDAnnotation]
+	tokenID := worker.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 	require.NotEmpty(t, tokenID, "the worker joins with a token of ours")
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + tokenID}, &corev1.Secret{}),
 		"the join token was created in the workload cluster (with the kubeconfig Secret's credentials)")
@@ -135,10 +135,10 @@ func TestLeaderElectionAsServiceAccount(t *testing.T) {
 
 // addMachine creates an IgnitionConfig with spec, its infrastructure machine and a Machine
 // referencing both; Cluster API's Machine controller then makes the Machine own the config.
-func addMachine(t *testing.T, cluster *clusterv1.Cluster, name string, controlPlane bool, spec bootstrapv1.IgnitionConfigSpec) {
+func addMachine(t *testing.T, cluster *clusterv1.Cluster, name string, controlPlane bool, spec cabpiv1.IgnitionConfigSpec) {
 	t.Helper()
 	ctx := t.Context()
-	require.NoError(t, env.Client.Create(ctx, &bootstrapv1.IgnitionConfig{
+	require.NoError(t, env.Client.Create(ctx, &cabpiv1.IgnitionConfig{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: cluster.Namespace, Name: name,
 			Labels: map[string]string{clusterv1.ClusterNameLabel: cluster.Name},
@@ -153,7 +153,7 @@ func addMachine(t *testing.T, cluster *clusterv1.Cluster, name string, controlPl
 func waitForCondition(t *testing.T, ns, name, condType string, status metav1.ConditionStatus, reason string) {
 	t.Helper()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cfg := &bootstrapv1.IgnitionConfig{}
+		cfg := &cabpiv1.IgnitionConfig{}
 		if !assert.NoError(c, env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cfg)) {
 			return
 		}

@@ -16,7 +16,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // With OwnerReferencesPermissionEnforcement on, the manager's writes of owner references need
@@ -29,7 +29,7 @@ func TestOwnerReferencesPermissionEnforcement(t *testing.T) {
 	ns := env.CreateNamespace(t, "ownerrefs").Name
 	cluster, err := env.CreateCluster(ctx, ns, "c1")
 	require.NoError(t, err)
-	config := &bootstrapv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}}
+	config := &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}}
 	require.NoError(t, env.Client.Create(ctx, config))
 
 	clusterRef := func(block bool) metav1.OwnerReference {
@@ -38,7 +38,7 @@ func TestOwnerReferencesPermissionEnforcement(t *testing.T) {
 		return ref
 	}
 	configRef := func(block bool) metav1.OwnerReference {
-		ref := *metav1.NewControllerRef(config, bootstrapv1.GroupVersion.WithKind("IgnitionConfig")) // as the data Secret's
+		ref := *metav1.NewControllerRef(config, cabpiv1.GroupVersion.WithKind("IgnitionConfig")) // as the data Secret's
 		ref.BlockOwnerDeletion = ptr.To(block)
 		return ref
 	}

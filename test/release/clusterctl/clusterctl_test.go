@@ -25,7 +25,7 @@ import (
 
 	"sigs.k8s.io/cluster-api/feature"
 
-	bootstrapv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
@@ -167,7 +167,7 @@ func TestGenerateProvider(t *testing.T) {
 	var resources []string
 	for _, rule := range rules {
 		m := rule.(map[string]any)
-		if slices.Contains(toStrings(m["apiGroups"]), bootstrapv1.GroupVersion.Group) {
+		if slices.Contains(toStrings(m["apiGroups"]), cabpiv1.GroupVersion.Group) {
 			resources = append(resources, toStrings(m["resources"])...)
 			assert.Subset(t, toStrings(m["verbs"]), []string{"create", "delete", "get", "list", "patch", "update", "watch"})
 		}
@@ -329,7 +329,7 @@ func TestGenerateClusterClusterClass(t *testing.T) {
 	}
 	assert.Equal(t, "KubeadmControlPlaneTemplate", resolved["controlPlane"].GetKind())
 	assert.Equal(t, "IgnitionConfigTemplate", resolved["workerBootstrap"].GetKind())
-	assert.Equal(t, bootstrapv1.GroupVersion.String(), resolved["workerBootstrap"].GetAPIVersion())
+	assert.Equal(t, cabpiv1.GroupVersion.String(), resolved["workerBootstrap"].GetAPIVersion())
 
 	// The ignitionVariant patch targets a field the IgnitionConfigTemplate has, with a value the
 	// variable's schema allows.
@@ -341,7 +341,7 @@ func TestGenerateClusterClusterClass(t *testing.T) {
 	variables := nested(t, class, "spec", "variables").([]any)
 	require.Len(t, variables, 1)
 	schemaEnum := nestedMap(t, &unstructured.Unstructured{Object: variables[0].(map[string]any)}, "schema", "openAPIV3Schema")["enum"]
-	assert.ElementsMatch(t, []any{string(bootstrapv1.VariantFlatcar), string(bootstrapv1.VariantFCOS)}, schemaEnum)
+	assert.ElementsMatch(t, []any{string(cabpiv1.VariantFlatcar), string(cabpiv1.VariantFCOS)}, schemaEnum)
 
 	requireDryRunApplied(t, objs)
 	renderIgnition(t, resolved["workerBootstrap"], ignition.RoleWorkerJoin)
@@ -455,7 +455,7 @@ func TestDryRunRejectsInvalidObjects(t *testing.T) {
 		},
 	} {
 		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": bootstrapv1.GroupVersion.String(), "kind": "IgnitionConfig",
+			"apiVersion": cabpiv1.GroupVersion.String(), "kind": "IgnitionConfig",
 			"metadata": map[string]any{"name": "c", "namespace": ns},
 			"spec":     map[string]any{"variant": "flatcar"},
 		}}
@@ -664,14 +664,14 @@ func (c ignitionJSON) unit(name string) (ignitionUnit, bool) {
 // decoded strictly: a field the API does not have is an error.
 func renderIgnition(t *testing.T, u *unstructured.Unstructured, role ignition.Role) ignitionJSON {
 	t.Helper()
-	var spec *bootstrapv1.IgnitionConfigSpec
+	var spec *cabpiv1.IgnitionConfigSpec
 	switch u.GetKind() {
 	case "IgnitionConfig":
-		c := &bootstrapv1.IgnitionConfig{}
+		c := &cabpiv1.IgnitionConfig{}
 		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, c, true))
 		spec = &c.Spec
 	case "IgnitionConfigTemplate":
-		c := &bootstrapv1.IgnitionConfigTemplate{}
+		c := &cabpiv1.IgnitionConfigTemplate{}
 		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, c, true))
 		spec = &c.Spec.Template.Spec
 	default:

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
@@ -146,6 +146,6 @@ func TestClusterControllerKeepsMarkedControlPlaneInitialized(t *testing.T) {
 func TestKubeadmCRDsInstalled(t *testing.T) {
 	ctx := t.Context()
 	ns := env.CreateNamespace(t, "kubeadm").Name
-	kc := &bootstrapv1.KubeadmConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kc"}}
+	kc := &kubeadmv1.KubeadmConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kc"}}
 	require.NoError(t, env.Client.Create(ctx, kc))
 }
