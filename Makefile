@@ -81,7 +81,8 @@ vet:
 	go vet ./...
 
 .PHONY: lint
-lint: $(STATICCHECK) ## Find dead code (staticcheck U1000): code nothing uses is deleted, not kept.
+lint: $(STATICCHECK) ## Check the layers and import aliases (hack/layers) and find dead code (staticcheck U1000).
+	go run ./hack/layers
 	$(STATICCHECK) -checks U1000 ./...
 
 .PHONY: test
