@@ -1,5 +1,5 @@
 #!/bin/bash
-# Stand-in for kubeadm, installed by the boot simulator (internal/bootsim) in one directory only.
+# Stand-in for kubeadm, installed by the boot simulator (test/framework/bootsim) in one directory only.
 # It records how it was called, then exits with the status the simulator chose.
 #
 # Only bash builtins are used: the stub runs with the PATH the unit gave kubeadm, which is part
