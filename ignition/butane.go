@@ -14,6 +14,8 @@ import (
 	exp "github.com/coreos/ignition/v2/config/v3_7_experimental"
 	"github.com/coreos/vcontext/report"
 	"gopkg.in/yaml.v3"
+
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // butaneVariants are the variants Butane knows besides ours; a snippet naming one of them is a
@@ -26,7 +28,7 @@ var butaneVariants = []string{"fcos", "flatcar", "openshift", "r4e", "fiot"}
 // (checkSnippet). Local file references are refused: no files directory is given to Butane, and
 // the renderer reads nothing from disk. With compress, Butane gzips contents where that is
 // shorter, as the provider does with its own files (Input.Compress).
-func translateButane(variant Variant, doc string, strict, compress bool) (*snippet, *Error) {
+func translateButane(variant cabpiv1.Variant, doc string, strict, compress bool) (*snippet, *Error) {
 	spec, ierr := specFor(variant)
 	if ierr != nil {
 		return nil, ierr

@@ -17,6 +17,8 @@ import (
 	clcconfig "github.com/flatcar/container-linux-config-transpiler/config"
 	v2types "github.com/flatcar/ignition/config/v2_3/types"
 	"github.com/flatcar/ignition/config/validate/report"
+
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // translateCLC makes a snippet of a Container Linux Config (translateSnippet calls it for a
@@ -24,12 +26,12 @@ import (
 // file contents encoded as the provider's are (gzipped where compress allows it and that is
 // shorter) and validated. What it writes is checked by mergeInput (checkSnippet), as a Butane
 // snippet's is. The language is Flatcar's alone: for fcos it is a variant mismatch.
-func translateCLC(variant Variant, doc string, strict, compress bool) (*snippet, *Error) {
+func translateCLC(variant cabpiv1.Variant, doc string, strict, compress bool) (*snippet, *Error) {
 	spec, ierr := specFor(variant)
 	if ierr != nil {
 		return nil, ierr
 	}
-	if variant != VariantFlatcar || !slices.Contains(spec.allowed, clcSpecVersion) {
+	if variant != cabpiv1.VariantFlatcar || !slices.Contains(spec.allowed, clcSpecVersion) {
 		return nil, errorf(ErrVariantMismatch, clcField, "a Container Linux Config is the legacy format of Container Linux, "+
 			"which Flatcar (variant flatcar) continues; %s nodes never read it: write the snippet in Butane (spec.butane, variant: %s)",
 			variant, variant)

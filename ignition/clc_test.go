@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
@@ -17,7 +18,7 @@ import (
 
 // clcWorker is a flatcar worker with the Container Linux Config doc.
 func clcWorker(doc string) ignition.Input {
-	in := joinInput(ignition.VariantFlatcar, "v1.34.0")
+	in := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 	in.ContainerLinuxConfig = doc
 	return in
 }
@@ -34,7 +35,7 @@ func TestRenderRejectsBadContainerLinuxConfig(t *testing.T) {
 		contains     string
 	}{
 		{"on Fedora CoreOS", func() ignition.Input {
-			in := joinInput(ignition.VariantFCOS, "v1.34.0")
+			in := joinInput(cabpiv1.VariantFCOS, "v1.34.0")
 			in.ContainerLinuxConfig = flatcarCLC
 			return in
 		}(), ignition.ErrVariantMismatch, 0, 0, "fcos nodes never read it: write the snippet in Butane"},

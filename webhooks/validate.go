@@ -71,7 +71,7 @@ func validateSpec(chk specCheck) (field.ErrorList, admission.Warnings) {
 	var errs field.ErrorList
 	// work is what is rendered: the spec with every error found so far set aside.
 	work := spec.DeepCopy()
-	work.Variant = cabpiv1.Variant(variant)
+	work.Variant = variant
 
 	if err := ignition.ValidateIgnitionVersion(variant, spec.IgnitionVersion); err != nil {
 		errs = append(errs, field.Invalid(p.Child("ignitionVersion"), spec.IgnitionVersion, message(err)))

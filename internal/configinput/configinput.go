@@ -69,7 +69,7 @@ func FromSpec(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role igniti
 		return in, &ignition.Error{Kind: ignition.ErrInvalidInput, Field: "containerLinuxConfig", Message: "set butane or containerLinuxConfig, not both"}
 	}
 	if nn := spec.NodeName; nn != nil {
-		in.NodeName = &ignition.NodeNameFromMetadata{Platform: ignition.Platform(nn.FromMetadata), ProviderID: nn.ProviderID}
+		in.NodeName = &ignition.NodeNameFromMetadata{Platform: nn.FromMetadata, ProviderID: nn.ProviderID}
 	}
 	butane, err := document(ctx, spec.Butane.Inline, spec.Butane.ContentFrom, butaneSecretField, butaneConfigMapField, res)
 	if err != nil {
@@ -119,11 +119,11 @@ func userFromSpec(ctx context.Context, i int, u cabpiv1.User, res Resolver) (ign
 }
 
 // Variant is the spec's variant, flatcar when unset (the CRD default, for objects not defaulted).
-func Variant(spec *cabpiv1.IgnitionConfigSpec) ignition.Variant {
+func Variant(spec *cabpiv1.IgnitionConfigSpec) cabpiv1.Variant {
 	if spec.Variant == "" {
-		return ignition.VariantFlatcar
+		return cabpiv1.VariantFlatcar
 	}
-	return ignition.Variant(spec.Variant)
+	return spec.Variant
 }
 
 // document is a provisioning document (Butane or Container Linux Config): inline, or read from

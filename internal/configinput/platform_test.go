@@ -59,8 +59,8 @@ func TestPlatformLimits(t *testing.T) {
 		assert.Equal(t, tc.limit, configinput.UserDataLimit(tc.platform), tc.platform)
 		assert.Equal(t, tc.compressed, configinput.Compressible(tc.platform), tc.platform)
 	}
-	assert.Len(t, configinput.Platforms, len(cases)-1, "every platform of spec.platform has a row")
-	for _, p := range configinput.Platforms {
+	assert.Len(t, configinput.Platforms(), len(cases)-1, "every platform of spec.platform has a row")
+	for _, p := range configinput.Platforms() {
 		got, err := configinput.ParsePlatform(string(p))
 		require.NoError(t, err)
 		assert.Equal(t, p, got)
