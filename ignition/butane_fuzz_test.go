@@ -383,7 +383,7 @@ func requireSnippetDropinsAccepted(t *testing.T, base ignition.Input, got fuzzCo
 		in.Files = append(append([]ignition.File(nil), base.Files...), ignition.File{Path: e.path, Content: e.content, Mode: 0o644})
 		_, err := ignition.Render(in)
 		var ierr *ignition.Error
-		if errors.As(err, &ierr) && strings.HasPrefix(ierr.Field, "files[") {
+		if errors.As(err, &ierr) && ierr.Place.Part == ignition.PartFile {
 			require.NoError(t, err, "the snippet's %s was accepted, but the same content in spec.files is refused", e.path)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	v3_3 "github.com/coreos/ignition/v2/config/v3_3"
@@ -19,6 +18,7 @@ import (
 	"github.com/flatcar/ignition/config/validate/report"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition/internal/docpos"
 )
 
 // translateCLC makes a snippet of a Container Linux Config (translateSnippet calls it for a
@@ -32,7 +32,7 @@ func translateCLC(variant cabpiv1.Variant, doc string, strict, compress bool) (*
 		return nil, ierr
 	}
 	if variant != cabpiv1.VariantFlatcar || !slices.Contains(spec.allowed, clcSpecVersion) {
-		return nil, errorf(ErrVariantMismatch, clcField, "a Container Linux Config is the legacy format of Container Linux, "+
+		return nil, errorf(ErrVariantMismatch, clcPlace, "a Container Linux Config is the legacy format of Container Linux, "+
 			"which Flatcar (variant flatcar) continues; %s nodes never read it: write the snippet in Butane (spec.butane, variant: %s)",
 			variant, variant)
 	}
@@ -43,14 +43,14 @@ func translateCLC(variant cabpiv1.Variant, doc string, strict, compress bool) (*
 	encodeDataContents(&cfg, compress)
 	out, err := json.Marshal(cfg)
 	if err != nil {
-		return nil, errorf(ErrInvalidContainerLinuxConfig, clcField, "cannot encode the translated config: %v", err)
+		return nil, errorf(ErrInvalidContainerLinuxConfig, clcPlace, "cannot encode the translated config: %v", err)
 	}
 	// What 3.3.0 itself refuses (a unit file whose contents do not parse, paths that conflict
 	// with units) is found by parsing the translation as a node would. That one parse is all:
 	// the newest spec, which the checks read, is Ignition's translation of the parsed types.
 	parsed, rpt, err := v3_3.Parse(out)
 	if err != nil {
-		return nil, reportError(ErrInvalidContainerLinuxConfig, clcField, "the Container Linux Config translated to Ignition "+clcSpecVersion+" is not valid", err, rpt)
+		return nil, reportError(ErrInvalidContainerLinuxConfig, clcPlace, "the Container Linux Config translated to Ignition "+clcSpecVersion+" is not valid", err, rpt)
 	}
 	return &snippet{source: clcSource, json: out, version: clcSpecVersion, config: newestSpec(parsed), warnings: warnings}, nil
 }
@@ -81,10 +81,10 @@ func transpileCLC(doc string, strict bool) (v3types.Config, []Warning, *Error) {
 	if strict && len(warnings) > 0 {
 		texts := make([]string, 0, len(warnings))
 		for _, w := range warnings {
-			w.Field = ""
+			w.Place = Place{}
 			texts = append(texts, w.String())
 		}
-		return v3types.Config{}, nil, &Error{Kind: ErrInvalidContainerLinuxConfig, Field: clcField, Line: warnings[0].Line, Column: warnings[0].Column,
+		return v3types.Config{}, nil, &Error{Kind: ErrInvalidContainerLinuxConfig, Place: clcPlace, Line: warnings[0].Line, Column: warnings[0].Column,
 			Message: "warnings are errors in strict mode: " + strings.Join(texts, "; ")}
 	}
 	return cfg, warnings, nil
@@ -98,7 +98,7 @@ func transpile(doc string, at clcLocator) (ign2 v2types.Config, rpt report.Repor
 	defer func() {
 		if r := recover(); r != nil {
 			p := at.firstAlias()
-			ierr = &Error{Kind: ErrInvalidContainerLinuxConfig, Field: clcField, Line: p.line, Column: p.column,
+			ierr = &Error{Kind: ErrInvalidContainerLinuxConfig, Place: clcPlace, Line: p.line, Column: p.column,
 				Message: fmt.Sprintf("the Container Linux Config transpiler failed on this document (%v)", r)}
 			if p.line > 0 {
 				ierr.Message += "; it does not follow YAML aliases: write the aliased entry out"
@@ -113,7 +113,7 @@ func transpile(doc string, at clcLocator) (ign2 v2types.Config, rpt report.Repor
 		// The transpiler would read it from the --files-dir directory: the renderer reads nothing.
 		if f.Contents.Local != "" {
 			p := at.path("storage", "files", i, "contents", "local")
-			return ign2, rpt, &Error{Kind: ErrInvalidContainerLinuxConfig, Field: clcField, Line: p.line, Column: p.column,
+			return ign2, rpt, &Error{Kind: ErrInvalidContainerLinuxConfig, Place: clcPlace, Line: p.line, Column: p.column,
 				Message: fmt.Sprintf("storage.files[%d] (%s) reads its contents from a local file, which the provider cannot: "+
 					"put them inline or give a remote url", i, f.Path)}
 		}
@@ -129,7 +129,7 @@ func transpile(doc string, at clcLocator) (ign2 v2types.Config, rpt report.Repor
 // clcReportError is a fatal transpiler report as an error located at its first error that has a
 // position. A YAML type error has one only in its text ("line 6: cannot unmarshal ...").
 func clcReportError(rpt report.Report) *Error {
-	ierr := &Error{Kind: ErrInvalidContainerLinuxConfig, Field: clcField}
+	ierr := &Error{Kind: ErrInvalidContainerLinuxConfig, Place: clcPlace}
 	var messages []string
 	for _, e := range rpt.Entries {
 		if e.Kind != report.EntryError {
@@ -142,9 +142,7 @@ func clcReportError(rpt report.Report) *Error {
 	}
 	ierr.Message = "the Container Linux Config does not transpile: " + strings.Join(messages, "; ")
 	if ierr.Line == 0 {
-		if m := yamlErrorLine.FindStringSubmatch(ierr.Message); m != nil {
-			ierr.Line, _ = strconv.Atoi(m[1])
-		}
+		ierr.Line = docpos.YAMLErrorLine(ierr.Message)
 	}
 	return ierr
 }
@@ -157,8 +155,9 @@ func clcReportWarnings(rpt report.Report) []Warning {
 		if e.Kind != report.EntryWarning && e.Kind != report.EntryDeprecated {
 			continue
 		}
-		w := Warning{Field: clcField, Line: e.Line, Column: e.Column, Message: strings.TrimSpace(e.Message)}
-		if !slices.Contains(out, w) {
+		w := Warning{Place: clcPlace, Line: e.Line, Column: e.Column, Message: strings.TrimSpace(e.Message)}
+		same := func(o Warning) bool { return o.Line == w.Line && o.Column == w.Column && o.Message == w.Message }
+		if !slices.ContainsFunc(out, same) {
 			out = append(out, w)
 		}
 	}

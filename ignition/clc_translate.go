@@ -56,14 +56,14 @@ func (t *v2to3) ref(list clcList, value string) entryRef {
 // fail is an error about the entry r (or sub inside it).
 func (t *v2to3) fail(r entryRef, sub []any, format string, args ...any) *Error {
 	p := t.at.at(r, sub...)
-	return &Error{Kind: ErrInvalidContainerLinuxConfig, Field: clcField, Line: p.line, Column: p.column,
+	return &Error{Kind: ErrInvalidContainerLinuxConfig, Place: clcPlace, Line: p.line, Column: p.column,
 		Message: fmt.Sprintf(format, args...)}
 }
 
 // warn notes that the entry r (or sub inside it) means something slightly different in 3.x.
 func (t *v2to3) warn(r entryRef, sub []any, format string, args ...any) {
 	p := t.at.at(r, sub...)
-	t.warnings = append(t.warnings, Warning{Field: clcField, Line: p.line, Column: p.column, Message: fmt.Sprintf(format, args...)})
+	t.warnings = append(t.warnings, Warning{Place: clcPlace, Line: p.line, Column: p.column, Message: fmt.Sprintf(format, args...)})
 }
 
 // ignitionSection translates config references (append becomes merge), timeouts and the

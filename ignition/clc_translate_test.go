@@ -204,7 +204,7 @@ func TestTranslateV2(t *testing.T) {
 			if tc.err != "" {
 				require.NotNil(t, ierr, "want an error")
 				assert.Equal(t, ErrInvalidContainerLinuxConfig, ierr.Kind)
-				assert.Equal(t, clcField, ierr.Field)
+				assert.Equal(t, clcPlace, ierr.Place)
 				assert.Contains(t, ierr.Message, tc.err)
 				return
 			}
@@ -213,7 +213,7 @@ func TestTranslateV2(t *testing.T) {
 				assert.Empty(t, warnings)
 			} else {
 				require.Len(t, warnings, 1)
-				assert.Equal(t, clcField, warnings[0].Field)
+				assert.Equal(t, clcPlace, warnings[0].Place)
 				assert.Contains(t, warnings[0].Message, tc.warning)
 			}
 			assert.Equal(t, clcSpecVersion, got.Ignition.Version)

@@ -92,10 +92,10 @@ func metadataFor(variant cabpiv1.Variant, nn *NodeNameFromMetadata) (*metadataSo
 	}
 	src, ok := metadataSources[variant][nn.Platform]
 	if !ok {
-		return nil, errorf(ErrInvalidInput, "nodeName.fromMetadata", "unknown platform %q; supported: %v", nn.Platform, metadataPlatforms())
+		return nil, errorf(ErrInvalidInput, At(PartNodeName, NodeNamePlatform), "unknown platform %q; supported: %v", nn.Platform, metadataPlatforms())
 	}
 	if nn.ProviderID && src.providerID == "" {
-		return nil, errorf(ErrInvalidInput, "nodeName.providerID",
+		return nil, errorf(ErrInvalidInput, At(PartNodeName, NodeNameProviderID),
 			"the %s metadata service does not give what its provider ID is made of; leave providerID unset (the cloud provider sets it)", nn.Platform)
 	}
 	return &src, nil
@@ -104,21 +104,22 @@ func metadataFor(variant cabpiv1.Variant, nn *NodeNameFromMetadata) (*metadataSo
 // applyNodeName names the node registration after the metadata placeholders; reg is the
 // caller's copy. A name or provider ID the user set as well would be silently overridden on one
 // side: refused.
-func applyNodeName(reg *kubeadmv1.NodeRegistrationOptions, src *metadataSource, providerID bool, registrationField string) *Error {
+func applyNodeName(reg *kubeadmv1.NodeRegistrationOptions, src *metadataSource, providerID bool, registration Place) *Error {
 	if src == nil {
 		return nil
 	}
 	if reg.Name != "" {
-		return errorf(ErrInvalidInput, "nodeName",
-			"%s.name is set too; use one of nodeName.fromMetadata and %s.name", registrationField, registrationField)
+		return errorf(ErrInvalidInput, At(PartNodeName),
+			"%s.name is set too; use one of %s and %s.name", registration, At(PartNodeName, NodeNamePlatform), registration)
 	}
 	reg.Name = placeholder(src.nodeName)
 	if !providerID {
 		return nil
 	}
 	if slices.ContainsFunc(reg.KubeletExtraArgs, func(a kubeadmv1.Arg) bool { return a.Name == "provider-id" }) {
-		return errorf(ErrInvalidInput, "nodeName.providerID",
-			"%s.kubeletExtraArgs sets provider-id too; use one of nodeName.providerID and the kubelet argument", registrationField)
+		at := At(PartNodeName, NodeNameProviderID)
+		return errorf(ErrInvalidInput, at,
+			"%s.kubeletExtraArgs sets provider-id too; use one of %s and the kubelet argument", registration, at)
 	}
 	id := src.providerID
 	reg.KubeletExtraArgs = append(slices.Clone(reg.KubeletExtraArgs), kubeadmv1.Arg{Name: "provider-id", Value: &id})

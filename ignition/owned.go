@@ -34,10 +34,10 @@ var ownedPaths = func() []string {
 }()
 
 // ownedFile is a file the provider writes besides its fixed ones (a certificate, the discovery
-// kubeconfig), with the input field it comes from, for errors.
+// kubeconfig), with the place in the input it comes from, for errors.
 type ownedFile struct {
 	File
-	field string
+	place Place
 }
 
 // nodeKind is the kind of filesystem node a config writes.
@@ -328,72 +328,71 @@ func presetDisablesKubeadm(content []byte) string {
 // path twice, sane modes and owners, no user file at a path the provider owns, and drop-ins of
 // kubeadm.service that keep its contract.
 func checkFiles(provider []ownedFile, files []File) *Error {
-	seen := map[string]string{}
-	// part names the field at fault inside a user's file ("files[2].owner"); a provider file
-	// (certificates[i], the discovery kubeconfig) is named as a whole.
-	check := func(f File, owned []string, part func(string) string) *Error {
-		field := part("")
+	seen := map[string]Place{}
+	// part places the member at fault inside a user's file (files[2].owner); a provider file
+	// (certificates[i], the discovery kubeconfig) is placed as a whole.
+	check := func(f File, owned []string, part func(Member) Place) *Error {
 		if !path.IsAbs(f.Path) {
-			return errorf(ErrInvalidInput, part("path"), "path %q is not absolute", f.Path)
+			return errorf(ErrInvalidInput, part(FilePath), "path %q is not absolute", f.Path)
 		}
 		clean := path.Clean(f.Path)
 		if clean == "/" {
-			return errorf(ErrInvalidInput, part("path"), "path %q is the root directory", f.Path)
+			return errorf(ErrInvalidInput, part(FilePath), "path %q is the root directory", f.Path)
 		}
 		if o := ownedConflict(clean, nodeFile, owned); o != "" {
-			return errorf(ErrOwnedPathConflict, part("path"), "path %s conflicts with %s written by the provider", f.Path, o)
+			return errorf(ErrOwnedPathConflict, part(FilePath), "path %s conflicts with %s written by the provider", f.Path, o)
 		}
 		if other, dup := seen[clean]; dup {
-			return errorf(ErrInvalidInput, part("path"), "path %s is also written by %s", f.Path, other)
+			return errorf(ErrInvalidInput, part(FilePath), "path %s is also written by %s", f.Path, other)
 		}
-		seen[clean] = field
+		seen[clean] = part("")
 		if isBelow(clean, systemdPresetDir) {
 			if line := presetDisablesKubeadm(f.Content); line != "" {
-				return errorf(ErrOwnedPathConflict, part("content"), "preset file %s has line %q, which disables %s, which the provider enables",
+				return errorf(ErrOwnedPathConflict, part(FileContent), "preset file %s has line %q, which disables %s, which the provider enables",
 					f.Path, line, KubeadmUnitName)
 			}
 		}
 		if kubeadmDropinPath(clean) {
 			if problem := checkDropin(clean, f.Content); problem != "" {
-				return errorf(ErrOwnedPathConflict, part("content"), "%s", problem)
+				return errorf(ErrOwnedPathConflict, part(FileContent), "%s", problem)
 			}
 		}
 		if managerConfigPath(clean) {
 			if problem := checkManagerConfig(clean, f.Content); problem != "" {
-				return errorf(ErrOwnedPathConflict, part("content"), "%s", problem)
+				return errorf(ErrOwnedPathConflict, part(FileContent), "%s", problem)
 			}
 		}
 		if f.Mode < 0 || f.Mode > 0o7777 {
-			return errorf(ErrInvalidInput, part("permissions"), "mode %#o is not a file mode (0 to 07777)", f.Mode)
+			return errorf(ErrInvalidInput, part(FileMode), "mode %#o is not a file mode (0 to 07777)", f.Mode)
 		}
 		if _, _, err := parseOwner(f.Owner); err != nil {
-			return errorf(ErrInvalidInput, part("owner"), "owner: %v", err)
+			return errorf(ErrInvalidInput, part(FileOwner), "owner: %v", err)
 		}
 		return nil
 	}
 	for _, p := range provider {
-		whole := func(string) string { return p.field }
+		whole := func(Member) Place { return p.place }
 		if err := check(p.File, ownedPaths, whole); err != nil {
 			return err
 		}
 	}
 	owned := append(append([]string(nil), ownedPaths...), ownedFilePaths(provider)...)
 	for i, f := range files {
-		if err := check(f, owned, userFileField(i)); err != nil {
+		if err := check(f, owned, userFile(i)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// userFileField names spec.files[i], or one of its fields: userFileField(2)("owner") is
-// "files[2].owner", userFileField(2)("") is "files[2]".
-func userFileField(i int) func(string) string {
-	return func(part string) string {
-		if part == "" {
-			return fmt.Sprintf("files[%d]", i)
+// userFile places the user's file i, or one of its members: userFile(2)(FileOwner) is
+// files[2].owner, userFile(2)("") is files[2].
+func userFile(i int) func(Member) Place {
+	return func(m Member) Place {
+		if m == "" {
+			return Entry(PartFile, i)
 		}
-		return fmt.Sprintf("files[%d].%s", i, part)
+		return Entry(PartFile, i, m)
 	}
 }
 
@@ -409,10 +408,10 @@ func checkSnippetAgainstFiles(s *snippet, files []File) *Error {
 				continue
 			}
 			if n.kind == nodeFile {
-				return src.errorf(ErrInvalidInput, "writes %s, which files[%d] writes too", n.path, i)
+				return src.errorf(ErrInvalidInput, "writes %s, which %s writes too", n.path, Entry(PartFile, i))
 			}
 			return src.errorf(ErrInvalidInput,
-				"writes a %s at %s, where files[%d] writes a file: Ignition would drop the file", n.kind, n.path, i)
+				"writes a %s at %s, where %s writes a file: Ignition would drop the file", n.kind, n.path, Entry(PartFile, i))
 		}
 	}
 	return nil
@@ -448,11 +447,11 @@ func ownedFilePaths(files []ownedFile) []string {
 	return out
 }
 
-// certificateFiles names the certificates after their input field.
+// certificateFiles places the certificates at their entries of the input.
 func certificateFiles(certificates []File) []ownedFile {
 	out := make([]ownedFile, 0, len(certificates))
 	for i, c := range certificates {
-		out = append(out, ownedFile{File: c, field: fmt.Sprintf("certificates[%d]", i)})
+		out = append(out, ownedFile{File: c, place: Entry(PartCertificate, i)})
 	}
 	return out
 }

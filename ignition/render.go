@@ -133,7 +133,7 @@ func translateSnippet(in *Input) (*snippet, *Error) {
 		return translateButane(in.Variant, in.Butane, in.ButaneStrict, in.Compress)
 	}
 	if strings.TrimSpace(in.Butane) != "" {
-		return nil, errorf(ErrInvalidInput, clcField, "set butane or containerLinuxConfig, not both")
+		return nil, errorf(ErrInvalidInput, clcPlace, "set butane or containerLinuxConfig, not both")
 	}
 	return translateCLC(in.Variant, in.ContainerLinuxConfig, in.ContainerLinuxConfigStrict, in.Compress)
 }

@@ -496,7 +496,7 @@ func TestRenderRejectsBadInput(t *testing.T) {
 				assert.Equal(t, tc.kind, ierr.Kind, ierr.Error())
 			}
 			if tc.field != "" {
-				assert.Equal(t, tc.field, ierr.Field, ierr.Error())
+				assert.Equal(t, tc.field, ierr.Place.String(), ierr.Error())
 			}
 			if tc.line != 0 {
 				assert.Equal(t, tc.line, ierr.Line, ierr.Error())

@@ -36,8 +36,8 @@ func AllowedIgnitionVersions(variant cabpiv1.Variant) []string {
 
 // ValidateIgnitionVersion reports whether version may be pinned for the variant; the empty
 // version (no pin) is always valid. The error is an *Error with Kind
-// ErrUnsupportedIgnitionVersion and Field "ignitionVersion" (ErrInvalidInput, Field "variant",
-// for an unknown variant).
+// ErrUnsupportedIgnitionVersion at PartIgnitionVersion (ErrInvalidInput at PartVariant for an
+// unknown variant).
 func ValidateIgnitionVersion(variant cabpiv1.Variant, version string) error {
 	return asError(validateIgnitionVersion(variant, version))
 }
@@ -50,14 +50,14 @@ func validateIgnitionVersion(variant cabpiv1.Variant, version string) *Error {
 	if version == "" || slices.Contains(spec.allowed, version) {
 		return nil
 	}
-	return errorf(ErrUnsupportedIgnitionVersion, "ignitionVersion",
+	return errorf(ErrUnsupportedIgnitionVersion, At(PartIgnitionVersion),
 		"Ignition version %q is not supported for %s; supported: %v", version, variant, spec.allowed)
 }
 
 func specFor(variant cabpiv1.Variant) (variantSpec, *Error) {
 	spec, ok := variantSpecs[variant]
 	if !ok {
-		return variantSpec{}, errorf(ErrInvalidInput, "variant",
+		return variantSpec{}, errorf(ErrInvalidInput, At(PartVariant),
 			"unknown variant %q; supported: %s, %s", variant, cabpiv1.VariantFlatcar, cabpiv1.VariantFCOS)
 	}
 	return spec, nil
@@ -82,7 +82,7 @@ func targetIgnitionVersion(variant cabpiv1.Variant, emitted, pinned string) (str
 		return target, nil
 	}
 	if emitted != "" && mustVersion(pinned).LT(mustVersion(emitted)) {
-		return "", errorf(ErrUnsupportedIgnitionVersion, "ignitionVersion",
+		return "", errorf(ErrUnsupportedIgnitionVersion, At(PartIgnitionVersion),
 			"pinned Ignition version %s is lower than %s, which the Butane snippet needs", pinned, emitted)
 	}
 	return pinned, nil

@@ -30,7 +30,7 @@ storage:
 	require.NoError(t, err)
 	require.Len(t, out.Warnings, 1, "one unknown key, one warning")
 	w := out.Warnings[0]
-	assert.Equal(t, "butane", w.Field)
+	assert.Equal(t, ignition.At(ignition.PartButane), w.Place)
 	assert.Equal(t, 4, w.Line, "the line of filez")
 	assert.Contains(t, w.Message, "filez")
 	assert.True(t, strings.HasPrefix(w.String(), "butane: line 4, column "), w.String())

@@ -86,7 +86,7 @@ func applyPlatform(in *ignition.Input, p cabpiv1.Platform) error {
 	}
 	for i, f := range in.Files {
 		if f.Append {
-			return &ignition.Error{Kind: ignition.ErrInvalidInput, Field: fmt.Sprintf("files[%d].append", i),
+			return &ignition.Error{Kind: ignition.ErrInvalidInput, Place: ignition.Entry(ignition.PartFile, i, ignition.FileAppend),
 				Message: "CAPD (platform docker) cannot read Ignition's append: write the whole file, or append in a preKubeadmCommand"}
 		}
 	}

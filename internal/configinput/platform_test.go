@@ -190,11 +190,11 @@ func TestOverPlatformLimit(t *testing.T) {
 // fixedSecret resolves every Secret key to data.
 type fixedSecret []byte
 
-func (f fixedSecret) SecretKey(context.Context, string, cabpiv1.KeyReference) ([]byte, error) {
+func (f fixedSecret) SecretKey(context.Context, configinput.RefField, cabpiv1.KeyReference) ([]byte, error) {
 	return f, nil
 }
 
-func (f fixedSecret) ConfigMapKey(context.Context, string, cabpiv1.KeyReference) (string, error) {
+func (f fixedSecret) ConfigMapKey(context.Context, configinput.RefField, cabpiv1.KeyReference) (string, error) {
 	return "", fmt.Errorf("no ConfigMaps")
 }
 
