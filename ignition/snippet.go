@@ -35,6 +35,23 @@ func (src snippetSource) errorf(kind ErrorKind, format string, args ...any) *Err
 	return &Error{Kind: kind, Place: src.place(), Message: src.name + " " + fmt.Sprintf(format, args...)}
 }
 
+// CheckOneDocument is the rule that a node's config merges at most one provisioning document:
+// given both, the Container Linux Config is refused (Butane is the format to keep). butane and
+// containerLinuxConfig say whether each is given, as the caller reads its input: Render counts a
+// document that is not blank; a caller holding a spec counts a section set at all, as the CRD's
+// rule does. The error is an *Error of kind ErrInvalidInput at PartContainerLinuxConfig. This is
+// the rule's one home: the spec's callers (configinput, admission) apply it through here.
+func CheckOneDocument(butane, containerLinuxConfig bool) error {
+	return asError(oneDocument(butane, containerLinuxConfig))
+}
+
+func oneDocument(butane, containerLinuxConfig bool) *Error {
+	if butane && containerLinuxConfig {
+		return errorf(ErrInvalidInput, clcPlace, "set butane or containerLinuxConfig, not both")
+	}
+	return nil
+}
+
 // snippet is a user's document translated to Ignition 3.x, ready to be checked and merged over
 // the provider's config.
 type snippet struct {

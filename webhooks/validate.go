@@ -52,7 +52,8 @@ type specCheck struct {
 // Content in Secrets and ConfigMaps is not read: a Butane document or Container Linux Config from
 // contentFrom is checked by the controller when it renders, and a file's Secret content is a
 // placeholder here. Butane and a Container Linux Config both set is an error (the CRD's rule,
-// repeated for objects validated without the API server).
+// applied again through configinput.CheckDocuments for objects validated without the API
+// server).
 //
 // The render's warnings (a key Butane does not know and drops, ...) are returned as admission
 // warnings, which kubectl prints: the config is admitted, but the user hears of them.
@@ -83,11 +84,15 @@ func validateSpec(chk specCheck) (field.ErrorList, admission.Warnings) {
 	if spec.ContainerLinuxConfig.ContentFrom != nil {
 		work.ContainerLinuxConfig = cabpiv1.ContainerLinuxConfigSpec{}
 	}
-	// The CRD's rule says the same, first; this keeps validateSpec whole on its own (and
-	// configinput refuses it when rendering). The Butane snippet is still checked.
-	if spec.Butane != (cabpiv1.ButaneSpec{}) && spec.ContainerLinuxConfig != (cabpiv1.ContainerLinuxConfigSpec{}) {
-		errs = append(errs, field.Forbidden(p.Child("containerLinuxConfig"), "set butane or containerLinuxConfig, not both"))
-		work.ContainerLinuxConfig = cabpiv1.ContainerLinuxConfigSpec{}
+	// One provisioning document: the CRD's rule says the same, first; this keeps validateSpec
+	// whole on its own. The document refused is set aside, so the other is still checked.
+	if err := configinput.CheckDocuments(spec); err != nil {
+		var ierr *ignition.Error
+		if !errors.As(err, &ierr) {
+			return append(errs, field.InternalError(p, fmt.Errorf("checking the documents: %w", err))), nil
+		}
+		errs = append(errs, field.Forbidden(documentPath(p, ierr.Place.Part), ierr.Detail()))
+		setAsideDocument(work, ierr.Place.Part)
 	}
 
 	seen := map[string]int{}
@@ -143,11 +148,7 @@ func warningText(w ignition.Warning, p *field.Path) string {
 func renderErrors(spec, work *cabpiv1.IgnitionConfigSpec, role ignition.Role, version string, p *field.Path) (field.ErrorList, []string) {
 	var errs field.ErrorList
 	for len(errs) < maxRenderErrors {
-		in, err := configinput.Offline(context.Background(), work, role, version, configinput.OfflineResolver{})
-		var out ignition.Output
-		if err == nil {
-			out, err = ignition.Render(in)
-		}
+		out, err := configinput.RenderOffline(context.Background(), work, role, version, nil)
 		if err == nil {
 			// What renders must also fit in the data Secret (placeholders are as long as what
 			// they stand for, but for certificates, which only control-plane nodes have).
@@ -235,14 +236,10 @@ func blame(ierr *ignition.Error, spec, work *cabpiv1.IgnitionConfigSpec, p *fiel
 	at := ierr.Place
 	fp := specPath(p, at)
 	switch at.Part {
-	case ignition.PartButane:
-		// The snippet is invalid, or conflicts with the rest of the spec (spec.files, the
+	case ignition.PartButane, ignition.PartContainerLinuxConfig:
+		// The document is invalid, or conflicts with the rest of the spec (spec.files, the
 		// certificates of a control-plane node): either way it is set aside.
-		work.Butane = cabpiv1.ButaneSpec{}
-		return field.Invalid(fp, field.OmitValueType{}, msg), true
-	case ignition.PartContainerLinuxConfig:
-		// Likewise the Container Linux Config.
-		work.ContainerLinuxConfig = cabpiv1.ContainerLinuxConfigSpec{}
+		setAsideDocument(work, at.Part)
 		return field.Invalid(fp, field.OmitValueType{}, msg), true
 	case ignition.PartIgnitionVersion:
 		work.IgnitionVersion = ""
@@ -297,6 +294,15 @@ func blame(ierr *ignition.Error, spec, work *cabpiv1.IgnitionConfigSpec, p *fiel
 	}
 	// The merged configuration, the variant or anything else: blame the spec as a whole.
 	return field.Invalid(p, field.OmitValueType{}, msg), false
+}
+
+// setAsideDocument drops the provisioning document of part from work.
+func setAsideDocument(work *cabpiv1.IgnitionConfigSpec, part ignition.Part) {
+	if part == ignition.PartContainerLinuxConfig {
+		work.ContainerLinuxConfig = cabpiv1.ContainerLinuxConfigSpec{}
+		return
+	}
+	work.Butane = cabpiv1.ButaneSpec{}
 }
 
 // placeholderFile stands in for a user file whose error was reported, at a path nothing else

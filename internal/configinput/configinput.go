@@ -95,10 +95,8 @@ func FromSpec(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role igniti
 
 		ContainerLinuxConfigStrict: spec.ContainerLinuxConfig.Strict,
 	}
-	// As the CRD's rule: a butane with strict alone is set. The renderer looks at the documents
-	// only, so cabpi render would otherwise accept what admission refuses.
-	if spec.Butane != (cabpiv1.ButaneSpec{}) && spec.ContainerLinuxConfig != (cabpiv1.ContainerLinuxConfigSpec{}) {
-		return in, &ignition.Error{Kind: ignition.ErrInvalidInput, Place: ignition.At(ignition.PartContainerLinuxConfig), Message: "set butane or containerLinuxConfig, not both"}
+	if err := CheckDocuments(spec); err != nil {
+		return in, err
 	}
 	if nn := spec.NodeName; nn != nil {
 		in.NodeName = &ignition.NodeNameFromMetadata{Platform: nn.FromMetadata, ProviderID: nn.ProviderID}
@@ -127,6 +125,14 @@ func FromSpec(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role igniti
 		in.Users = append(in.Users, user)
 	}
 	return in, nil
+}
+
+// CheckDocuments applies the renderer's rule of one provisioning document
+// (ignition.CheckOneDocument) to spec, where a section counts as given when it is set at all (a
+// butane with strict alone, a contentFrom), as the CRD's rule reads it: the renderer sees the
+// resolved documents only, so cabpi render would otherwise accept what admission refuses.
+func CheckDocuments(spec *cabpiv1.IgnitionConfigSpec) error {
+	return ignition.CheckOneDocument(spec.Butane != (cabpiv1.ButaneSpec{}), spec.ContainerLinuxConfig != (cabpiv1.ContainerLinuxConfigSpec{}))
 }
 
 // userFromSpec resolves a user's password hash, from the spec or its Secret.
