@@ -14,6 +14,8 @@ import (
 	v3_5 "github.com/coreos/ignition/v2/config/v3_5"
 	v3_6 "github.com/coreos/ignition/v2/config/v3_6"
 	"github.com/coreos/vcontext/report"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition/internal/normalize"
 )
 
 // mergeFunc parses the base and the snippet (nil for none) at one spec version, merges the
@@ -56,7 +58,7 @@ func mergeAt[C any](parse func([]byte) (C, report.Report, error)) mergeFunc {
 		if err != nil {
 			return nil, errorf(ErrInvalidInput, Place{}, "cannot encode the merged config: %v", err)
 		}
-		if out, err = normalize(out); err != nil {
+		if out, err = normalize.Config(out); err != nil {
 			return nil, errorf(ErrInvalidInput, Place{}, "cannot encode the merged config: %v", err)
 		}
 		if ierr := check(out); ierr != nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	exptypes "github.com/coreos/ignition/v2/config/v3_7_experimental/types"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition/internal/fspath"
 )
 
 // Where systemd finds the provider's unit. Ignition writes the unit and its drop-ins under
@@ -56,19 +58,11 @@ const (
 func ownedConflict(p string, kind nodeKind, owned []string) string {
 	p = path.Clean(p)
 	for _, o := range owned {
-		if p == o || isBelow(p, o) || (kind != nodeDirectory && isBelow(o, p)) {
+		if p == o || fspath.Below(p, o) || (kind != nodeDirectory && fspath.Below(o, p)) {
 			return o
 		}
 	}
 	return ""
-}
-
-// isBelow reports whether p is strictly inside directory dir; both are clean and absolute.
-func isBelow(p, dir string) bool {
-	if dir == "/" {
-		return p != "/"
-	}
-	return strings.HasPrefix(p, dir+"/")
 }
 
 // checkSnippet rejects a snippet that writes an owned path or unit (the provider's other files
@@ -178,7 +172,7 @@ func checkSnippetLink(src snippetSource, l exptypes.Link, owned []string) *Error
 		return src.errorf(ErrOwnedPathConflict,
 			"writes a link at %s, in or at a drop-in directory of %s: what a link points to cannot be checked", l.Path, KubeadmUnitName)
 	}
-	if isBelow(path.Clean(l.Path), systemdPresetDir) {
+	if fspath.Below(path.Clean(l.Path), systemdPresetDir) {
 		return src.errorf(ErrOwnedPathConflict,
 			"writes a link at %s: a preset file there could disable %s, which the provider enables, "+
 				"and what a link points to cannot be checked", l.Path, KubeadmUnitName)
@@ -202,7 +196,7 @@ func checkSnippetLink(src snippetSource, l exptypes.Link, owned []string) *Error
 // before Ignition's 20-ignition.preset would win over its enable line. Any file is refused, not
 // only those sorting first, so renaming 20-ignition.preset in a later Ignition stays safe.
 func checkSnippetPreset(src snippetSource, f exptypes.File) *Error {
-	if !isBelow(path.Clean(f.Path), systemdPresetDir) {
+	if !fspath.Below(path.Clean(f.Path), systemdPresetDir) {
 		return nil
 	}
 	all, unreadable := snippetFileContent(f)
@@ -346,7 +340,7 @@ func checkFiles(provider []ownedFile, files []File) *Error {
 			return errorf(ErrInvalidInput, part(FilePath), "path %s is also written by %s", f.Path, other)
 		}
 		seen[clean] = part("")
-		if isBelow(clean, systemdPresetDir) {
+		if fspath.Below(clean, systemdPresetDir) {
 			if line := presetDisablesKubeadm(f.Content); line != "" {
 				return errorf(ErrOwnedPathConflict, part(FileContent), "preset file %s has line %q, which disables %s, which the provider enables",
 					f.Path, line, KubeadmUnitName)

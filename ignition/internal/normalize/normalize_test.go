@@ -1,4 +1,4 @@
-package ignition
+package normalize
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestNormalize(t *testing.T) {
+func TestConfig(t *testing.T) {
 	cases := map[string]string{
 		`{"a":{},"b":[],"c":null,"d":{"e":{}}}`:                   `{}`,
 		`{"mode":420,"overwrite":false,"path":""}`:                `{"mode":420,"overwrite":false,"path":""}`,
@@ -22,11 +22,11 @@ func TestNormalize(t *testing.T) {
 		`{"storage":{"files":[{"path":"/a","user":{"name":"core"},"contents":{"source":null}}]}}`: `{"storage":{"files":[{"path":"/a","user":{"name":"core"}}]}}`,
 	}
 	for in, want := range cases {
-		got, err := normalize([]byte(in))
+		got, err := Config([]byte(in))
 		require.NoError(t, err, in)
 		assert.JSONEq(t, want, string(got), in)
 		assert.Equal(t, want, string(got), "keys sorted, numbers kept exactly")
 	}
-	_, err := normalize([]byte("{"))
+	_, err := Config([]byte("{"))
 	assert.Error(t, err)
 }
