@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestConfig(t *testing.T) {
+func TestNormalize(t *testing.T) {
 	cases := map[string]string{
 		`{"a":{},"b":[],"c":null,"d":{"e":{}}}`:                   `{}`,
 		`{"mode":420,"overwrite":false,"path":""}`:                `{"mode":420,"overwrite":false,"path":""}`,
