@@ -141,7 +141,7 @@ func (a *apiResolver) note(obj client.Object) {
 	}
 }
 
-func (a *apiResolver) SecretKey(ctx context.Context, field string, ref cabpiv1.KeyReference) ([]byte, error) {
+func (a *apiResolver) SecretKey(ctx context.Context, field configinput.RefField, ref cabpiv1.KeyReference) ([]byte, error) {
 	secret := &corev1.Secret{}
 	if err := a.c.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: ref.Name}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -157,7 +157,7 @@ func (a *apiResolver) SecretKey(ctx context.Context, field string, ref cabpiv1.K
 	return data, nil
 }
 
-func (a *apiResolver) ConfigMapKey(ctx context.Context, field string, ref cabpiv1.KeyReference) (string, error) {
+func (a *apiResolver) ConfigMapKey(ctx context.Context, field configinput.RefField, ref cabpiv1.KeyReference) (string, error) {
 	cm := &corev1.ConfigMap{}
 	if err := a.c.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: ref.Name}, cm); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -148,7 +148,7 @@ func renderFailed(err error) *outcome {
 			reason = cabpiv1.InvalidContainerLinuxConfigReason
 		case ignition.ErrInvalidButane, ignition.ErrVariantMismatch:
 			reason = cabpiv1.InvalidButaneReason
-			if rerr.Field == "containerLinuxConfig" { // a Container Linux Config for fcos
+			if rerr.Place.Part == ignition.PartContainerLinuxConfig { // a Container Linux Config for fcos
 				reason = cabpiv1.InvalidContainerLinuxConfigReason
 			}
 		case ignition.ErrOwnedPathConflict:

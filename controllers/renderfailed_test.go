@@ -17,13 +17,13 @@ func TestRenderFailedReasons(t *testing.T) {
 		err  error
 		want string
 	}{
-		{&ignition.Error{Kind: ignition.ErrInvalidButane, Field: "butane"}, cabpiv1.InvalidButaneReason},
-		{&ignition.Error{Kind: ignition.ErrVariantMismatch, Field: "butane"}, cabpiv1.InvalidButaneReason},
-		{&ignition.Error{Kind: ignition.ErrInvalidContainerLinuxConfig, Field: "containerLinuxConfig"}, cabpiv1.InvalidContainerLinuxConfigReason},
-		{&ignition.Error{Kind: ignition.ErrVariantMismatch, Field: "containerLinuxConfig"}, cabpiv1.InvalidContainerLinuxConfigReason},
-		{&ignition.Error{Kind: ignition.ErrOwnedPathConflict, Field: "containerLinuxConfig"}, cabpiv1.OwnedPathConflictReason},
-		{&ignition.Error{Kind: ignition.ErrUnsupportedIgnitionVersion, Field: "ignitionVersion"}, cabpiv1.UnsupportedIgnitionVersionReason},
-		{&ignition.Error{Kind: ignition.ErrInvalidInput, Field: "containerLinuxConfig"}, cabpiv1.InvalidConfigReason},
+		{&ignition.Error{Kind: ignition.ErrInvalidButane, Place: ignition.At(ignition.PartButane)}, cabpiv1.InvalidButaneReason},
+		{&ignition.Error{Kind: ignition.ErrVariantMismatch, Place: ignition.At(ignition.PartButane)}, cabpiv1.InvalidButaneReason},
+		{&ignition.Error{Kind: ignition.ErrInvalidContainerLinuxConfig, Place: ignition.At(ignition.PartContainerLinuxConfig)}, cabpiv1.InvalidContainerLinuxConfigReason},
+		{&ignition.Error{Kind: ignition.ErrVariantMismatch, Place: ignition.At(ignition.PartContainerLinuxConfig)}, cabpiv1.InvalidContainerLinuxConfigReason},
+		{&ignition.Error{Kind: ignition.ErrOwnedPathConflict, Place: ignition.At(ignition.PartContainerLinuxConfig)}, cabpiv1.OwnedPathConflictReason},
+		{&ignition.Error{Kind: ignition.ErrUnsupportedIgnitionVersion, Place: ignition.At(ignition.PartIgnitionVersion)}, cabpiv1.UnsupportedIgnitionVersionReason},
+		{&ignition.Error{Kind: ignition.ErrInvalidInput, Place: ignition.At(ignition.PartContainerLinuxConfig)}, cabpiv1.InvalidConfigReason},
 		{errors.New("not an input error"), cabpiv1.InvalidConfigReason},
 	}
 	for _, tc := range cases {

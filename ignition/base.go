@@ -9,6 +9,10 @@ import (
 
 	types "github.com/coreos/ignition/v2/config/v3_0/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition/internal/escape"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition/internal/normalize"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition/internal/optional"
 )
 
 // The base config is built at spec 3.0.0, the oldest 3.x spec: every target version's parser
@@ -19,7 +23,7 @@ const baseSpecVersion = "3.0.0"
 const (
 	kubeadmConfigMode = 0o600
 	kubeadmScriptMode = 0o700
-	defaultFileMode   = 0o644
+	defaultFileMode   = normalize.DefaultFileMode
 )
 
 // baseConfig is the provider's part of the config: kubeadm's configuration and script, the
@@ -55,11 +59,11 @@ func baseConfig(kubeadmYAML, script, unit string, provider []ownedFile, files []
 func passwdUser(u User) types.PasswdUser {
 	user := types.PasswdUser{
 		Name:         u.Name,
-		Gecos:        stringOrNil(u.Gecos),
-		HomeDir:      stringOrNil(u.HomeDir),
-		Shell:        stringOrNil(u.Shell),
-		PrimaryGroup: stringOrNil(u.PrimaryGroup),
-		PasswordHash: stringOrNil(u.PasswordHash),
+		Gecos:        optional.String(u.Gecos),
+		HomeDir:      optional.String(u.HomeDir),
+		Shell:        optional.String(u.Shell),
+		PrimaryGroup: optional.String(u.PrimaryGroup),
+		PasswordHash: optional.String(u.PasswordHash),
 	}
 	for _, g := range u.Groups {
 		user.Groups = append(user.Groups, types.Group(g))
@@ -106,7 +110,7 @@ const compressionField = `,"compression":"gzip"`
 // first two are read by CAPD, which does not decompress (docs/adr/011). None of the forms has a
 // character JSON escapes, so their lengths are what they cost in the output.
 func fileContents(content []byte, compress bool) types.FileContents {
-	source := "data:," + escapeData(content)
+	source := escape.DataURL(content)
 	if b64 := "data:;base64," + base64.StdEncoding.EncodeToString(content); len(b64) < len(source) {
 		source = b64
 	}
@@ -117,40 +121,6 @@ func fileContents(content []byte, compress bool) types.FileContents {
 		}
 	}
 	return types.FileContents{Source: &source}
-}
-
-// escapeData percent-escapes content for the data part of a data URL. RFC 2397 allows RFC
-// 2396's reserved characters there unescaped; those that are common in scripts and YAML
-// ("/", ":", "=", ",", ";", "@", "+", "$") are kept, which makes text cheaper than with
-// dataurl.Escape, which escapes all of them. Every data URL decoder that reads the output
-// (Ignition's, CAPD's and Butane's: vincent-petithory/dataurl, which unescapes only %XX) takes
-// them as themselves. "?" and "&" stay escaped: a URL parser would start a query at "?", and
-// JSON encoding would turn "&" into six bytes.
-func escapeData(content []byte) string {
-	var b strings.Builder
-	b.Grow(len(content))
-	for _, c := range content {
-		if dataURLChar(c) {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteByte('%')
-		b.WriteByte(upperHex[c>>4])
-		b.WriteByte(upperHex[c&0xf])
-	}
-	return b.String()
-}
-
-const upperHex = "0123456789ABCDEF"
-
-// dataURLChar reports whether escapeData keeps c: RFC 2396's unreserved characters and the
-// reserved ones named there.
-func dataURLChar(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	return strings.IndexByte("-_.!~*'()/:=,;@+$", c) >= 0
 }
 
 // parseOwner reads "user:group", "user" or "" (root). Numeric names are IDs.

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
 )
@@ -26,9 +27,9 @@ var kubeadmDirs = []string{"/usr/bin", "/opt/bin"}
 
 // bootSnippets write a file, a link, a unit and a drop-in for kubeadm.service of each variant's
 // Butane, as users do; the boot must leave them as written and honour the drop-in.
-var bootSnippets = map[ignition.Variant]string{
-	ignition.VariantFlatcar: "variant: flatcar\nversion: 1.0.0\n" + bootSnippetBody,
-	ignition.VariantFCOS:    "variant: fcos\nversion: 1.5.0\n" + bootSnippetBody,
+var bootSnippets = map[cabpiv1.Variant]string{
+	cabpiv1.VariantFlatcar: "variant: flatcar\nversion: 1.0.0\n" + bootSnippetBody,
+	cabpiv1.VariantFCOS:    "variant: fcos\nversion: 1.5.0\n" + bootSnippetBody,
 }
 
 const bootSnippetBody = `storage:
@@ -64,13 +65,13 @@ systemd:
 // configuration is then gone; when kubeadm fails, the unit fails, no sentinel, and the
 // configuration stays for the next boot.
 func TestBootOnTodaysNodes(t *testing.T) {
-	roles := map[string]func(ignition.Variant, string) ignition.Input{
+	roles := map[string]func(cabpiv1.Variant, string) ignition.Input{
 		"init":          initInput,
 		"control-plane": controlPlaneJoinInput,
 		"worker":        joinInput,
 	}
 	for role, input := range roles {
-		for _, variant := range []ignition.Variant{ignition.VariantFlatcar, ignition.VariantFCOS} {
+		for _, variant := range []cabpiv1.Variant{cabpiv1.VariantFlatcar, cabpiv1.VariantFCOS} {
 			for _, dir := range kubeadmDirs {
 				t.Run(fmt.Sprintf("%s/%s/kubeadm-in-%s", role, variant, path.Base(path.Dir(dir))+"-"+path.Base(dir)), func(t *testing.T) {
 					in := input(variant, "v1.34.0")
@@ -161,7 +162,7 @@ func TestSentinelMeansKubeadmSucceeded(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			in := joinInput(ignition.VariantFlatcar, "v1.34.0")
+			in := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 			in.PreKubeadmCommands = tc.pre
 			in.Butane = tc.butane
 			out, err := ignition.Render(in)
@@ -183,8 +184,8 @@ func TestSentinelMeansKubeadmSucceeded(t *testing.T) {
 // wrote: only the named attributes are substituted, each checked, before kubeadm runs.
 func TestBootNamesNodeFromMetadata(t *testing.T) {
 	type metadataCase struct {
-		variant    ignition.Variant
-		platform   ignition.Platform
+		variant    cabpiv1.Variant
+		platform   cabpiv1.MetadataPlatform
 		providerID bool
 		service    string
 		runFiles   map[string]string
@@ -194,30 +195,30 @@ func TestBootNamesNodeFromMetadata(t *testing.T) {
 	}
 	cases := map[string]metadataCase{
 		"aws on flatcar": {
-			variant: ignition.VariantFlatcar, platform: ignition.PlatformAWS, providerID: true, service: "coreos-metadata.service",
+			variant: cabpiv1.VariantFlatcar, platform: cabpiv1.MetadataPlatformAWS, providerID: true, service: "coreos-metadata.service",
 			runFiles: map[string]string{"/run/metadata/flatcar": "COREOS_EC2_HOSTNAME=IP-10-0-0-7.EC2.Internal\n" +
 				"COREOS_EC2_AVAILABILITY_ZONE=us-east-1a\nCOREOS_EC2_INSTANCE_ID=i-0abc123\nCOREOS_EC2_IPV4_LOCAL=10.0.0.7\n"},
 			wantName: "ip-10-0-0-7.ec2.internal", wantID: "aws:///us-east-1a/i-0abc123",
 		},
 		"aws on fcos": {
-			variant: ignition.VariantFCOS, platform: ignition.PlatformAWS, providerID: true, service: "afterburn.service",
+			variant: cabpiv1.VariantFCOS, platform: cabpiv1.MetadataPlatformAWS, providerID: true, service: "afterburn.service",
 			runFiles: map[string]string{"/run/metadata/afterburn": "AFTERBURN_AWS_HOSTNAME=ip-10-0-0-8.ec2.internal\n" +
 				"AFTERBURN_AWS_AVAILABILITY_ZONE=eu-west-1b\nAFTERBURN_AWS_INSTANCE_ID=i-0def456\n"},
 			wantName: "ip-10-0-0-8.ec2.internal", wantID: "aws:///eu-west-1b/i-0def456",
 		},
 		"openstack on fcos": {
-			variant: ignition.VariantFCOS, platform: ignition.PlatformOpenStack, providerID: true, service: "afterburn.service",
+			variant: cabpiv1.VariantFCOS, platform: cabpiv1.MetadataPlatformOpenStack, providerID: true, service: "afterburn.service",
 			runFiles: map[string]string{"/run/metadata/afterburn": "AFTERBURN_OPENSTACK_HOSTNAME=worker-3\n" +
 				"AFTERBURN_OPENSTACK_INSTANCE_UUID=2b9d6e1c-3f4a-4c55-9a0b-7f1e2d3c4b5a\n"},
 			wantName: "worker-3", wantID: "openstack:///2b9d6e1c-3f4a-4c55-9a0b-7f1e2d3c4b5a",
 		},
 		"openstack on flatcar": {
-			variant: ignition.VariantFlatcar, platform: ignition.PlatformOpenStack, service: "coreos-metadata.service",
+			variant: cabpiv1.VariantFlatcar, platform: cabpiv1.MetadataPlatformOpenStack, service: "coreos-metadata.service",
 			runFiles: map[string]string{"/run/metadata/flatcar": "COREOS_OPENSTACK_HOSTNAME=worker-4\n"},
 			wantName: "worker-4",
 		},
 		"azure on flatcar": {
-			variant: ignition.VariantFlatcar, platform: ignition.PlatformAzure, service: "coreos-metadata.service",
+			variant: cabpiv1.VariantFlatcar, platform: cabpiv1.MetadataPlatformAzure, service: "coreos-metadata.service",
 			runFiles: map[string]string{"/run/metadata/flatcar": "COREOS_AZURE_IPV4_DYNAMIC=10.1.0.4\n"},
 			hostname: "Azure-VM-0", wantName: "azure-vm-0",
 		},
@@ -247,8 +248,8 @@ func TestBootNamesNodeFromMetadata(t *testing.T) {
 	}
 
 	t.Run("metadata service did not run", func(t *testing.T) {
-		in := joinInput(ignition.VariantFlatcar, "v1.34.0")
-		in.NodeName = &ignition.NodeNameFromMetadata{Platform: ignition.PlatformAWS}
+		in := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
+		in.NodeName = &ignition.NodeNameFromMetadata{Platform: cabpiv1.MetadataPlatformAWS}
 		out, err := ignition.Render(in)
 		require.NoError(t, err)
 		rep := bootsim.Boot(t, bootsim.Options{Config: out.Data, KubeadmDir: "/opt/bin"})
@@ -258,8 +259,8 @@ func TestBootNamesNodeFromMetadata(t *testing.T) {
 	})
 	for name, value := range map[string]string{"shell text": "x;touch /tmp/pwned", "YAML text": "a\n  token: x", "empty": ""} {
 		t.Run("hostname attribute is "+name, func(t *testing.T) {
-			in := joinInput(ignition.VariantFlatcar, "v1.34.0")
-			in.NodeName = &ignition.NodeNameFromMetadata{Platform: ignition.PlatformAWS}
+			in := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
+			in.NodeName = &ignition.NodeNameFromMetadata{Platform: cabpiv1.MetadataPlatformAWS}
 			out, err := ignition.Render(in)
 			require.NoError(t, err)
 			rep := bootsim.Boot(t, bootsim.Options{Config: out.Data, KubeadmDir: "/opt/bin",
@@ -274,7 +275,7 @@ func TestBootNamesNodeFromMetadata(t *testing.T) {
 // The pattern of the cloud providers' Flatcar flavors (a drop-in reading coreos-metadata plus
 // envsubst in a pre-kubeadm command) boots and names the node.
 func TestBootCloudProviderDropinPattern(t *testing.T) {
-	in := joinInput(ignition.VariantFlatcar, "v1.34.0")
+	in := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 	in.JoinConfiguration.NodeRegistration.Name = "${COREOS_EC2_HOSTNAME}"
 	in.PreKubeadmCommands = []string{"envsubst < /etc/kubeadm.yml > /etc/kubeadm.yml.tmp", "mv /etc/kubeadm.yml.tmp /etc/kubeadm.yml"}
 	in.Butane = butaneDropin(ignition.KubeadmUnitName,

@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	butane "github.com/coreos/butane/config"
@@ -14,6 +12,9 @@ import (
 	exp "github.com/coreos/ignition/v2/config/v3_7_experimental"
 	"github.com/coreos/vcontext/report"
 	"gopkg.in/yaml.v3"
+
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition/internal/docpos"
 )
 
 // butaneVariants are the variants Butane knows besides ours; a snippet naming one of them is a
@@ -26,7 +27,7 @@ var butaneVariants = []string{"fcos", "flatcar", "openshift", "r4e", "fiot"}
 // (checkSnippet). Local file references are refused: no files directory is given to Butane, and
 // the renderer reads nothing from disk. With compress, Butane gzips contents where that is
 // shorter, as the provider does with its own files (Input.Compress).
-func translateButane(variant Variant, doc string, strict, compress bool) (*snippet, *Error) {
+func translateButane(variant cabpiv1.Variant, doc string, strict, compress bool) (*snippet, *Error) {
 	spec, ierr := specFor(variant)
 	if ierr != nil {
 		return nil, ierr
@@ -40,10 +41,10 @@ func translateButane(variant Variant, doc string, strict, compress bool) (*snipp
 	}
 	if header.variant != string(variant) {
 		if slices.Contains(butaneVariants, header.variant) {
-			return nil, &Error{Kind: ErrVariantMismatch, Field: butaneField, Line: header.variantLine, Column: header.variantColumn,
+			return nil, &Error{Kind: ErrVariantMismatch, Place: butanePlace, Line: header.variantLine, Column: header.variantColumn,
 				Message: fmt.Sprintf("Butane variant %q does not match the config's variant %q", header.variant, variant)}
 		}
-		return nil, &Error{Kind: ErrInvalidButane, Field: butaneField, Line: header.variantLine, Column: header.variantColumn,
+		return nil, &Error{Kind: ErrInvalidButane, Place: butanePlace, Line: header.variantLine, Column: header.variantColumn,
 			Message: fmt.Sprintf("unknown Butane variant %q; use %q", header.variant, variant)}
 	}
 
@@ -54,10 +55,10 @@ func translateButane(variant Variant, doc string, strict, compress bool) (*snipp
 	})
 	if err != nil {
 		ierr := butaneReportError(rpt, err)
-		if m := yamlErrorLine.FindStringSubmatch(err.Error()); m != nil && ierr.Line == 0 {
+		if ierr.Line == 0 {
 			// A type error ("line 6: cannot unmarshal !!str `rw` into int") has no report
 			// entry; its line is only in the text.
-			ierr.Line, _ = strconv.Atoi(m[1])
+			ierr.Line = docpos.YAMLErrorLine(err.Error())
 		}
 		var unknown butanecommon.ErrUnknownVersion
 		if (errors.As(err, &unknown) || errors.Is(err, butanecommon.ErrInvalidVersion)) && ierr.Line == 0 {
@@ -68,7 +69,7 @@ func translateButane(variant Variant, doc string, strict, compress bool) (*snipp
 	if strict && hasWarnings(rpt) {
 		return nil, butaneReportError(rpt, errors.New("warnings are errors in strict mode"))
 	}
-	warnings := reportWarnings(butaneField, rpt)
+	warnings := reportWarnings(butanePlace, rpt)
 
 	var emitted struct {
 		Ignition struct {
@@ -76,17 +77,17 @@ func translateButane(variant Variant, doc string, strict, compress bool) (*snipp
 		} `json:"ignition"`
 	}
 	if err := json.Unmarshal(out, &emitted); err != nil {
-		return nil, errorf(ErrInvalidButane, butaneField, "Butane emitted unreadable Ignition: %v", err)
+		return nil, errorf(ErrInvalidButane, butanePlace, "Butane emitted unreadable Ignition: %v", err)
 	}
 	if !slices.Contains(spec.allowed, emitted.Ignition.Version) {
-		return nil, &Error{Kind: ErrInvalidButane, Field: butaneField, Line: header.versionLine, Column: header.versionColumn,
+		return nil, &Error{Kind: ErrInvalidButane, Place: butanePlace, Line: header.versionLine, Column: header.versionColumn,
 			Message: fmt.Sprintf("Butane %s %s emits Ignition %s, which is not a stable version supported for %s (%v)",
 				header.variant, header.version, emitted.Ignition.Version, variant, spec.allowed)}
 	}
 
 	cfg, rpt, err := exp.ParseCompatibleVersion(out)
 	if err != nil {
-		return nil, errorf(ErrInvalidButane, butaneField, "the Ignition config Butane emitted does not parse: %v: %s",
+		return nil, errorf(ErrInvalidButane, butanePlace, "the Ignition config Butane emitted does not parse: %v: %s",
 			err, strings.TrimSpace(rpt.String()))
 	}
 	return &snippet{source: butaneSource, json: out, version: emitted.Ignition.Version, config: cfg, warnings: warnings}, nil
@@ -99,20 +100,14 @@ type butaneHeader struct {
 	versionLine, versionColumn int
 }
 
-// yamlErrorLine finds the line number yaml.v3 puts in its error text ("yaml: line 3: ...");
-// the package has no structured position for syntax errors.
-var yamlErrorLine = regexp.MustCompile(`\bline (\d+)\b`)
-
 // readButaneHeader reads variant and version before translation, so a snippet for another
 // variant is reported as a mismatch (Butane itself would only say it has no such translator),
 // and so syntax errors, which Butane reports without a position, get a line.
 func readButaneHeader(doc string) (butaneHeader, *Error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal([]byte(doc), &root); err != nil {
-		ierr := errorf(ErrInvalidButane, butaneField, "Butane is not valid YAML: %v", err)
-		if m := yamlErrorLine.FindStringSubmatch(err.Error()); m != nil {
-			ierr.Line, _ = strconv.Atoi(m[1])
-		}
+		ierr := errorf(ErrInvalidButane, butanePlace, "Butane is not valid YAML: %v", err)
+		ierr.Line = docpos.YAMLErrorLine(err.Error()) // yaml.v3 has no structured position
 		return butaneHeader{}, ierr
 	}
 	if len(root.Content) != 1 || root.Content[0].Kind != yaml.MappingNode {
@@ -120,7 +115,7 @@ func readButaneHeader(doc string) (butaneHeader, *Error) {
 		if len(root.Content) == 1 {
 			line = root.Content[0].Line
 		}
-		return butaneHeader{}, &Error{Kind: ErrInvalidButane, Field: butaneField, Line: line, Column: 1,
+		return butaneHeader{}, &Error{Kind: ErrInvalidButane, Place: butanePlace, Line: line, Column: 1,
 			Message: "Butane must be a YAML mapping with variant and version"}
 	}
 	var h butaneHeader
@@ -135,11 +130,11 @@ func readButaneHeader(doc string) (butaneHeader, *Error) {
 		}
 	}
 	if h.variant == "" {
-		return h, &Error{Kind: ErrInvalidButane, Field: butaneField, Line: mapping.Line, Column: mapping.Column,
+		return h, &Error{Kind: ErrInvalidButane, Place: butanePlace, Line: mapping.Line, Column: mapping.Column,
 			Message: "Butane has no variant"}
 	}
 	if h.version == "" {
-		return h, &Error{Kind: ErrInvalidButane, Field: butaneField, Line: mapping.Line, Column: mapping.Column,
+		return h, &Error{Kind: ErrInvalidButane, Place: butanePlace, Line: mapping.Line, Column: mapping.Column,
 			Message: "Butane has no version"}
 	}
 	return h, nil
@@ -148,7 +143,7 @@ func readButaneHeader(doc string) (butaneHeader, *Error) {
 // butaneReportError turns a failed translation into an ErrInvalidButane located at the first
 // report entry that has a position (fatal entries first). The message keeps Butane's report.
 func butaneReportError(rpt report.Report, err error) *Error {
-	ierr := &Error{Kind: ErrInvalidButane, Field: butaneField, Message: err.Error()}
+	ierr := &Error{Kind: ErrInvalidButane, Place: butanePlace, Message: err.Error()}
 	if text := strings.TrimSpace(rpt.String()); text != "" {
 		ierr.Message = fmt.Sprintf("%v: %s", err, strings.ReplaceAll(text, "\n", "; "))
 	}

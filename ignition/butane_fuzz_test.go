@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vincent-petithory/dataurl"
 
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
@@ -138,11 +139,11 @@ func fuzzGzipDataURL(s string) string {
 // fuzzMergeInput is the input FuzzButaneMerge merges snippets into: a worker with a user file
 // and a command, or a control-plane join with the certificates and the node named from
 // metadata (which changes kubeadm.service).
-func fuzzMergeInput(variant ignition.Variant, controlPlane bool) ignition.Input {
+func fuzzMergeInput(variant cabpiv1.Variant, controlPlane bool) ignition.Input {
 	in := joinInput(variant, "v1.34.0")
 	if controlPlane {
 		in = controlPlaneJoinInput(variant, "v1.34.0")
-		in.NodeName = &ignition.NodeNameFromMetadata{Platform: ignition.PlatformAWS, ProviderID: true}
+		in.NodeName = &ignition.NodeNameFromMetadata{Platform: cabpiv1.MetadataPlatformAWS, ProviderID: true}
 	}
 	in.Files = []ignition.File{{Path: "/etc/cabpi/user.conf", Content: []byte("user\n"), Mode: 0o640, Owner: "500:500"}}
 	in.PreKubeadmCommands = []string{"systemctl enable --now containerd"}
@@ -169,11 +170,11 @@ func FuzzButaneMerge(f *testing.F) {
 	f.Add(fcosSnippet, true, true)
 
 	type baseKey struct {
-		variant      ignition.Variant
+		variant      cabpiv1.Variant
 		controlPlane bool
 	}
 	bases := map[baseKey]fuzzConfig{}
-	for _, variant := range []ignition.Variant{ignition.VariantFlatcar, ignition.VariantFCOS} {
+	for _, variant := range []cabpiv1.Variant{cabpiv1.VariantFlatcar, cabpiv1.VariantFCOS} {
 		for _, controlPlane := range []bool{false, true} {
 			out, err := ignition.Render(fuzzMergeInput(variant, controlPlane))
 			require.NoError(f, err)
@@ -182,7 +183,7 @@ func FuzzButaneMerge(f *testing.F) {
 	}
 
 	f.Fuzz(func(t *testing.T, doc string, strict, controlPlane bool) {
-		for _, variant := range []ignition.Variant{ignition.VariantFlatcar, ignition.VariantFCOS} {
+		for _, variant := range []cabpiv1.Variant{cabpiv1.VariantFlatcar, cabpiv1.VariantFCOS} {
 			in := fuzzMergeInput(variant, controlPlane)
 			in.Butane, in.ButaneStrict = doc, strict
 			out, err := ignition.Render(in)
@@ -382,7 +383,7 @@ func requireSnippetDropinsAccepted(t *testing.T, base ignition.Input, got fuzzCo
 		in.Files = append(append([]ignition.File(nil), base.Files...), ignition.File{Path: e.path, Content: e.content, Mode: 0o644})
 		_, err := ignition.Render(in)
 		var ierr *ignition.Error
-		if errors.As(err, &ierr) && strings.HasPrefix(ierr.Field, "files[") {
+		if errors.As(err, &ierr) && ierr.Place.Part == ignition.PartFile {
 			require.NoError(t, err, "the snippet's %s was accepted, but the same content in spec.files is refused", e.path)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
@@ -47,10 +48,10 @@ func TestOutputReadableByCAPD(t *testing.T) {
 			inputs[name] = in
 		}
 	}
-	named := joinInput(ignition.VariantFlatcar, "v1.34.0")
-	named.NodeName = &ignition.NodeNameFromMetadata{Platform: ignition.PlatformAWS, ProviderID: true}
+	named := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
+	named.NodeName = &ignition.NodeNameFromMetadata{Platform: cabpiv1.MetadataPlatformAWS, ProviderID: true}
 	inputs["worker node name from metadata"] = named
-	fileDiscovery := joinInput(ignition.VariantFlatcar, "v1.34.0")
+	fileDiscovery := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 	fileDiscovery.JoinConfiguration.Discovery = kubeadmv1.Discovery{File: kubeadmv1.FileDiscovery{
 		KubeConfigPath: "/etc/kubernetes/discovery.conf",
 		KubeConfig: kubeadmv1.FileDiscoveryKubeConfig{
@@ -59,7 +60,7 @@ func TestOutputReadableByCAPD(t *testing.T) {
 		},
 	}}
 	inputs["worker file discovery"] = fileDiscovery
-	large := joinInput(ignition.VariantFlatcar, "v1.34.0")
+	large := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 	large.Files = append(smallFiles(40), ignition.File{Path: "/etc/cabpi/large", Content: textLines(200), Mode: 0o600})
 	inputs["worker with large files"] = large
 

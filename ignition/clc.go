@@ -2,163 +2,68 @@ package ignition
 
 import (
 	"encoding/json"
-	"fmt"
+	"errors"
 	"slices"
-	"strconv"
 	"strings"
 
 	v3_3 "github.com/coreos/ignition/v2/config/v3_3"
 	v3types "github.com/coreos/ignition/v2/config/v3_3/types"
-	translate3_4 "github.com/coreos/ignition/v2/config/v3_4/translate"
-	translate3_5 "github.com/coreos/ignition/v2/config/v3_5/translate"
-	translate3_6 "github.com/coreos/ignition/v2/config/v3_6/translate"
-	translateexp "github.com/coreos/ignition/v2/config/v3_7_experimental/translate"
-	exptypes "github.com/coreos/ignition/v2/config/v3_7_experimental/types"
-	clcconfig "github.com/flatcar/container-linux-config-transpiler/config"
-	v2types "github.com/flatcar/ignition/config/v2_3/types"
-	"github.com/flatcar/ignition/config/validate/report"
+
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition/clc"
 )
 
 // translateCLC makes a snippet of a Container Linux Config (translateSnippet calls it for a
-// document that is not blank): transpiled to Ignition 2.3 by Flatcar's transpiler, translated to 3.3.0 (transpileCLC), its
-// file contents encoded as the provider's are (gzipped where compress allows it and that is
-// shorter) and validated. What it writes is checked by mergeInput (checkSnippet), as a Butane
-// snippet's is. The language is Flatcar's alone: for fcos it is a variant mismatch.
-func translateCLC(variant Variant, doc string, strict, compress bool) (*snippet, *Error) {
+// document that is not blank): transpiled to Ignition 2.3 by Flatcar's transpiler and
+// translated to clc.SpecVersion (clc.Transpile), its file contents encoded as the provider's are
+// (gzipped where compress allows it and that is shorter) and validated. What it writes is
+// checked by mergeInput (checkSnippet), as a Butane snippet's is. The language is Flatcar's
+// alone: for fcos it is a variant mismatch.
+func translateCLC(variant cabpiv1.Variant, doc string, strict, compress bool) (*snippet, *Error) {
 	spec, ierr := specFor(variant)
 	if ierr != nil {
 		return nil, ierr
 	}
-	if variant != VariantFlatcar || !slices.Contains(spec.allowed, clcSpecVersion) {
-		return nil, errorf(ErrVariantMismatch, clcField, "a Container Linux Config is the legacy format of Container Linux, "+
+	if variant != cabpiv1.VariantFlatcar || !slices.Contains(spec.allowed, clc.SpecVersion) {
+		return nil, errorf(ErrVariantMismatch, clcPlace, "a Container Linux Config is the legacy format of Container Linux, "+
 			"which Flatcar (variant flatcar) continues; %s nodes never read it: write the snippet in Butane (spec.butane, variant: %s)",
 			variant, variant)
 	}
-	cfg, warnings, ierr := transpileCLC(doc, strict)
-	if ierr != nil {
-		return nil, ierr
+	cfg, warnings, err := clc.Transpile(doc, strict)
+	if err != nil {
+		return nil, clcError(err)
 	}
 	encodeDataContents(&cfg, compress)
 	out, err := json.Marshal(cfg)
 	if err != nil {
-		return nil, errorf(ErrInvalidContainerLinuxConfig, clcField, "cannot encode the translated config: %v", err)
+		return nil, errorf(ErrInvalidContainerLinuxConfig, clcPlace, "cannot encode the translated config: %v", err)
 	}
 	// What 3.3.0 itself refuses (a unit file whose contents do not parse, paths that conflict
 	// with units) is found by parsing the translation as a node would. That one parse is all:
 	// the newest spec, which the checks read, is Ignition's translation of the parsed types.
 	parsed, rpt, err := v3_3.Parse(out)
 	if err != nil {
-		return nil, reportError(ErrInvalidContainerLinuxConfig, clcField, "the Container Linux Config translated to Ignition "+clcSpecVersion+" is not valid", err, rpt)
+		return nil, reportError(ErrInvalidContainerLinuxConfig, clcPlace, "the Container Linux Config translated to Ignition "+clc.SpecVersion+" is not valid", err, rpt)
 	}
-	return &snippet{source: clcSource, json: out, version: clcSpecVersion, config: newestSpec(parsed), warnings: warnings}, nil
+	return &snippet{source: clcSource, json: out, version: clc.SpecVersion, config: clc.Newest(parsed), warnings: clcWarnings(warnings)}, nil
 }
 
-// newestSpec translates a 3.3.0 config up to the newest spec, step by step as Ignition's
-// ParseCompatibleVersion does after parsing.
-func newestSpec(cfg v3types.Config) exptypes.Config {
-	return translateexp.Translate(translate3_6.Translate(translate3_5.Translate(translate3_4.Translate(cfg))))
+// clcError is an error of the Container Linux Config translation as an input error at the
+// input's Container Linux Config. clc.Transpile returns *clc.Error only; anything else is
+// reported at the document all the same, as it came from reading it.
+func clcError(err error) *Error {
+	var cerr *clc.Error
+	if !errors.As(err, &cerr) {
+		return errorf(ErrInvalidContainerLinuxConfig, clcPlace, "%v", err)
+	}
+	return &Error{Kind: ErrInvalidContainerLinuxConfig, Place: clcPlace, Line: cerr.Line, Column: cerr.Column, Message: cerr.Message}
 }
 
-// transpileCLC transpiles a Container Linux Config with Flatcar's transpiler (no platform: its
-// dynamic data is refused) and translates the Ignition 2.3 it emits to 3.3.0. It returns the
-// warnings of both steps, the transpiler's report and the translation's, located in doc; with
-// strict, a warning is an error instead.
-func transpileCLC(doc string, strict bool) (v3types.Config, []Warning, *Error) {
-	at := newCLCLocator(doc)
-	ign2, rpt, ierr := transpile(doc, at)
-	if ierr != nil {
-		return v3types.Config{}, nil, ierr
-	}
-	warnings := clcReportWarnings(rpt)
-
-	cfg, notes, ierr := translateV2(ign2, at)
-	if ierr != nil {
-		return v3types.Config{}, nil, ierr
-	}
-	warnings = append(warnings, notes...)
-	if strict && len(warnings) > 0 {
-		texts := make([]string, 0, len(warnings))
-		for _, w := range warnings {
-			w.Field = ""
-			texts = append(texts, w.String())
-		}
-		return v3types.Config{}, nil, &Error{Kind: ErrInvalidContainerLinuxConfig, Field: clcField, Line: warnings[0].Line, Column: warnings[0].Column,
-			Message: "warnings are errors in strict mode: " + strings.Join(texts, "; ")}
-	}
-	return cfg, warnings, nil
-}
-
-// transpile runs Flatcar's transpiler on doc: the Ignition 2.3 config and the report of its
-// warnings, or the error that stopped it. The transpiler panics on some documents it decodes but
-// cannot walk (a YAML alias where it rewrites a file's contents): a panic is an error about the
-// document, never a crash of the provider.
-func transpile(doc string, at clcLocator) (ign2 v2types.Config, rpt report.Report, ierr *Error) {
-	defer func() {
-		if r := recover(); r != nil {
-			p := at.firstAlias()
-			ierr = &Error{Kind: ErrInvalidContainerLinuxConfig, Field: clcField, Line: p.line, Column: p.column,
-				Message: fmt.Sprintf("the Container Linux Config transpiler failed on this document (%v)", r)}
-			if p.line > 0 {
-				ierr.Message += "; it does not follow YAML aliases: write the aliased entry out"
-			}
-		}
-	}()
-	parsed, ast, rpt := clcconfig.Parse([]byte(doc))
-	if rpt.IsFatal() {
-		return ign2, rpt, clcReportError(rpt)
-	}
-	for i, f := range parsed.Storage.Files {
-		// The transpiler would read it from the --files-dir directory: the renderer reads nothing.
-		if f.Contents.Local != "" {
-			p := at.path("storage", "files", i, "contents", "local")
-			return ign2, rpt, &Error{Kind: ErrInvalidContainerLinuxConfig, Field: clcField, Line: p.line, Column: p.column,
-				Message: fmt.Sprintf("storage.files[%d] (%s) reads its contents from a local file, which the provider cannot: "+
-					"put them inline or give a remote url", i, f.Path)}
-		}
-	}
-	ign2, converted := clcconfig.Convert(parsed, "", ast)
-	rpt.Merge(converted)
-	if converted.IsFatal() {
-		return ign2, rpt, clcReportError(converted)
-	}
-	return ign2, rpt, nil
-}
-
-// clcReportError is a fatal transpiler report as an error located at its first error that has a
-// position. A YAML type error has one only in its text ("line 6: cannot unmarshal ...").
-func clcReportError(rpt report.Report) *Error {
-	ierr := &Error{Kind: ErrInvalidContainerLinuxConfig, Field: clcField}
-	var messages []string
-	for _, e := range rpt.Entries {
-		if e.Kind != report.EntryError {
-			continue
-		}
-		messages = append(messages, strings.Join(strings.Fields(e.Message), " ")) // yaml's are indented lines
-		if ierr.Line == 0 && e.Line > 0 {
-			ierr.Line, ierr.Column = e.Line, e.Column
-		}
-	}
-	ierr.Message = "the Container Linux Config does not transpile: " + strings.Join(messages, "; ")
-	if ierr.Line == 0 {
-		if m := yamlErrorLine.FindStringSubmatch(ierr.Message); m != nil {
-			ierr.Line, _ = strconv.Atoi(m[1])
-		}
-	}
-	return ierr
-}
-
-// clcReportWarnings are the warnings and deprecations of a transpiler report, each once (the
-// transpiler validates the document and again its output, which can say one thing twice).
-func clcReportWarnings(rpt report.Report) []Warning {
+// clcWarnings are the translation's warnings at the input's Container Linux Config.
+func clcWarnings(warnings []clc.Warning) []Warning {
 	var out []Warning
-	for _, e := range rpt.Entries {
-		if e.Kind != report.EntryWarning && e.Kind != report.EntryDeprecated {
-			continue
-		}
-		w := Warning{Field: clcField, Line: e.Line, Column: e.Column, Message: strings.TrimSpace(e.Message)}
-		if !slices.Contains(out, w) {
-			out = append(out, w)
-		}
+	for _, w := range warnings {
+		out = append(out, Warning{Place: clcPlace, Line: w.Line, Column: w.Column, Message: w.Message})
 	}
 	return out
 }

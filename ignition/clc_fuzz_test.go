@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
@@ -122,29 +123,29 @@ func FuzzCLCMerge(f *testing.F) {
 
 	bases := map[bool]fuzzConfig{}
 	for _, controlPlane := range []bool{false, true} {
-		out, err := ignition.Render(fuzzMergeInput(ignition.VariantFlatcar, controlPlane))
+		out, err := ignition.Render(fuzzMergeInput(cabpiv1.VariantFlatcar, controlPlane))
 		require.NoError(f, err)
 		bases[controlPlane] = fuzzParseConfig(f, out.Data)
 	}
 
 	f.Fuzz(func(t *testing.T, doc string, strict, controlPlane bool) {
-		in := fuzzMergeInput(ignition.VariantFlatcar, controlPlane)
+		in := fuzzMergeInput(cabpiv1.VariantFlatcar, controlPlane)
 		in.ContainerLinuxConfig, in.ContainerLinuxConfigStrict = doc, strict
 		out, err := ignition.Render(in)
 		if err != nil {
 			requireInputError(t, out, err)
 		} else {
-			requireValidOutput(t, ignition.VariantFlatcar, "", out)
+			requireValidOutput(t, cabpiv1.VariantFlatcar, "", out)
 			again, err := ignition.Render(in)
 			require.NoError(t, err, "the second render of the same input failed")
 			require.True(t, bytes.Equal(out.Data, again.Data), "rendering the same input twice gave different bytes")
 
 			got := fuzzParseConfig(t, out.Data)
 			requireProviderUnchanged(t, bases[controlPlane], got)
-			requireSnippetDropinsAccepted(t, fuzzMergeInput(ignition.VariantFlatcar, controlPlane), got)
+			requireSnippetDropinsAccepted(t, fuzzMergeInput(cabpiv1.VariantFlatcar, controlPlane), got)
 		}
 
-		fcos := fuzzMergeInput(ignition.VariantFCOS, controlPlane)
+		fcos := fuzzMergeInput(cabpiv1.VariantFCOS, controlPlane)
 		fcos.ContainerLinuxConfig = doc
 		out, err = ignition.Render(fcos)
 		if err == nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
@@ -17,7 +18,7 @@ import (
 
 // clcWorker is a flatcar worker with the Container Linux Config doc.
 func clcWorker(doc string) ignition.Input {
-	in := joinInput(ignition.VariantFlatcar, "v1.34.0")
+	in := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 	in.ContainerLinuxConfig = doc
 	return in
 }
@@ -34,7 +35,7 @@ func TestRenderRejectsBadContainerLinuxConfig(t *testing.T) {
 		contains     string
 	}{
 		{"on Fedora CoreOS", func() ignition.Input {
-			in := joinInput(ignition.VariantFCOS, "v1.34.0")
+			in := joinInput(cabpiv1.VariantFCOS, "v1.34.0")
 			in.ContainerLinuxConfig = flatcarCLC
 			return in
 		}(), ignition.ErrVariantMismatch, 0, 0, "fcos nodes never read it: write the snippet in Butane"},
@@ -122,7 +123,7 @@ func TestRenderRejectsBadContainerLinuxConfig(t *testing.T) {
 			require.ErrorAs(t, err, &ierr)
 			assert.Nil(t, out.Data)
 			assert.Equal(t, tc.kind, ierr.Kind, ierr.Error())
-			assert.Equal(t, "containerLinuxConfig", ierr.Field)
+			assert.Equal(t, ignition.At(ignition.PartContainerLinuxConfig), ierr.Place)
 			assert.Equal(t, tc.line, ierr.Line, ierr.Error())
 			assert.Equal(t, tc.column, ierr.Column, ierr.Error())
 			assert.Contains(t, ierr.Message, tc.contains)
@@ -148,13 +149,13 @@ func TestContainerLinuxConfigWarnings(t *testing.T) {
 	out, err := ignition.Render(in)
 	require.NoError(t, err)
 	want := []ignition.Warning{
-		{Field: "containerLinuxConfig", Line: 2, Column: 3, Message: "Config has unrecognized key: filez"},
-		{Field: "containerLinuxConfig", Line: 4, Column: 7, Message: "the create object has been deprecated in favor of mount-level options"},
+		{Place: ignition.At(ignition.PartContainerLinuxConfig), Line: 2, Column: 3, Message: "Config has unrecognized key: filez"},
+		{Place: ignition.At(ignition.PartContainerLinuxConfig), Line: 4, Column: 7, Message: "the create object has been deprecated in favor of mount-level options"},
 	}
 	require.Len(t, out.Warnings, 3, "%v", out.Warnings)
 	assert.Equal(t, want, out.Warnings[:2], "the transpiler's warnings, each once")
 	note := out.Warnings[2]
-	assert.Equal(t, []any{"containerLinuxConfig", 8, 9}, []any{note.Field, note.Line, note.Column})
+	assert.Equal(t, []any{ignition.At(ignition.PartContainerLinuxConfig), 8, 9}, []any{note.Place, note.Line, note.Column})
 	assert.Contains(t, note.Message, "Ignition 3 reuses a filesystem of the same format")
 	assert.True(t, strings.HasPrefix(note.String(), "containerLinuxConfig: line 8, column 9: filesystem data: "), note.String())
 

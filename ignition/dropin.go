@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/coreos/go-systemd/v22/unit"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition/internal/fspath"
 )
 
 // The drop-in directories systemd reads for kubeadm.service under /etc/systemd/system: the
@@ -46,7 +48,7 @@ func kubeadmDropinPath(p string) bool {
 // inKubeadmDropinDir reports whether the clean path p is inside a drop-in directory of
 // kubeadm.service, at any depth.
 func inKubeadmDropinDir(p string) bool {
-	return slices.ContainsFunc(kubeadmDropinDirs, func(dir string) bool { return isBelow(p, dir) })
+	return slices.ContainsFunc(kubeadmDropinDirs, func(dir string) bool { return fspath.Below(p, dir) })
 }
 
 // checkDropin parses a drop-in of kubeadm.service with systemd's unit syntax and returns why it

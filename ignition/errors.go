@@ -1,9 +1,14 @@
 package ignition
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition/internal/docpos"
+)
 
 // ErrorKind classifies a rendering error so callers can map it to a stable condition reason or
-// an admission field error. Kinds are stable.
+// an admission field error. Kinds are stable. A kind is an error itself, so that
+// errors.Is(err, ErrInvalidButane) asks for the kind of an *Error anywhere in err's chain.
 type ErrorKind string
 
 const (
@@ -25,48 +30,47 @@ const (
 	ErrInvalidInput ErrorKind = "InvalidInput"
 )
 
-// Error is a rendering error caused by the input. Field is the spec field at fault
-// ("butane", "containerLinuxConfig", "files[2]", "ignitionVersion", ...); Line and Column locate
-// the error inside the Butane or Container Linux Config document when it is known (1-based, 0
-// when unknown).
+// Error is the kind's name.
+func (k ErrorKind) Error() string { return string(k) }
+
+// Error is a rendering error caused by the input. Place is the part of the input at fault
+// (PartButane, Entry(PartFile, 2, FileMode), At(PartIgnitionVersion), ...); Line and Column
+// locate the error inside the Butane or Container Linux Config document when it is known
+// (1-based, 0 when unknown).
 type Error struct {
 	Kind    ErrorKind
-	Field   string
+	Place   Place
 	Line    int
 	Column  int
 	Message string
 }
 
+// Error is the place, as messages show it, then the detail: "files[2].permissions: ...".
 func (e *Error) Error() string {
-	if e.Field != "" {
-		return e.Field + ": " + e.Detail()
+	if at := e.Place.String(); at != "" {
+		return at + ": " + e.Detail()
 	}
 	return e.Detail()
 }
 
-// Detail is the message with the place in the document when it is known, without the field
+// Is reports whether target is the error's kind: errors.Is(err, ErrOwnedPathConflict).
+func (e *Error) Is(target error) bool {
+	kind, ok := target.(ErrorKind)
+	return ok && kind == e.Kind
+}
+
+// Detail is the message with the position in the document when it is known, without the place
 // (admission puts that in the field error's path).
 func (e *Error) Detail() string {
-	if pos := placeIn(e.Line, e.Column); pos != "" {
+	if pos := (docpos.Position{Line: e.Line, Column: e.Column}).String(); pos != "" {
 		return e.Message + " (" + pos + ")"
 	}
 	return e.Message
 }
 
-// placeIn is "line L, column C", "line L" when the column is unknown, "" when the line is.
-func placeIn(line, column int) string {
-	switch {
-	case line > 0 && column > 0:
-		return fmt.Sprintf("line %d, column %d", line, column)
-	case line > 0:
-		return fmt.Sprintf("line %d", line)
-	}
-	return ""
-}
-
 // errorf builds an input error; line and column stay zero (unknown).
-func errorf(kind ErrorKind, field, format string, args ...any) *Error {
-	return &Error{Kind: kind, Field: field, Message: fmt.Sprintf(format, args...)}
+func errorf(kind ErrorKind, at Place, format string, args ...any) *Error {
+	return &Error{Kind: kind, Place: at, Message: fmt.Sprintf(format, args...)}
 }
 
 // asError returns e as an error interface, keeping a nil *Error a nil error: the exported

@@ -13,6 +13,7 @@ import (
 	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/types/upstream"
 
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
@@ -26,7 +27,7 @@ const (
 )
 
 // joinInput is a worker join the way the reconciler builds it: discovery filled in.
-func joinInput(variant ignition.Variant, kubernetesVersion string) ignition.Input {
+func joinInput(variant cabpiv1.Variant, kubernetesVersion string) ignition.Input {
 	return ignition.Input{
 		Variant:           variant,
 		Role:              ignition.RoleWorkerJoin,
@@ -45,7 +46,7 @@ func joinInput(variant ignition.Variant, kubernetesVersion string) ignition.Inpu
 }
 
 // controlPlaneJoinInput is a control-plane join with the shared certificates.
-func controlPlaneJoinInput(variant ignition.Variant, kubernetesVersion string) ignition.Input {
+func controlPlaneJoinInput(variant cabpiv1.Variant, kubernetesVersion string) ignition.Input {
 	in := joinInput(variant, kubernetesVersion)
 	in.Role = ignition.RoleControlPlaneJoin
 	in.JoinConfiguration.ControlPlane = &kubeadmv1.JoinControlPlane{
@@ -56,7 +57,7 @@ func controlPlaneJoinInput(variant ignition.Variant, kubernetesVersion string) i
 }
 
 // initInput is a kubeadm init with the cluster's defaults filled in, as the reconciler does.
-func initInput(variant ignition.Variant, kubernetesVersion string) ignition.Input {
+func initInput(variant cabpiv1.Variant, kubernetesVersion string) ignition.Input {
 	return ignition.Input{
 		Variant:           variant,
 		Role:              ignition.RoleInit,

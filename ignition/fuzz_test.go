@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
@@ -37,14 +38,14 @@ const (
 // fuzzSizeLimit is the user-data limit of inputs with fuzzCompress.
 const fuzzSizeLimit = 1024
 
-var fuzzPlatforms = []ignition.Platform{"", ignition.PlatformAWS, ignition.PlatformAzure, ignition.PlatformOpenStack}
+var fuzzPlatforms = []cabpiv1.MetadataPlatform{"", cabpiv1.MetadataPlatformAWS, cabpiv1.MetadataPlatformAzure, cabpiv1.MetadataPlatformOpenStack}
 
 // fuzzRoles are the roles FuzzRender's role byte picks from (modulo).
 var fuzzRoles = []ignition.Role{ignition.RoleWorkerJoin, ignition.RoleControlPlaneJoin, ignition.RoleInit}
 
 // fuzzRenderInput builds FuzzRender's input. It is called twice per case, so the input Render
 // was given can be compared with a fresh one: Render must not modify its input.
-func fuzzRenderInput(variant ignition.Variant, role ignition.Role, options uint8,
+func fuzzRenderInput(variant cabpiv1.Variant, role ignition.Role, options uint8,
 	butane string, strict bool, pre, post, filePath, fileContent, owner, pin, kubernetesVersion string,
 ) ignition.Input {
 	var in ignition.Input
@@ -129,7 +130,7 @@ func FuzzRender(f *testing.F) {
 	f.Add(fcosSnippet, false, "", "", "10-env.conf", "[Service]\nEnvironment=A=1\n", "", "3.0.0", "v1.34.0", uint8(worker), uint8(fuzzCompress|fuzzKubeadmDropin))
 	f.Fuzz(func(t *testing.T, butane string, strict bool, pre, post, filePath, fileContent, owner, pin, kubernetesVersion string, roleByte, options uint8) {
 		role := fuzzRoles[int(roleByte)%len(fuzzRoles)]
-		for _, variant := range []ignition.Variant{ignition.VariantFlatcar, ignition.VariantFCOS} {
+		for _, variant := range []cabpiv1.Variant{cabpiv1.VariantFlatcar, cabpiv1.VariantFCOS} {
 			build := func() ignition.Input {
 				return fuzzRenderInput(variant, role, options, butane, strict, pre, post, filePath, fileContent, owner, pin, kubernetesVersion)
 			}
@@ -161,7 +162,7 @@ func requireInputError(t *testing.T, out ignition.Output, err error) {
 // requireValidOutput checks a successful Render: Ignition parses it at the spec version reported,
 // which the variant supports (the pinned one when pinned), and the provider's part is there,
 // behind the wrapper where there is one, which only a compressed render has.
-func requireValidOutput(t *testing.T, variant ignition.Variant, pin string, out ignition.Output) {
+func requireValidOutput(t *testing.T, variant cabpiv1.Variant, pin string, out ignition.Output) {
 	t.Helper()
 	_, rpt, err := ignconfig.Parse(out.Data)
 	require.NoError(t, err, rpt.String())

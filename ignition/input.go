@@ -10,6 +10,8 @@ package ignition
 import (
 	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/types/upstream"
+
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // Role is what kubeadm does on the node.
@@ -33,14 +35,6 @@ func (r Role) Known() bool {
 	return false
 }
 
-// Variant is the OS family; it equals the Butane variant name.
-type Variant string
-
-const (
-	VariantFlatcar Variant = "flatcar"
-	VariantFCOS    Variant = "fcos"
-)
-
 // Paths and units the provider owns. A user snippet or spec file that writes one of them is rejected.
 const (
 	KubeadmConfigPath = "/etc/kubeadm.yml"
@@ -59,7 +53,7 @@ const (
 // Input is everything Render needs. All content is resolved: no references.
 type Input struct {
 	// Variant selects the Butane variant the snippet must use and the Ignition versions allowed.
-	Variant Variant
+	Variant cabpiv1.Variant
 	// IgnitionVersion pins the output spec version ("3.4.0"); empty picks the lowest that carries the config.
 	IgnitionVersion string
 	// Role selects kubeadm init, join --control-plane or join.

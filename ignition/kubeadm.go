@@ -20,7 +20,7 @@ const kubeadmDocumentSeparator = "---\n"
 // ValidateKubernetesVersion reports whether kubeadm configuration can be written for the
 // Kubernetes version v ("v1.34.0", "1.34"): it must parse as semver and be at least 1.22, the
 // oldest version Cluster API's kubeadm types serialise. The error is an *Error with Kind
-// ErrUnsupportedKubernetesVersion and Field "version".
+// ErrUnsupportedKubernetesVersion at PartKubernetesVersion.
 func ValidateKubernetesVersion(v string) error {
 	_, err := parseKubernetesVersion(v)
 	return asError(err)
@@ -31,11 +31,11 @@ func ValidateKubernetesVersion(v string) error {
 func parseKubernetesVersion(v string) (semver.Version, *Error) {
 	ver, err := semver.ParseTolerant(v)
 	if err != nil {
-		return semver.Version{}, errorf(ErrUnsupportedKubernetesVersion, "version",
+		return semver.Version{}, errorf(ErrUnsupportedKubernetesVersion, At(PartKubernetesVersion),
 			"Kubernetes version %q is not a semantic version: %v", v, err)
 	}
 	if _, err := kubeadmtypes.KubeVersionToKubeadmAPIGroupVersion(ver); err != nil {
-		return semver.Version{}, errorf(ErrUnsupportedKubernetesVersion, "version",
+		return semver.Version{}, errorf(ErrUnsupportedKubernetesVersion, At(PartKubernetesVersion),
 			"Kubernetes version %q is not supported: %v", v, err)
 	}
 	return ver, nil
@@ -53,16 +53,16 @@ func kubeadmConfig(in *Input, ver semver.Version, md *metadataSource) (string, [
 		if in.InitConfiguration != nil {
 			init = in.InitConfiguration.DeepCopy()
 		}
-		if ierr := applyNodeName(&init.NodeRegistration, md, providerID, "initConfiguration.nodeRegistration"); ierr != nil {
+		if ierr := applyNodeName(&init.NodeRegistration, md, providerID, At(PartInitConfiguration, "nodeRegistration")); ierr != nil {
 			return "", nil, ierr
 		}
 		cluster, err := kubeadmtypes.MarshalClusterConfigurationForVersion(in.ClusterConfiguration, ver, in.ClusterData)
 		if err != nil {
-			return "", nil, errorf(ErrInvalidInput, "clusterConfiguration", "cannot write kubeadm ClusterConfiguration: %v", err)
+			return "", nil, errorf(ErrInvalidInput, At(PartClusterConfiguration), "cannot write kubeadm ClusterConfiguration: %v", err)
 		}
 		initYAML, err := kubeadmtypes.MarshalInitConfigurationForVersion(init, ver)
 		if err != nil {
-			return "", nil, errorf(ErrInvalidInput, "initConfiguration", "cannot write kubeadm InitConfiguration: %v", err)
+			return "", nil, errorf(ErrInvalidInput, At(PartInitConfiguration), "cannot write kubeadm InitConfiguration: %v", err)
 		}
 		return cluster + kubeadmDocumentSeparator + initYAML, nil, nil
 	case RoleControlPlaneJoin, RoleWorkerJoin:
@@ -70,7 +70,7 @@ func kubeadmConfig(in *Input, ver semver.Version, md *metadataSource) (string, [
 		if ierr != nil {
 			return "", nil, ierr
 		}
-		if ierr := applyNodeName(&join.NodeRegistration, md, providerID, "joinConfiguration.nodeRegistration"); ierr != nil {
+		if ierr := applyNodeName(&join.NodeRegistration, md, providerID, At(PartJoinConfiguration, "nodeRegistration")); ierr != nil {
 			return "", nil, ierr
 		}
 		files, ierr := discoveryFiles(&join.Discovery)
@@ -79,11 +79,11 @@ func kubeadmConfig(in *Input, ver semver.Version, md *metadataSource) (string, [
 		}
 		out, err := kubeadmtypes.MarshalJoinConfigurationForVersion(join, ver)
 		if err != nil {
-			return "", nil, errorf(ErrInvalidInput, "joinConfiguration", "cannot write kubeadm JoinConfiguration: %v", err)
+			return "", nil, errorf(ErrInvalidInput, At(PartJoinConfiguration), "cannot write kubeadm JoinConfiguration: %v", err)
 		}
 		return out, files, nil
 	default:
-		return "", nil, errorf(ErrInvalidInput, "role", "unknown role %q", in.Role)
+		return "", nil, errorf(ErrInvalidInput, At(PartRole), "unknown role %q", in.Role)
 	}
 }
 
@@ -95,7 +95,7 @@ func kubeadmConfig(in *Input, ver semver.Version, md *metadataSource) (string, [
 // taint) and empty (no taints) mean different things.
 func joinConfigurationFor(role Role, jc *kubeadmv1.JoinConfiguration) (*kubeadmv1.JoinConfiguration, *Error) {
 	if jc == nil {
-		return nil, errorf(ErrInvalidInput, "joinConfiguration", "a %s join needs a JoinConfiguration", role)
+		return nil, errorf(ErrInvalidInput, At(PartJoinConfiguration), "a %s join needs a JoinConfiguration", role)
 	}
 	if ierr := checkTokens(&jc.Discovery); ierr != nil {
 		return nil, ierr
@@ -104,8 +104,8 @@ func joinConfigurationFor(role Role, jc *kubeadmv1.JoinConfiguration) (*kubeadmv
 	switch role {
 	case RoleWorkerJoin:
 		if out.ControlPlane != nil {
-			return nil, errorf(ErrInvalidInput, "joinConfiguration.controlPlane",
-				"a worker must not set joinConfiguration.controlPlane: kubeadm would join it to the control plane")
+			at := At(PartJoinConfiguration, JoinControlPlane)
+			return nil, errorf(ErrInvalidInput, at, "a worker must not set %s: kubeadm would join it to the control plane", at)
 		}
 		taints := withUninitializedTaint(out.NodeRegistration.Taints)
 		out.NodeRegistration.Taints = &taints
@@ -123,19 +123,25 @@ const BootstrapTokenPattern = "[a-z0-9]{6}.[a-z0-9]{16}"
 // checkTokens refuses a discovery or TLS bootstrap token kubeadm would refuse at boot. The
 // message never repeats the token: it is a credential.
 func checkTokens(d *kubeadmv1.Discovery) *Error {
-	for _, t := range []struct{ field, value string }{
-		{"joinConfiguration.discovery.bootstrapToken.token", d.BootstrapToken.Token},
-		{"joinConfiguration.discovery.tlsBootstrapToken", d.TLSBootstrapToken},
+	for _, t := range []struct {
+		at    Place
+		value string
+	}{
+		{At(PartJoinConfiguration, "discovery", "bootstrapToken", "token"), d.BootstrapToken.Token},
+		{At(PartJoinConfiguration, "discovery", "tlsBootstrapToken"), d.TLSBootstrapToken},
 	} {
 		if t.value != "" && !bootstraputil.IsValidBootstrapToken(t.value) {
-			return errorf(ErrInvalidInput, t.field, "not a kubeadm bootstrap token: it must match %s", BootstrapTokenPattern)
+			return errorf(ErrInvalidInput, t.at, "not a kubeadm bootstrap token: it must match %s", BootstrapTokenPattern)
 		}
 	}
 	return nil
 }
 
-// discoveryKubeconfigField is where the discovery kubeconfig file comes from in the spec.
-const discoveryKubeconfigField = "joinConfiguration.discovery.file"
+// discoveryFile is where the discovery kubeconfig file comes from in the JoinConfiguration: the
+// place of its member path.
+func discoveryFile(path ...Member) Place {
+	return At(PartJoinConfiguration, append([]Member{"discovery", "file"}, path...)...)
+}
 
 // discoveryKubeconfigMode: the kubeconfig may carry credentials (exec environment, auth provider
 // configuration).
@@ -150,16 +156,16 @@ func discoveryFiles(d *kubeadmv1.Discovery) ([]ownedFile, *Error) {
 		return nil, nil
 	}
 	if !path.IsAbs(f.KubeConfigPath) {
-		return nil, errorf(ErrInvalidInput, discoveryKubeconfigField+".kubeConfigPath",
+		return nil, errorf(ErrInvalidInput, discoveryFile("kubeConfigPath"),
 			"%q is not an absolute path: with kubeConfig set, the kubeconfig is written to the node at kubeConfigPath", f.KubeConfigPath)
 	}
 	c := f.KubeConfig.Cluster
 	if c.Server == "" {
-		return nil, errorf(ErrInvalidInput, discoveryKubeconfigField+".kubeConfig.cluster.server", "the discovery kubeconfig has no server")
+		return nil, errorf(ErrInvalidInput, discoveryFile("kubeConfig", "cluster", "server"), "the discovery kubeconfig has no server")
 	}
 	insecure := c.InsecureSkipTLSVerify != nil && *c.InsecureSkipTLSVerify
 	if len(c.CertificateAuthorityData) == 0 && !insecure {
-		return nil, errorf(ErrInvalidInput, discoveryKubeconfigField+".kubeConfig.cluster.certificateAuthorityData",
+		return nil, errorf(ErrInvalidInput, discoveryFile("kubeConfig", "cluster", "certificateAuthorityData"),
 			"the discovery kubeconfig has no certificate authority")
 	}
 	user := clientcmdv1.AuthInfo{}
@@ -200,11 +206,11 @@ func discoveryFiles(d *kubeadmv1.Discovery) ([]ownedFile, *Error) {
 	}
 	data, err := yaml.Marshal(kubeconfig)
 	if err != nil {
-		return nil, errorf(ErrInvalidInput, discoveryKubeconfigField+".kubeConfig", "cannot write the discovery kubeconfig: %v", err)
+		return nil, errorf(ErrInvalidInput, discoveryFile("kubeConfig"), "cannot write the discovery kubeconfig: %v", err)
 	}
 	return []ownedFile{{
 		File:  File{Path: f.KubeConfigPath, Content: data, Mode: discoveryKubeconfigMode},
-		field: discoveryKubeconfigField + ".kubeConfigPath",
+		place: discoveryFile("kubeConfigPath"),
 	}}, nil
 }
 

@@ -14,6 +14,8 @@ import (
 	v3_5 "github.com/coreos/ignition/v2/config/v3_5"
 	v3_6 "github.com/coreos/ignition/v2/config/v3_6"
 	"github.com/coreos/vcontext/report"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition/internal/normalize"
 )
 
 // mergeFunc parses the base and the snippet (nil for none) at one spec version, merges the
@@ -39,13 +41,13 @@ func mergeAt[C any](parse func([]byte) (C, report.Report, error)) mergeFunc {
 	return func(base []byte, snippet *snippet, check func(merged []byte) *Error) ([]byte, *Error) {
 		merged, rpt, err := parse(base)
 		if err != nil {
-			return nil, reportError(ErrInvalidInput, "", "the bootstrap configuration is not valid Ignition", err, rpt)
+			return nil, reportError(ErrInvalidInput, Place{}, "the bootstrap configuration is not valid Ignition", err, rpt)
 		}
 		if snippet != nil {
 			child, rpt, err := parse(snippet.json)
 			if err != nil {
 				src := snippet.source
-				return nil, reportError(src.invalid, src.field, src.name+"'s Ignition does not parse", err, rpt)
+				return nil, reportError(src.invalid, src.place(), src.name+"'s Ignition does not parse", err, rpt)
 			}
 			// The snippet is the child: for an entry both define, its fields win. Owned paths
 			// and units were rejected before, so this only ever adds to the base.
@@ -54,10 +56,10 @@ func mergeAt[C any](parse func([]byte) (C, report.Report, error)) mergeFunc {
 		}
 		out, err := json.Marshal(merged)
 		if err != nil {
-			return nil, errorf(ErrInvalidInput, "", "cannot encode the merged config: %v", err)
+			return nil, errorf(ErrInvalidInput, Place{}, "cannot encode the merged config: %v", err)
 		}
-		if out, err = normalize(out); err != nil {
-			return nil, errorf(ErrInvalidInput, "", "cannot encode the merged config: %v", err)
+		if out, err = normalize.Config(out); err != nil {
+			return nil, errorf(ErrInvalidInput, Place{}, "cannot encode the merged config: %v", err)
 		}
 		if ierr := check(out); ierr != nil {
 			return nil, ierr
@@ -65,7 +67,7 @@ func mergeAt[C any](parse func([]byte) (C, report.Report, error)) mergeFunc {
 		// Parse what is emitted, exactly as a node would: this validates the merged config
 		// (duplicates, conflicts between base and snippet) with the target version's rules.
 		if _, rpt, err := parse(out); err != nil {
-			return nil, reportError(ErrInvalidInput, "", "the merged configuration is not valid Ignition", err, rpt)
+			return nil, reportError(ErrInvalidInput, Place{}, "the merged configuration is not valid Ignition", err, rpt)
 		}
 		return out, nil
 	}
@@ -76,16 +78,16 @@ func mergeAt[C any](parse func([]byte) (C, report.Report, error)) mergeFunc {
 func mergeConfigs(target string, base []byte, snippet *snippet, check func(merged []byte) *Error) ([]byte, *Error) {
 	m, ok := mergers[target]
 	if !ok {
-		return nil, errorf(ErrUnsupportedIgnitionVersion, "ignitionVersion", "no Ignition %s support", target)
+		return nil, errorf(ErrUnsupportedIgnitionVersion, At(PartIgnitionVersion), "no Ignition %s support", target)
 	}
 	return m(base, snippet, check)
 }
 
 // reportError turns a failed Ignition parse into an *Error that carries the report's text.
-func reportError(kind ErrorKind, field, what string, err error, rpt report.Report) *Error {
+func reportError(kind ErrorKind, at Place, what string, err error, rpt report.Report) *Error {
 	msg := fmt.Sprintf("%s: %v", what, err)
 	if text := strings.TrimSpace(rpt.String()); text != "" {
 		msg += ": " + strings.ReplaceAll(text, "\n", "; ")
 	}
-	return &Error{Kind: kind, Field: field, Message: msg}
+	return &Error{Kind: kind, Place: at, Message: msg}
 }

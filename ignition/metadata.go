@@ -5,21 +5,14 @@ import (
 	"slices"
 
 	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
-)
 
-// Platform is a cloud whose metadata service can name the node.
-type Platform string
-
-const (
-	PlatformAWS       Platform = "aws"
-	PlatformAzure     Platform = "azure"
-	PlatformOpenStack Platform = "openstack"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // NodeNameFromMetadata names the node, and optionally sets its provider ID, from the platform's
 // metadata service at first boot instead of from nodeRegistration.name.
 type NodeNameFromMetadata struct {
-	Platform Platform
+	Platform cabpiv1.MetadataPlatform
 	// ProviderID also sets the kubelet's --provider-id from the instance's metadata, in the form
 	// the platform's Cluster API infrastructure provider puts on the Machine.
 	ProviderID bool
@@ -45,16 +38,16 @@ type metadataSource struct {
 
 // Flatcar runs Afterburn as coreos-metadata.service with the legacy COREOS_ names (and EC2 for
 // AWS); Fedora CoreOS runs afterburn.service with AFTERBURN_ names.
-var metadataSources = map[Variant]map[Platform]metadataSource{
-	VariantFlatcar: {
-		PlatformAWS:       flatcarSource("COREOS_EC2_HOSTNAME", "aws:///%s/%s", "COREOS_EC2_AVAILABILITY_ZONE", "COREOS_EC2_INSTANCE_ID"),
-		PlatformOpenStack: flatcarSource("COREOS_OPENSTACK_HOSTNAME", "openstack:///%s", "COREOS_OPENSTACK_INSTANCE_UUID"),
-		PlatformAzure:     flatcarSource(hostnameAttribute, ""),
+var metadataSources = map[cabpiv1.Variant]map[cabpiv1.MetadataPlatform]metadataSource{
+	cabpiv1.VariantFlatcar: {
+		cabpiv1.MetadataPlatformAWS:       flatcarSource("COREOS_EC2_HOSTNAME", "aws:///%s/%s", "COREOS_EC2_AVAILABILITY_ZONE", "COREOS_EC2_INSTANCE_ID"),
+		cabpiv1.MetadataPlatformOpenStack: flatcarSource("COREOS_OPENSTACK_HOSTNAME", "openstack:///%s", "COREOS_OPENSTACK_INSTANCE_UUID"),
+		cabpiv1.MetadataPlatformAzure:     flatcarSource(hostnameAttribute, ""),
 	},
-	VariantFCOS: {
-		PlatformAWS:       fcosSource("AFTERBURN_AWS_HOSTNAME", "aws:///%s/%s", "AFTERBURN_AWS_AVAILABILITY_ZONE", "AFTERBURN_AWS_INSTANCE_ID"),
-		PlatformOpenStack: fcosSource("AFTERBURN_OPENSTACK_HOSTNAME", "openstack:///%s", "AFTERBURN_OPENSTACK_INSTANCE_UUID"),
-		PlatformAzure:     fcosSource(hostnameAttribute, ""),
+	cabpiv1.VariantFCOS: {
+		cabpiv1.MetadataPlatformAWS:       fcosSource("AFTERBURN_AWS_HOSTNAME", "aws:///%s/%s", "AFTERBURN_AWS_AVAILABILITY_ZONE", "AFTERBURN_AWS_INSTANCE_ID"),
+		cabpiv1.MetadataPlatformOpenStack: fcosSource("AFTERBURN_OPENSTACK_HOSTNAME", "openstack:///%s", "AFTERBURN_OPENSTACK_INSTANCE_UUID"),
+		cabpiv1.MetadataPlatformAzure:     fcosSource(hostnameAttribute, ""),
 	},
 }
 
@@ -82,10 +75,10 @@ func newMetadataSource(service, file, nodeName, providerIDFormat string, idAttri
 // script substitutes it (the form users of envsubst already know).
 func placeholder(attribute string) string { return "${" + attribute + "}" }
 
-// Platforms lists the platforms a node can be named from, sorted.
-func Platforms() []Platform {
-	out := make([]Platform, 0, len(metadataSources[VariantFlatcar]))
-	for p := range metadataSources[VariantFlatcar] {
+// metadataPlatforms lists the platforms a node can be named from, sorted, for messages.
+func metadataPlatforms() []cabpiv1.MetadataPlatform {
+	out := make([]cabpiv1.MetadataPlatform, 0, len(metadataSources[cabpiv1.VariantFlatcar]))
+	for p := range metadataSources[cabpiv1.VariantFlatcar] {
 		out = append(out, p)
 	}
 	slices.Sort(out)
@@ -93,16 +86,16 @@ func Platforms() []Platform {
 }
 
 // metadataFor resolves the input's node-name option; nil without one.
-func metadataFor(variant Variant, nn *NodeNameFromMetadata) (*metadataSource, *Error) {
+func metadataFor(variant cabpiv1.Variant, nn *NodeNameFromMetadata) (*metadataSource, *Error) {
 	if nn == nil {
 		return nil, nil
 	}
 	src, ok := metadataSources[variant][nn.Platform]
 	if !ok {
-		return nil, errorf(ErrInvalidInput, "nodeName.fromMetadata", "unknown platform %q; supported: %v", nn.Platform, Platforms())
+		return nil, errorf(ErrInvalidInput, At(PartNodeName, NodeNamePlatform), "unknown platform %q; supported: %v", nn.Platform, metadataPlatforms())
 	}
 	if nn.ProviderID && src.providerID == "" {
-		return nil, errorf(ErrInvalidInput, "nodeName.providerID",
+		return nil, errorf(ErrInvalidInput, At(PartNodeName, NodeNameProviderID),
 			"the %s metadata service does not give what its provider ID is made of; leave providerID unset (the cloud provider sets it)", nn.Platform)
 	}
 	return &src, nil
@@ -111,21 +104,22 @@ func metadataFor(variant Variant, nn *NodeNameFromMetadata) (*metadataSource, *E
 // applyNodeName names the node registration after the metadata placeholders; reg is the
 // caller's copy. A name or provider ID the user set as well would be silently overridden on one
 // side: refused.
-func applyNodeName(reg *kubeadmv1.NodeRegistrationOptions, src *metadataSource, providerID bool, registrationField string) *Error {
+func applyNodeName(reg *kubeadmv1.NodeRegistrationOptions, src *metadataSource, providerID bool, registration Place) *Error {
 	if src == nil {
 		return nil
 	}
 	if reg.Name != "" {
-		return errorf(ErrInvalidInput, "nodeName",
-			"%s.name is set too; use one of nodeName.fromMetadata and %s.name", registrationField, registrationField)
+		return errorf(ErrInvalidInput, At(PartNodeName),
+			"%s.name is set too; use one of %s and %s.name", registration, At(PartNodeName, NodeNamePlatform), registration)
 	}
 	reg.Name = placeholder(src.nodeName)
 	if !providerID {
 		return nil
 	}
 	if slices.ContainsFunc(reg.KubeletExtraArgs, func(a kubeadmv1.Arg) bool { return a.Name == "provider-id" }) {
-		return errorf(ErrInvalidInput, "nodeName.providerID",
-			"%s.kubeletExtraArgs sets provider-id too; use one of nodeName.providerID and the kubelet argument", registrationField)
+		at := At(PartNodeName, NodeNameProviderID)
+		return errorf(ErrInvalidInput, at,
+			"%s.kubeletExtraArgs sets provider-id too; use one of %s and the kubelet argument", registration, at)
 	}
 	id := src.providerID
 	reg.KubeletExtraArgs = append(slices.Clone(reg.KubeletExtraArgs), kubeadmv1.Arg{Name: "provider-id", Value: &id})

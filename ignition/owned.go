@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	exptypes "github.com/coreos/ignition/v2/config/v3_7_experimental/types"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition/internal/fspath"
 )
 
 // Where systemd finds the provider's unit. Ignition writes the unit and its drop-ins under
@@ -34,10 +36,10 @@ var ownedPaths = func() []string {
 }()
 
 // ownedFile is a file the provider writes besides its fixed ones (a certificate, the discovery
-// kubeconfig), with the input field it comes from, for errors.
+// kubeconfig), with the place in the input it comes from, for errors.
 type ownedFile struct {
 	File
-	field string
+	place Place
 }
 
 // nodeKind is the kind of filesystem node a config writes.
@@ -56,19 +58,11 @@ const (
 func ownedConflict(p string, kind nodeKind, owned []string) string {
 	p = path.Clean(p)
 	for _, o := range owned {
-		if p == o || isBelow(p, o) || (kind != nodeDirectory && isBelow(o, p)) {
+		if p == o || fspath.Below(p, o) || (kind != nodeDirectory && fspath.Below(o, p)) {
 			return o
 		}
 	}
 	return ""
-}
-
-// isBelow reports whether p is strictly inside directory dir; both are clean and absolute.
-func isBelow(p, dir string) bool {
-	if dir == "/" {
-		return p != "/"
-	}
-	return strings.HasPrefix(p, dir+"/")
 }
 
 // checkSnippet rejects a snippet that writes an owned path or unit (the provider's other files
@@ -178,7 +172,7 @@ func checkSnippetLink(src snippetSource, l exptypes.Link, owned []string) *Error
 		return src.errorf(ErrOwnedPathConflict,
 			"writes a link at %s, in or at a drop-in directory of %s: what a link points to cannot be checked", l.Path, KubeadmUnitName)
 	}
-	if isBelow(path.Clean(l.Path), systemdPresetDir) {
+	if fspath.Below(path.Clean(l.Path), systemdPresetDir) {
 		return src.errorf(ErrOwnedPathConflict,
 			"writes a link at %s: a preset file there could disable %s, which the provider enables, "+
 				"and what a link points to cannot be checked", l.Path, KubeadmUnitName)
@@ -202,7 +196,7 @@ func checkSnippetLink(src snippetSource, l exptypes.Link, owned []string) *Error
 // before Ignition's 20-ignition.preset would win over its enable line. Any file is refused, not
 // only those sorting first, so renaming 20-ignition.preset in a later Ignition stays safe.
 func checkSnippetPreset(src snippetSource, f exptypes.File) *Error {
-	if !isBelow(path.Clean(f.Path), systemdPresetDir) {
+	if !fspath.Below(path.Clean(f.Path), systemdPresetDir) {
 		return nil
 	}
 	all, unreadable := snippetFileContent(f)
@@ -328,72 +322,71 @@ func presetDisablesKubeadm(content []byte) string {
 // path twice, sane modes and owners, no user file at a path the provider owns, and drop-ins of
 // kubeadm.service that keep its contract.
 func checkFiles(provider []ownedFile, files []File) *Error {
-	seen := map[string]string{}
-	// part names the field at fault inside a user's file ("files[2].owner"); a provider file
-	// (certificates[i], the discovery kubeconfig) is named as a whole.
-	check := func(f File, owned []string, part func(string) string) *Error {
-		field := part("")
+	seen := map[string]Place{}
+	// part places the member at fault inside a user's file (files[2].owner); a provider file
+	// (certificates[i], the discovery kubeconfig) is placed as a whole.
+	check := func(f File, owned []string, part func(Member) Place) *Error {
 		if !path.IsAbs(f.Path) {
-			return errorf(ErrInvalidInput, part("path"), "path %q is not absolute", f.Path)
+			return errorf(ErrInvalidInput, part(FilePath), "path %q is not absolute", f.Path)
 		}
 		clean := path.Clean(f.Path)
 		if clean == "/" {
-			return errorf(ErrInvalidInput, part("path"), "path %q is the root directory", f.Path)
+			return errorf(ErrInvalidInput, part(FilePath), "path %q is the root directory", f.Path)
 		}
 		if o := ownedConflict(clean, nodeFile, owned); o != "" {
-			return errorf(ErrOwnedPathConflict, part("path"), "path %s conflicts with %s written by the provider", f.Path, o)
+			return errorf(ErrOwnedPathConflict, part(FilePath), "path %s conflicts with %s written by the provider", f.Path, o)
 		}
 		if other, dup := seen[clean]; dup {
-			return errorf(ErrInvalidInput, part("path"), "path %s is also written by %s", f.Path, other)
+			return errorf(ErrInvalidInput, part(FilePath), "path %s is also written by %s", f.Path, other)
 		}
-		seen[clean] = field
-		if isBelow(clean, systemdPresetDir) {
+		seen[clean] = part("")
+		if fspath.Below(clean, systemdPresetDir) {
 			if line := presetDisablesKubeadm(f.Content); line != "" {
-				return errorf(ErrOwnedPathConflict, part("content"), "preset file %s has line %q, which disables %s, which the provider enables",
+				return errorf(ErrOwnedPathConflict, part(FileContent), "preset file %s has line %q, which disables %s, which the provider enables",
 					f.Path, line, KubeadmUnitName)
 			}
 		}
 		if kubeadmDropinPath(clean) {
 			if problem := checkDropin(clean, f.Content); problem != "" {
-				return errorf(ErrOwnedPathConflict, part("content"), "%s", problem)
+				return errorf(ErrOwnedPathConflict, part(FileContent), "%s", problem)
 			}
 		}
 		if managerConfigPath(clean) {
 			if problem := checkManagerConfig(clean, f.Content); problem != "" {
-				return errorf(ErrOwnedPathConflict, part("content"), "%s", problem)
+				return errorf(ErrOwnedPathConflict, part(FileContent), "%s", problem)
 			}
 		}
 		if f.Mode < 0 || f.Mode > 0o7777 {
-			return errorf(ErrInvalidInput, part("permissions"), "mode %#o is not a file mode (0 to 07777)", f.Mode)
+			return errorf(ErrInvalidInput, part(FileMode), "mode %#o is not a file mode (0 to 07777)", f.Mode)
 		}
 		if _, _, err := parseOwner(f.Owner); err != nil {
-			return errorf(ErrInvalidInput, part("owner"), "owner: %v", err)
+			return errorf(ErrInvalidInput, part(FileOwner), "owner: %v", err)
 		}
 		return nil
 	}
 	for _, p := range provider {
-		whole := func(string) string { return p.field }
+		whole := func(Member) Place { return p.place }
 		if err := check(p.File, ownedPaths, whole); err != nil {
 			return err
 		}
 	}
 	owned := append(append([]string(nil), ownedPaths...), ownedFilePaths(provider)...)
 	for i, f := range files {
-		if err := check(f, owned, userFileField(i)); err != nil {
+		if err := check(f, owned, userFile(i)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// userFileField names spec.files[i], or one of its fields: userFileField(2)("owner") is
-// "files[2].owner", userFileField(2)("") is "files[2]".
-func userFileField(i int) func(string) string {
-	return func(part string) string {
-		if part == "" {
-			return fmt.Sprintf("files[%d]", i)
+// userFile places the user's file i, or one of its members: userFile(2)(FileOwner) is
+// files[2].owner, userFile(2)("") is files[2].
+func userFile(i int) func(Member) Place {
+	return func(m Member) Place {
+		if m == "" {
+			return Entry(PartFile, i)
 		}
-		return fmt.Sprintf("files[%d].%s", i, part)
+		return Entry(PartFile, i, m)
 	}
 }
 
@@ -409,10 +402,10 @@ func checkSnippetAgainstFiles(s *snippet, files []File) *Error {
 				continue
 			}
 			if n.kind == nodeFile {
-				return src.errorf(ErrInvalidInput, "writes %s, which files[%d] writes too", n.path, i)
+				return src.errorf(ErrInvalidInput, "writes %s, which %s writes too", n.path, Entry(PartFile, i))
 			}
 			return src.errorf(ErrInvalidInput,
-				"writes a %s at %s, where files[%d] writes a file: Ignition would drop the file", n.kind, n.path, i)
+				"writes a %s at %s, where %s writes a file: Ignition would drop the file", n.kind, n.path, Entry(PartFile, i))
 		}
 	}
 	return nil
@@ -448,11 +441,11 @@ func ownedFilePaths(files []ownedFile) []string {
 	return out
 }
 
-// certificateFiles names the certificates after their input field.
+// certificateFiles places the certificates at their entries of the input.
 func certificateFiles(certificates []File) []ownedFile {
 	out := make([]ownedFile, 0, len(certificates))
 	for i, c := range certificates {
-		out = append(out, ownedFile{File: c, field: fmt.Sprintf("certificates[%d]", i)})
+		out = append(out, ownedFile{File: c, place: Entry(PartCertificate, i)})
 	}
 	return out
 }

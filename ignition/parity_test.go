@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
 )
@@ -17,7 +18,7 @@ import (
 // passwd.users with every field set, and verbosity is kubeadm's --v in the script.
 func TestKubeadmConfigParityFields(t *testing.T) {
 	for _, compress := range []bool{false, true} {
-		in := joinInput(ignition.VariantFlatcar, "v1.34.0")
+		in := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 		in.Compress = compress
 		in.Files = []ignition.File{
 			{Path: "/etc/hosts", Content: []byte("10.0.0.1 api.example\n"), Mode: 0o644, Append: true},

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition/internal/normalize"
 )
 
 // Prepared is a join rendered with a stand-in for its bootstrap token, ready to take the real
@@ -80,7 +82,7 @@ func (p *Prepared) WithJoinToken(token string) (Output, error) {
 		return Output{}, fmt.Errorf("encoding the config: %w", err)
 	}
 	// The same pruning and key order as every rendered config.
-	if data, err = normalize(data); err != nil {
+	if data, err = normalize.Config(data); err != nil {
 		return Output{}, err
 	}
 	return finish(p.merged.target, data, in.Compress, in.SizeLimit, p.merged.warnings)
@@ -101,7 +103,7 @@ func fileEntry(config map[string]any, path string) (int, error) {
 // replaceFileEntry puts the encoded file, normalised as the merged config's files are, at
 // storage.files[i].
 func replaceFileEntry(config map[string]any, i int, encoded []byte) error {
-	normalized, err := normalize(encoded)
+	normalized, err := normalize.Config(encoded)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
@@ -22,7 +23,7 @@ func TestPreparedWithJoinTokenEqualsRender(t *testing.T) {
 		"uncompressed (CAPD)": func(in *ignition.Input) { in.Compress = false },
 		"compressed":          func(in *ignition.Input) { in.Compress = true },
 		"control plane": func(in *ignition.Input) {
-			*in = controlPlaneJoinInput(ignition.VariantFlatcar, "v1.34.0")
+			*in = controlPlaneJoinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 			in.Compress = true
 		},
 		"snippet": func(in *ignition.Input) { in.Butane, in.Compress = snippet, true },
@@ -30,11 +31,11 @@ func TestPreparedWithJoinTokenEqualsRender(t *testing.T) {
 			in.NodeName = &ignition.NodeNameFromMetadata{Platform: "aws", ProviderID: true}
 		},
 		"wrapped over a limit": func(in *ignition.Input) { in.Butane, in.Compress, in.SizeLimit = snippet, true, 1500 },
-		"fcos":                 func(in *ignition.Input) { in.Variant = ignition.VariantFCOS; in.Compress = true },
+		"fcos":                 func(in *ignition.Input) { in.Variant = cabpiv1.VariantFCOS; in.Compress = true },
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {
-			in := joinInput(ignition.VariantFlatcar, "v1.34.0")
+			in := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 			mutate(&in)
 			p, err := ignition.Prepare(in)
 			require.NoError(t, err)
@@ -60,13 +61,13 @@ func TestPreparedWithJoinTokenEqualsRender(t *testing.T) {
 }
 
 func TestPreparedWithJoinTokenRefusesBadTokens(t *testing.T) {
-	p, err := ignition.Prepare(joinInput(ignition.VariantFlatcar, "v1.34.0"))
+	p, err := ignition.Prepare(joinInput(cabpiv1.VariantFlatcar, "v1.34.0"))
 	require.NoError(t, err)
 	_, err = p.WithJoinToken("not-a-token")
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "not-a-token", "a token is never echoed")
 
-	p, err = ignition.Prepare(initInput(ignition.VariantFlatcar, "v1.34.0"))
+	p, err = ignition.Prepare(initInput(cabpiv1.VariantFlatcar, "v1.34.0"))
 	require.NoError(t, err)
 	_, err = p.WithJoinToken("q8b2mz.x7c4v9n1m3k5j8h2")
 	assert.Error(t, err, "kubeadm init has no join token")

@@ -127,13 +127,15 @@ func mergeInput(in *Input) (*merged, *Error, error) {
 }
 
 // translateSnippet translates the input's provisioning document, Butane or Container Linux
-// Config; nil for none. Only one can be merged: both set is an error.
+// Config; nil for none. Only one can be merged (oneDocument): a document is given when it is
+// not blank.
 func translateSnippet(in *Input) (*snippet, *Error) {
-	if strings.TrimSpace(in.ContainerLinuxConfig) == "" {
-		return translateButane(in.Variant, in.Butane, in.ButaneStrict, in.Compress)
+	butane, clc := strings.TrimSpace(in.Butane) != "", strings.TrimSpace(in.ContainerLinuxConfig) != ""
+	if ierr := oneDocument(butane, clc); ierr != nil {
+		return nil, ierr
 	}
-	if strings.TrimSpace(in.Butane) != "" {
-		return nil, errorf(ErrInvalidInput, clcField, "set butane or containerLinuxConfig, not both")
+	if !clc {
+		return translateButane(in.Variant, in.Butane, in.ButaneStrict, in.Compress)
 	}
 	return translateCLC(in.Variant, in.ContainerLinuxConfig, in.ContainerLinuxConfigStrict, in.Compress)
 }

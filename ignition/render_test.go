@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
@@ -34,20 +35,20 @@ func goldenCases() map[string]ignition.Input {
 		return in
 	}
 	return map[string]ignition.Input{
-		"worker-flatcar-v1.34.0":               joinInput(ignition.VariantFlatcar, "v1.34.0"),
-		"worker-flatcar-snippet-v1.34.0":       withSnippet(joinInput(ignition.VariantFlatcar, "v1.34.0"), flatcarSnippet),
-		"worker-fcos-v1.34.0":                  joinInput(ignition.VariantFCOS, "v1.34.0"),
-		"worker-fcos-snippet-v1.34.0":          withSnippet(joinInput(ignition.VariantFCOS, "v1.34.0"), fcosSnippet),
-		"worker-flatcar-v1.30.4":               joinInput(ignition.VariantFlatcar, "v1.30.4"),
-		"init-flatcar-v1.34.0":                 initInput(ignition.VariantFlatcar, "v1.34.0"),
-		"init-fcos-v1.34.0":                    initInput(ignition.VariantFCOS, "v1.34.0"),
-		"init-flatcar-v1.30.4":                 initInput(ignition.VariantFlatcar, "v1.30.4"),
-		"init-fcos-snippet-v1.31.0":            withSnippet(initInput(ignition.VariantFCOS, "v1.31.0"), fcosSnippet),
-		"controlplane-flatcar-v1.34.0":         controlPlaneJoinInput(ignition.VariantFlatcar, "v1.34.0"),
-		"controlplane-fcos-v1.34.0":            controlPlaneJoinInput(ignition.VariantFCOS, "v1.34.0"),
-		"controlplane-fcos-v1.30.4":            controlPlaneJoinInput(ignition.VariantFCOS, "v1.30.4"),
-		"controlplane-flatcar-snippet-v1.31.0": withSnippet(controlPlaneJoinInput(ignition.VariantFlatcar, "v1.31.0"), flatcarSnippet),
-		"worker-flatcar-clc-v1.34.0":           withCLC(joinInput(ignition.VariantFlatcar, "v1.34.0"), flatcarCLC),
+		"worker-flatcar-v1.34.0":               joinInput(cabpiv1.VariantFlatcar, "v1.34.0"),
+		"worker-flatcar-snippet-v1.34.0":       withSnippet(joinInput(cabpiv1.VariantFlatcar, "v1.34.0"), flatcarSnippet),
+		"worker-fcos-v1.34.0":                  joinInput(cabpiv1.VariantFCOS, "v1.34.0"),
+		"worker-fcos-snippet-v1.34.0":          withSnippet(joinInput(cabpiv1.VariantFCOS, "v1.34.0"), fcosSnippet),
+		"worker-flatcar-v1.30.4":               joinInput(cabpiv1.VariantFlatcar, "v1.30.4"),
+		"init-flatcar-v1.34.0":                 initInput(cabpiv1.VariantFlatcar, "v1.34.0"),
+		"init-fcos-v1.34.0":                    initInput(cabpiv1.VariantFCOS, "v1.34.0"),
+		"init-flatcar-v1.30.4":                 initInput(cabpiv1.VariantFlatcar, "v1.30.4"),
+		"init-fcos-snippet-v1.31.0":            withSnippet(initInput(cabpiv1.VariantFCOS, "v1.31.0"), fcosSnippet),
+		"controlplane-flatcar-v1.34.0":         controlPlaneJoinInput(cabpiv1.VariantFlatcar, "v1.34.0"),
+		"controlplane-fcos-v1.34.0":            controlPlaneJoinInput(cabpiv1.VariantFCOS, "v1.34.0"),
+		"controlplane-fcos-v1.30.4":            controlPlaneJoinInput(cabpiv1.VariantFCOS, "v1.30.4"),
+		"controlplane-flatcar-snippet-v1.31.0": withSnippet(controlPlaneJoinInput(cabpiv1.VariantFlatcar, "v1.31.0"), flatcarSnippet),
+		"worker-flatcar-clc-v1.34.0":           withCLC(joinInput(cabpiv1.VariantFlatcar, "v1.34.0"), flatcarCLC),
 	}
 }
 
@@ -84,16 +85,16 @@ func TestKubeadmConfigPerRoleAndVersion(t *testing.T) {
 		contains   []string
 		absent     []string
 	}{
-		{joinInput(ignition.VariantFlatcar, "v1.30.4"), "kubeadm.k8s.io/v1beta3", []string{"JoinConfiguration"},
+		{joinInput(cabpiv1.VariantFlatcar, "v1.30.4"), "kubeadm.k8s.io/v1beta3", []string{"JoinConfiguration"},
 			[]string{testToken, "node.cluster.x-k8s.io/uninitialized", "node-labels: pool=default"}, []string{"controlPlane:"}},
-		{joinInput(ignition.VariantFCOS, "v1.31.0"), "kubeadm.k8s.io/v1beta4", []string{"JoinConfiguration"},
+		{joinInput(cabpiv1.VariantFCOS, "v1.31.0"), "kubeadm.k8s.io/v1beta4", []string{"JoinConfiguration"},
 			[]string{testToken, "node.cluster.x-k8s.io/uninitialized", "value: pool=default"}, []string{"controlPlane:"}},
-		{controlPlaneJoinInput(ignition.VariantFlatcar, "v1.34.0"), "kubeadm.k8s.io/v1beta4", []string{"JoinConfiguration"},
+		{controlPlaneJoinInput(cabpiv1.VariantFlatcar, "v1.34.0"), "kubeadm.k8s.io/v1beta4", []string{"JoinConfiguration"},
 			[]string{testToken, "controlPlane:", "advertiseAddress: 10.0.0.2"}, []string{"node.cluster.x-k8s.io/uninitialized"}},
-		{initInput(ignition.VariantFCOS, "v1.30.4"), "kubeadm.k8s.io/v1beta3", []string{"ClusterConfiguration", "InitConfiguration"},
+		{initInput(cabpiv1.VariantFCOS, "v1.30.4"), "kubeadm.k8s.io/v1beta3", []string{"ClusterConfiguration", "InitConfiguration"},
 			[]string{"clusterName: demo", "podSubnet: 192.168.0.0/16", "kubernetesVersion: v1.30.4", "controlPlaneEndpoint: " + testEndpoint},
 			[]string{"node.cluster.x-k8s.io/uninitialized", testToken}},
-		{initInput(ignition.VariantFlatcar, "v1.34.0"), "kubeadm.k8s.io/v1beta4", []string{"ClusterConfiguration", "InitConfiguration"},
+		{initInput(cabpiv1.VariantFlatcar, "v1.34.0"), "kubeadm.k8s.io/v1beta4", []string{"ClusterConfiguration", "InitConfiguration"},
 			[]string{"clusterName: demo", "serviceSubnet: 10.96.0.0/12", "dnsDomain: cluster.local", "api.example.com"},
 			[]string{"node.cluster.x-k8s.io/uninitialized"}},
 	}
@@ -119,7 +120,7 @@ func TestKubeadmConfigPerRoleAndVersion(t *testing.T) {
 // The uninitialized taint is added once, next to the user's taints, never duplicated, and the
 // caller's JoinConfiguration is not modified.
 func TestWorkerTaints(t *testing.T) {
-	in := joinInput(ignition.VariantFlatcar, "v1.34.0")
+	in := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 	mine := []corev1.Taint{userTaint, {Key: ignition.UninitializedTaintKey, Effect: corev1.TaintEffectNoSchedule}}
 	in.JoinConfiguration.NodeRegistration.Taints = &mine
 	out, err := ignition.Render(in)
@@ -167,18 +168,18 @@ func TestRenderIsDeterministicAndPure(t *testing.T) {
 func TestSpecVersionSelection(t *testing.T) {
 	cases := []struct {
 		name    string
-		variant ignition.Variant
+		variant cabpiv1.Variant
 		butane  string
 		pin     string
 		want    string
 	}{
-		{"flatcar floor", ignition.VariantFlatcar, "", "", "3.3.0"},
-		{"fcos floor", ignition.VariantFCOS, "", "", "3.0.0"},
-		{"flatcar 1.1.0 snippet", ignition.VariantFlatcar, "variant: flatcar\nversion: 1.1.0\n", "", "3.4.0"},
-		{"fcos 1.5.0 snippet", ignition.VariantFCOS, "variant: fcos\nversion: 1.5.0\n", "", "3.4.0"},
-		{"fcos 1.6.0 snippet", ignition.VariantFCOS, "variant: fcos\nversion: 1.6.0\n", "", "3.5.0"},
-		{"fcos pinned above snippet", ignition.VariantFCOS, "variant: fcos\nversion: 1.1.0\n", "3.6.0", "3.6.0"},
-		{"flatcar pinned", ignition.VariantFlatcar, "", "3.4.0", "3.4.0"},
+		{"flatcar floor", cabpiv1.VariantFlatcar, "", "", "3.3.0"},
+		{"fcos floor", cabpiv1.VariantFCOS, "", "", "3.0.0"},
+		{"flatcar 1.1.0 snippet", cabpiv1.VariantFlatcar, "variant: flatcar\nversion: 1.1.0\n", "", "3.4.0"},
+		{"fcos 1.5.0 snippet", cabpiv1.VariantFCOS, "variant: fcos\nversion: 1.5.0\n", "", "3.4.0"},
+		{"fcos 1.6.0 snippet", cabpiv1.VariantFCOS, "variant: fcos\nversion: 1.6.0\n", "", "3.5.0"},
+		{"fcos pinned above snippet", cabpiv1.VariantFCOS, "variant: fcos\nversion: 1.1.0\n", "3.6.0", "3.6.0"},
+		{"flatcar pinned", cabpiv1.VariantFlatcar, "", "3.4.0", "3.4.0"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -196,7 +197,7 @@ func TestSpecVersionSelection(t *testing.T) {
 // document where that is where the mistake is; none panics and none gives data.
 func TestRenderRejectsBadInput(t *testing.T) {
 	worker := func(mutate func(*ignition.Input)) ignition.Input {
-		in := joinInput(ignition.VariantFlatcar, "v1.34.0")
+		in := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 		mutate(&in)
 		return in
 	}
@@ -220,7 +221,7 @@ func TestRenderRejectsBadInput(t *testing.T) {
 		{"butane of another variant", worker(func(in *ignition.Input) { in.Butane = "variant: fcos\nversion: 1.5.0\n" }),
 			ignition.ErrVariantMismatch, "butane", 1, `"fcos" does not match`},
 		{"butane for flatcar on fcos", worker(func(in *ignition.Input) {
-			in.Variant, in.Butane = ignition.VariantFCOS, flatcarSnippet
+			in.Variant, in.Butane = cabpiv1.VariantFCOS, flatcarSnippet
 		}), ignition.ErrVariantMismatch, "butane", 1, `"flatcar" does not match the config's variant "fcos"`},
 		{"butane unknown variant", worker(func(in *ignition.Input) { in.Butane = "variant: ubuntu\nversion: 1.0.0\n" }),
 			ignition.ErrInvalidButane, "butane", 1, "unknown Butane variant"},
@@ -228,7 +229,7 @@ func TestRenderRejectsBadInput(t *testing.T) {
 			ignition.ErrInvalidButane, "butane", 2, ""},
 		{"butane experimental version", worker(func(in *ignition.Input) {
 			in.Butane = "variant: fcos\nversion: 1.7.0-experimental\n"
-			in.Variant = ignition.VariantFCOS
+			in.Variant = cabpiv1.VariantFCOS
 		}),
 			ignition.ErrInvalidButane, "butane", 2, ""},
 		{"butane without version", worker(func(in *ignition.Input) { in.Butane = "variant: flatcar\n" }),
@@ -343,7 +344,7 @@ func TestRenderRejectsBadInput(t *testing.T) {
 			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/x\n"
 		}), "", "", 0, "/etc/x"},
 		{"snippet writes a certificate path", func() ignition.Input {
-			in := controlPlaneJoinInput(ignition.VariantFlatcar, "v1.34.0")
+			in := controlPlaneJoinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 			in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/kubernetes/pki/ca.key\n"
 			return in
 		}(), ignition.ErrOwnedPathConflict, "butane", 0, "/etc/kubernetes/pki/ca.key"},
@@ -473,13 +474,13 @@ func TestRenderRejectsBadInput(t *testing.T) {
 		{"Ignition version that does not exist", worker(func(in *ignition.Input) { in.IgnitionVersion = "3.9.0" }),
 			ignition.ErrUnsupportedIgnitionVersion, "ignitionVersion", 0, ""},
 		{"pinned below the snippet", worker(func(in *ignition.Input) {
-			in.Variant, in.IgnitionVersion, in.Butane = ignition.VariantFCOS, "3.1.0", "variant: fcos\nversion: 1.5.0\n"
+			in.Variant, in.IgnitionVersion, in.Butane = cabpiv1.VariantFCOS, "3.1.0", "variant: fcos\nversion: 1.5.0\n"
 		}), ignition.ErrUnsupportedIgnitionVersion, "ignitionVersion", 0, "lower than 3.4.0"},
 		{"unknown role", worker(func(in *ignition.Input) { in.Role = "etcd" }), ignition.ErrInvalidInput, "role", 0, "etcd"},
 		{"join without configuration", worker(func(in *ignition.Input) { in.JoinConfiguration = nil }),
 			ignition.ErrInvalidInput, "joinConfiguration", 0, ""},
 		{"worker with a controlPlane section", func() ignition.Input {
-			in := controlPlaneJoinInput(ignition.VariantFlatcar, "v1.34.0")
+			in := controlPlaneJoinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 			in.Role, in.Certificates = ignition.RoleWorkerJoin, nil
 			return in
 		}(), ignition.ErrInvalidInput, "joinConfiguration.controlPlane", 0, ""},
@@ -495,7 +496,7 @@ func TestRenderRejectsBadInput(t *testing.T) {
 				assert.Equal(t, tc.kind, ierr.Kind, ierr.Error())
 			}
 			if tc.field != "" {
-				assert.Equal(t, tc.field, ierr.Field, ierr.Error())
+				assert.Equal(t, tc.field, ierr.Place.String(), ierr.Error())
 			}
 			if tc.line != 0 {
 				assert.Equal(t, tc.line, ierr.Line, ierr.Error())
@@ -534,7 +535,7 @@ systemd:
         - name: 10-x.conf
           contents: "[Service]\n"
 `
-	in := joinInput(ignition.VariantFlatcar, "v1.34.0")
+	in := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 	in.Butane = snippet
 	in.Files = []ignition.File{{Path: "/opt/a/b", Content: []byte("b")}}
 	in.PreKubeadmCommands = []string{`echo a \\`, "cat > /etc/x <<EOF\nhello\nEOF", "if true; then\n  echo x\nfi"}
@@ -557,11 +558,11 @@ systemd:
 func TestValidatorsAgreeWithRender(t *testing.T) {
 	require.NoError(t, ignition.ValidateKubernetesVersion("v1.22.0"))
 	require.Error(t, ignition.ValidateKubernetesVersion("v1.21.0"))
-	require.NoError(t, ignition.ValidateIgnitionVersion(ignition.VariantFlatcar, ""))
-	assert.Equal(t, []string{"3.3.0", "3.4.0"}, ignition.AllowedIgnitionVersions(ignition.VariantFlatcar))
-	for _, v := range ignition.AllowedIgnitionVersions(ignition.VariantFCOS) {
-		require.NoError(t, ignition.ValidateIgnitionVersion(ignition.VariantFCOS, v))
-		in := joinInput(ignition.VariantFCOS, "v1.34.0")
+	require.NoError(t, ignition.ValidateIgnitionVersion(cabpiv1.VariantFlatcar, ""))
+	assert.Equal(t, []string{"3.3.0", "3.4.0"}, ignition.AllowedIgnitionVersions(cabpiv1.VariantFlatcar))
+	for _, v := range ignition.AllowedIgnitionVersions(cabpiv1.VariantFCOS) {
+		require.NoError(t, ignition.ValidateIgnitionVersion(cabpiv1.VariantFCOS, v))
+		in := joinInput(cabpiv1.VariantFCOS, "v1.34.0")
 		in.IgnitionVersion = v
 		out, err := ignition.Render(in)
 		require.NoError(t, err, v)

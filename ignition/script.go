@@ -116,15 +116,15 @@ func shellCall(words []string) (string, error) {
 // node bootstrapped when kubeadm never ran.
 func checkCommands(pre, post []string) *Error {
 	for _, list := range []struct {
-		field    string
+		part     Part
 		commands []string
 	}{
-		{"preKubeadmCommands", pre},
-		{"postKubeadmCommands", post},
+		{PartPreKubeadmCommand, pre},
+		{PartPostKubeadmCommand, post},
 	} {
 		for i, command := range list.commands {
 			if err := completeCommand(command); err != nil {
-				return errorf(ErrInvalidInput, fmt.Sprintf("%s[%d]", list.field, i), "not a complete shell command: %v", err)
+				return errorf(ErrInvalidInput, Entry(list.part, i), "not a complete shell command: %v", err)
 			}
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vincent-petithory/dataurl"
 
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
@@ -103,7 +104,7 @@ func TestFileEncoding(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			in := joinInput(ignition.VariantFlatcar, "v1.34.0")
+			in := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 			in.Compress = tc.compress
 			in.Files = []ignition.File{{Path: path, Content: tc.content, Mode: 0o600}}
 			out, err := ignition.Render(in)
@@ -140,7 +141,7 @@ func TestFileEncoding(t *testing.T) {
 // full of, and escapes those a URL or JSON parser would read otherwise.
 func TestPercentEscaping(t *testing.T) {
 	const path = "/etc/cabpi/env"
-	in := joinInput(ignition.VariantFlatcar, "v1.34.0")
+	in := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 	in.Files = []ignition.File{{Path: path, Content: []byte("a=/b:c,d;e@f+g$h?i&j#k%l<m>\"n'o\n")}}
 	out, err := ignition.Render(in)
 	require.NoError(t, err)
@@ -152,7 +153,7 @@ func TestPercentEscaping(t *testing.T) {
 // however far over the limit: that is what CAPD gets (docs/adr/011).
 func TestCompressOffNeverCompresses(t *testing.T) {
 	inputs := goldenCases()
-	large := joinInput(ignition.VariantFlatcar, "v1.34.0")
+	large := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 	large.Files = append(smallFiles(40), ignition.File{Path: "/etc/cabpi/large", Content: textLines(200)})
 	large.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/cabpi/snippet-large\n      contents:\n        inline: |\n" +
 		indent(string(textLines(100)), "          ")
@@ -189,7 +190,7 @@ func indent(s, prefix string) string {
 // where compression is allowed, the spec version has compressed config references (3.1.0 and
 // later) and the wrapper is smaller; what cannot be made to fit is reported, never cut.
 func TestWrapper(t *testing.T) {
-	withFiles := func(variant ignition.Variant, pin string, files []ignition.File) ignition.Input {
+	withFiles := func(variant cabpiv1.Variant, pin string, files []ignition.File) ignition.Input {
 		in := joinInput(variant, "v1.34.0")
 		in.IgnitionVersion, in.Files, in.Compress = pin, files, true
 		return in
@@ -202,18 +203,18 @@ func TestWrapper(t *testing.T) {
 		over     bool
 		compress bool
 	}{
-		{"under the limit", withFiles(ignition.VariantFlatcar, "", smallFiles(40)), 1 << 20, false, false, true},
-		{"no limit", withFiles(ignition.VariantFlatcar, "", smallFiles(40)), 0, false, false, true},
-		{"over the limit at 3.3.0", withFiles(ignition.VariantFlatcar, "", smallFiles(40)), 2048, true, false, true},
-		{"over the limit at 3.4.0", withFiles(ignition.VariantFlatcar, "3.4.0", smallFiles(40)), 2048, true, false, true},
-		{"over the limit at 3.1.0", withFiles(ignition.VariantFCOS, "3.1.0", smallFiles(40)), 2048, true, false, true},
-		{"over the limit at 3.2.0", withFiles(ignition.VariantFCOS, "3.2.0", smallFiles(40)), 2048, true, false, true},
-		{"over the limit at 3.5.0", withFiles(ignition.VariantFCOS, "3.5.0", smallFiles(40)), 2048, true, false, true},
-		{"over the limit at 3.6.0", withFiles(ignition.VariantFCOS, "3.6.0", smallFiles(40)), 2048, true, false, true},
-		{"over the limit at 3.0.0: no compressed config reference", withFiles(ignition.VariantFCOS, "", smallFiles(40)), 2048, false, true, true},
-		{"over the limit even wrapped", withFiles(ignition.VariantFlatcar, "", smallFiles(40)), 600, true, true, true},
-		{"wrapper not smaller", withFiles(ignition.VariantFlatcar, "", []ignition.File{{Path: "/opt/blob", Content: randomBytes(20 << 10)}}), 16 << 10, false, true, true},
-		{"compression not allowed", withFiles(ignition.VariantFlatcar, "", smallFiles(40)), 2048, false, true, false},
+		{"under the limit", withFiles(cabpiv1.VariantFlatcar, "", smallFiles(40)), 1 << 20, false, false, true},
+		{"no limit", withFiles(cabpiv1.VariantFlatcar, "", smallFiles(40)), 0, false, false, true},
+		{"over the limit at 3.3.0", withFiles(cabpiv1.VariantFlatcar, "", smallFiles(40)), 2048, true, false, true},
+		{"over the limit at 3.4.0", withFiles(cabpiv1.VariantFlatcar, "3.4.0", smallFiles(40)), 2048, true, false, true},
+		{"over the limit at 3.1.0", withFiles(cabpiv1.VariantFCOS, "3.1.0", smallFiles(40)), 2048, true, false, true},
+		{"over the limit at 3.2.0", withFiles(cabpiv1.VariantFCOS, "3.2.0", smallFiles(40)), 2048, true, false, true},
+		{"over the limit at 3.5.0", withFiles(cabpiv1.VariantFCOS, "3.5.0", smallFiles(40)), 2048, true, false, true},
+		{"over the limit at 3.6.0", withFiles(cabpiv1.VariantFCOS, "3.6.0", smallFiles(40)), 2048, true, false, true},
+		{"over the limit at 3.0.0: no compressed config reference", withFiles(cabpiv1.VariantFCOS, "", smallFiles(40)), 2048, false, true, true},
+		{"over the limit even wrapped", withFiles(cabpiv1.VariantFlatcar, "", smallFiles(40)), 600, true, true, true},
+		{"wrapper not smaller", withFiles(cabpiv1.VariantFlatcar, "", []ignition.File{{Path: "/opt/blob", Content: randomBytes(20 << 10)}}), 16 << 10, false, true, true},
+		{"compression not allowed", withFiles(cabpiv1.VariantFlatcar, "", smallFiles(40)), 2048, false, true, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -285,7 +286,7 @@ func TestCompressedRenderIsDeterministic(t *testing.T) {
 // The real Ignition engine writes gzip-encoded files, and follows a wrapper, to the very
 // contents and modes of the uncompressed config.
 func TestCompressedFormsApplyWithIgnition(t *testing.T) {
-	gzipFiles := joinInput(ignition.VariantFlatcar, "v1.34.0")
+	gzipFiles := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 	gzipFiles.Files = []ignition.File{
 		{Path: "/etc/cabpi/large", Content: textLines(100), Mode: 0o640},
 		{Path: "/opt/cabpi/blob", Content: randomBytes(1024), Mode: 0o600},
@@ -301,7 +302,7 @@ func TestCompressedFormsApplyWithIgnition(t *testing.T) {
 		"gzip-encoded files":   {gzipFiles, 0, false},
 		"wrapped with snippet": {wrapped, 2048, true},
 		"wrapped worker fcos": {func() ignition.Input {
-			in := joinInput(ignition.VariantFCOS, "v1.34.0")
+			in := joinInput(cabpiv1.VariantFCOS, "v1.34.0")
 			in.IgnitionVersion, in.Files = "3.1.0", smallFiles(20)
 			return in
 		}(), 1024, true},
@@ -344,8 +345,8 @@ func TestCompressedFormsApplyWithIgnition(t *testing.T) {
 // A wrapped config boots like the config it carries: kubeadm runs once with its configuration,
 // the sentinel follows, the snippet's files and drop-in are in place.
 func TestBootWrapped(t *testing.T) {
-	for _, variant := range []ignition.Variant{ignition.VariantFlatcar, ignition.VariantFCOS} {
-		for role, input := range map[string]func(ignition.Variant, string) ignition.Input{"init": initInput, "worker": joinInput} {
+	for _, variant := range []cabpiv1.Variant{cabpiv1.VariantFlatcar, cabpiv1.VariantFCOS} {
+		for role, input := range map[string]func(cabpiv1.Variant, string) ignition.Input{"init": initInput, "worker": joinInput} {
 			t.Run(string(variant)+"/"+role, func(t *testing.T) {
 				in := input(variant, "v1.34.0")
 				in.Butane = bootSnippets[variant]
@@ -373,7 +374,7 @@ func TestBootWrapped(t *testing.T) {
 // ReadFiles reads what a node's files hold: plain, gzip-encoded, appended to, behind a wrapper;
 // it leaves out what is fetched at boot and refuses what it cannot decode.
 func TestReadFiles(t *testing.T) {
-	in := joinInput(ignition.VariantFlatcar, "v1.34.0")
+	in := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 	in.Files = []ignition.File{{Path: "/etc/cabpi/large", Content: textLines(100)}, {Path: "/opt/blob", Content: randomBytes(64)}}
 	in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/cabpi/appended\n      contents:\n        inline: \"first\\n\"\n" +
 		"      append:\n        - inline: \"second\\n\"\n    - path: /etc/cabpi/remote\n      contents:\n        source: https://example.com/remote\n"

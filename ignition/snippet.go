@@ -6,30 +6,50 @@ import (
 	exptypes "github.com/coreos/ignition/v2/config/v3_7_experimental/types"
 )
 
-// Spec fields of the user's provisioning documents; errors and warnings about a document are
-// reported against its field.
-const (
-	butaneField = "butane"
-	clcField    = "containerLinuxConfig"
+// Places of the user's provisioning documents; errors and warnings about a document are
+// reported there.
+var (
+	butanePlace = At(PartButane)
+	clcPlace    = At(PartContainerLinuxConfig)
 )
 
-// snippetSource is the kind of document a snippet was translated from: its spec field, how
-// messages call it, and the error kind of a mistake in the document itself.
+// snippetSource is the kind of document a snippet was translated from: its part of the input,
+// how messages call it, and the error kind of a mistake in the document itself.
 type snippetSource struct {
-	field   string
+	part    Part
 	name    string
 	invalid ErrorKind
 }
 
 var (
-	butaneSource = snippetSource{field: butaneField, name: "the Butane snippet", invalid: ErrInvalidButane}
-	clcSource    = snippetSource{field: clcField, name: "the Container Linux Config", invalid: ErrInvalidContainerLinuxConfig}
+	butaneSource = snippetSource{part: PartButane, name: "the Butane snippet", invalid: ErrInvalidButane}
+	clcSource    = snippetSource{part: PartContainerLinuxConfig, name: "the Container Linux Config", invalid: ErrInvalidContainerLinuxConfig}
 )
+
+// place is where errors about the document are.
+func (src snippetSource) place() Place { return At(src.part) }
 
 // errorf builds an error about the document, its message starting with the document's name:
 // src.errorf(kind, "writes %s", p) says "the Butane snippet writes /etc/x".
 func (src snippetSource) errorf(kind ErrorKind, format string, args ...any) *Error {
-	return &Error{Kind: kind, Field: src.field, Message: src.name + " " + fmt.Sprintf(format, args...)}
+	return &Error{Kind: kind, Place: src.place(), Message: src.name + " " + fmt.Sprintf(format, args...)}
+}
+
+// CheckOneDocument is the rule that a node's config merges at most one provisioning document:
+// given both, the Container Linux Config is refused (Butane is the format to keep). butane and
+// containerLinuxConfig say whether each is given, as the caller reads its input: Render counts a
+// document that is not blank; a caller holding a spec counts a section set at all, as the CRD's
+// rule does. The error is an *Error of kind ErrInvalidInput at PartContainerLinuxConfig. This is
+// the rule's one home: the spec's callers (configinput, admission) apply it through here.
+func CheckOneDocument(butane, containerLinuxConfig bool) error {
+	return asError(oneDocument(butane, containerLinuxConfig))
+}
+
+func oneDocument(butane, containerLinuxConfig bool) *Error {
+	if butane && containerLinuxConfig {
+		return errorf(ErrInvalidInput, clcPlace, "set butane or containerLinuxConfig, not both")
+	}
+	return nil
 }
 
 // snippet is a user's document translated to Ignition 3.x, ready to be checked and merged over

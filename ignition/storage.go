@@ -14,42 +14,58 @@ import (
 const shellMetacharacters = ";&|$`'\"<>\\"
 
 // origins names who writes each path of the base config, for errors found in the merged config,
-// where the origin of an entry is no longer recorded: "" for the provider's fixed files, the
-// field of its other files ("certificates[i]", ...), "files[i].path". Any other path comes from the
+// where the origin of an entry is no longer recorded. Any path not in paths comes from the
 // snippet, whose source is snippet.
 type origins struct {
-	paths   map[string]string
+	paths   map[string]writer
 	snippet snippetSource
 }
 
+// writer is who writes a path of the base config.
+type writer struct {
+	// provider: one of the provider's fixed files, which no part of the input is at fault for.
+	provider bool
+	// at is the place at fault for a problem with the path: a provider file's entry
+	// (certificates[i], ...), a user file's path (files[i].path), the snippet.
+	at Place
+	// entry names the writer in a message: the user's file rather than its path.
+	entry Place
+}
+
 func baseOrigins(provider []ownedFile, files []File, snippet snippetSource) origins {
-	o := origins{paths: map[string]string{KubeadmConfigPath: "", KubeadmScriptPath: ""}, snippet: snippet}
+	o := origins{paths: map[string]writer{KubeadmConfigPath: {provider: true}, KubeadmScriptPath: {provider: true}}, snippet: snippet}
 	for _, p := range provider {
-		o.paths[path.Clean(p.Path)] = p.field
+		o.paths[path.Clean(p.Path)] = writer{at: p.place, entry: p.place}
 	}
 	for i, f := range files {
-		o.paths[path.Clean(f.Path)] = userFileField(i)("path")
+		o.paths[path.Clean(f.Path)] = writer{at: Entry(PartFile, i, FilePath), entry: Entry(PartFile, i)}
 	}
 	return o
 }
 
-// field is the input field that writes p.
-func (o origins) field(p string) string {
-	if f, ok := o.paths[path.Clean(p)]; ok {
-		return f
+// writer is who writes p.
+func (o origins) writer(p string) writer {
+	if w, ok := o.paths[path.Clean(p)]; ok {
+		return w
 	}
-	return o.snippet.field
+	return writer{at: o.snippet.place(), entry: o.snippet.place()}
+}
+
+// bySnippet reports whether the snippet writes p.
+func (o origins) bySnippet(p string) bool {
+	w := o.writer(p)
+	return !w.provider && w.at.Part == o.snippet.part
 }
 
 // describe names the writer of p for a message.
 func (o origins) describe(p string) string {
-	switch f := o.field(p); f {
-	case "":
+	switch w := o.writer(p); {
+	case w.provider:
 		return "the provider"
-	case o.snippet.field:
+	case o.bySnippet(p):
 		return o.snippet.name
 	default:
-		return strings.TrimSuffix(f, ".path") // the entry, not its field
+		return w.entry.String()
 	}
 }
 
@@ -75,7 +91,7 @@ type mergedStorage struct {
 func checkStorage(data []byte, o origins) *Error {
 	var cfg mergedStorage
 	if err := json.Unmarshal(data, &cfg); err != nil {
-		return errorf(ErrInvalidInput, "", "cannot read the merged config: %v", err)
+		return errorf(ErrInvalidInput, Place{}, "cannot read the merged config: %v", err)
 	}
 	var nodes []node
 	for _, f := range cfg.Storage.Files {
@@ -91,13 +107,13 @@ func checkStorage(data []byte, o origins) *Error {
 	kinds := map[string]nodeKind{}
 	for _, n := range nodes {
 		if r, found := unsafePathRune(n.path); found {
-			return errorf(ErrInvalidInput, o.field(n.path),
+			return errorf(ErrInvalidInput, o.writer(n.path).at,
 				"%s path %q contains %s: paths must not contain whitespace, control characters or any of %s, "+
 					"because consumers of the config write files through a shell", n.kind, n.path, strconv.QuoteRune(r), shellMetacharacters)
 		}
 		clean := path.Clean(n.path)
 		if kind, dup := kinds[clean]; dup && kind != n.kind {
-			return errorf(ErrInvalidInput, o.field(n.path), "path %s is written both as a %s and as a %s", n.path, kind, n.kind)
+			return errorf(ErrInvalidInput, o.writer(n.path).at, "path %s is written both as a %s and as a %s", n.path, kind, n.kind)
 		}
 		kinds[clean] = n.kind
 	}
@@ -107,11 +123,11 @@ func checkStorage(data []byte, o origins) *Error {
 			if !ok || kind == nodeDirectory {
 				continue
 			}
-			field := o.field(n.path)
-			if o.field(dir) == o.snippet.field {
-				field = o.snippet.field
+			at := o.writer(n.path).at
+			if o.bySnippet(dir) {
+				at = o.snippet.place()
 			}
-			return errorf(ErrInvalidInput, field,
+			return errorf(ErrInvalidInput, at,
 				"%s %s (written by %s) is inside %s, a %s written by %s: Ignition cannot create it at boot",
 				n.kind, n.path, o.describe(n.path), dir, kind, o.describe(dir))
 		}

@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	"github.com/blang/semver/v4"
+
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // variantSpec is what a variant's Ignition can read: floor is the lowest spec version the
@@ -17,14 +19,14 @@ type variantSpec struct {
 // variantSpecs: Flatcar reads Ignition 3.x from 3.3.0 (Butane's flatcar 1.0.0) and, in stable
 // releases, up to 3.4.0. Fedora CoreOS reads every stable 3.x spec up to 3.6.0 (Butane's fcos
 // 1.7.0). Experimental specs are never emitted.
-var variantSpecs = map[Variant]variantSpec{
-	VariantFlatcar: {floor: "3.3.0", allowed: []string{"3.3.0", "3.4.0"}},
-	VariantFCOS:    {floor: "3.0.0", allowed: []string{"3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0", "3.6.0"}},
+var variantSpecs = map[cabpiv1.Variant]variantSpec{
+	cabpiv1.VariantFlatcar: {floor: "3.3.0", allowed: []string{"3.3.0", "3.4.0"}},
+	cabpiv1.VariantFCOS:    {floor: "3.0.0", allowed: []string{"3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0", "3.6.0"}},
 }
 
 // AllowedIgnitionVersions returns the Ignition spec versions the provider can emit for the
 // variant, ascending; nil for an unknown variant. The slice is the caller's to keep.
-func AllowedIgnitionVersions(variant Variant) []string {
+func AllowedIgnitionVersions(variant cabpiv1.Variant) []string {
 	spec, ok := variantSpecs[variant]
 	if !ok {
 		return nil
@@ -34,13 +36,13 @@ func AllowedIgnitionVersions(variant Variant) []string {
 
 // ValidateIgnitionVersion reports whether version may be pinned for the variant; the empty
 // version (no pin) is always valid. The error is an *Error with Kind
-// ErrUnsupportedIgnitionVersion and Field "ignitionVersion" (ErrInvalidInput, Field "variant",
-// for an unknown variant).
-func ValidateIgnitionVersion(variant Variant, version string) error {
+// ErrUnsupportedIgnitionVersion at PartIgnitionVersion (ErrInvalidInput at PartVariant for an
+// unknown variant).
+func ValidateIgnitionVersion(variant cabpiv1.Variant, version string) error {
 	return asError(validateIgnitionVersion(variant, version))
 }
 
-func validateIgnitionVersion(variant Variant, version string) *Error {
+func validateIgnitionVersion(variant cabpiv1.Variant, version string) *Error {
 	spec, err := specFor(variant)
 	if err != nil {
 		return err
@@ -48,15 +50,15 @@ func validateIgnitionVersion(variant Variant, version string) *Error {
 	if version == "" || slices.Contains(spec.allowed, version) {
 		return nil
 	}
-	return errorf(ErrUnsupportedIgnitionVersion, "ignitionVersion",
+	return errorf(ErrUnsupportedIgnitionVersion, At(PartIgnitionVersion),
 		"Ignition version %q is not supported for %s; supported: %v", version, variant, spec.allowed)
 }
 
-func specFor(variant Variant) (variantSpec, *Error) {
+func specFor(variant cabpiv1.Variant) (variantSpec, *Error) {
 	spec, ok := variantSpecs[variant]
 	if !ok {
-		return variantSpec{}, errorf(ErrInvalidInput, "variant",
-			"unknown variant %q; supported: %s, %s", variant, VariantFlatcar, VariantFCOS)
+		return variantSpec{}, errorf(ErrInvalidInput, At(PartVariant),
+			"unknown variant %q; supported: %s, %s", variant, cabpiv1.VariantFlatcar, cabpiv1.VariantFCOS)
 	}
 	return spec, nil
 }
@@ -64,7 +66,7 @@ func specFor(variant Variant) (variantSpec, *Error) {
 // targetIgnitionVersion picks the spec version of the output: the highest of the variant's
 // floor and what the snippet emits, or the pinned version, which must be at least what the
 // snippet emits (a config cannot be translated down). emitted is empty without a snippet.
-func targetIgnitionVersion(variant Variant, emitted, pinned string) (string, *Error) {
+func targetIgnitionVersion(variant cabpiv1.Variant, emitted, pinned string) (string, *Error) {
 	spec, ierr := specFor(variant)
 	if ierr != nil {
 		return "", ierr
@@ -80,7 +82,7 @@ func targetIgnitionVersion(variant Variant, emitted, pinned string) (string, *Er
 		return target, nil
 	}
 	if emitted != "" && mustVersion(pinned).LT(mustVersion(emitted)) {
-		return "", errorf(ErrUnsupportedIgnitionVersion, "ignitionVersion",
+		return "", errorf(ErrUnsupportedIgnitionVersion, At(PartIgnitionVersion),
 			"pinned Ignition version %s is lower than %s, which the Butane snippet needs", pinned, emitted)
 	}
 	return pinned, nil

@@ -4,39 +4,45 @@ import (
 	"fmt"
 
 	"github.com/coreos/vcontext/report"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition/internal/docpos"
 )
 
 // Warning is something in the input that renders but is probably not what the user meant: a key
-// Butane does not know (and drops), a deprecated field. Field is the spec field it is in
-// ("butane"); Line and Column locate it in that document (1-based, 0 when unknown). Warnings are
-// carried in Output so every consumer shows them: admission warnings, the DataSecretAvailable
-// message and an event, `cabpi render` on stderr. With strict they are errors instead.
+// Butane does not know (and drops), a deprecated field. Place is the document it is in
+// (PartButane, PartContainerLinuxConfig); Line and Column locate it in that document (1-based, 0
+// when unknown). Warnings are carried in Output so every consumer shows them: admission
+// warnings, the DataSecretAvailable message and an event, `cabpi render` on stderr. With strict
+// they are errors instead.
 type Warning struct {
-	Field   string
+	Place   Place
 	Line    int
 	Column  int
 	Message string
 }
 
+// String is the place, the position in the document and the message: "butane: line 4, column
+// 3: ...". A warning at PartWhole (as callers that say the place themselves make it) has none.
 func (w Warning) String() string {
-	loc := placeIn(w.Line, w.Column)
+	loc := docpos.Position{Line: w.Line, Column: w.Column}.String()
 	if loc != "" {
 		loc += ": "
 	}
-	if w.Field == "" {
+	at := w.Place.String()
+	if at == "" {
 		return loc + w.Message
 	}
-	return fmt.Sprintf("%s: %s%s", w.Field, loc, w.Message)
+	return fmt.Sprintf("%s: %s%s", at, loc, w.Message)
 }
 
-// reportWarnings returns the warning entries of a Butane (or Ignition) report against field.
-func reportWarnings(field string, rpt report.Report) []Warning {
+// reportWarnings returns the warning entries of a Butane (or Ignition) report at the place.
+func reportWarnings(at Place, rpt report.Report) []Warning {
 	var out []Warning
 	for _, e := range rpt.Entries {
 		if e.Kind != report.Warn {
 			continue
 		}
-		w := Warning{Field: field, Message: e.Message}
+		w := Warning{Place: at, Message: e.Message}
 		if e.Marker.StartP != nil {
 			w.Line, w.Column = int(e.Marker.StartP.Line), int(e.Marker.StartP.Column)
 		} else if len(e.Context.Path) > 0 {

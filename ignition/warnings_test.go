@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
@@ -22,14 +23,14 @@ storage:
       contents:
         inline: hello
 `
-	in := joinInput(ignition.VariantFlatcar, "v1.34.0")
+	in := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 	in.Butane = snippet
 
 	out, err := ignition.Render(in)
 	require.NoError(t, err)
 	require.Len(t, out.Warnings, 1, "one unknown key, one warning")
 	w := out.Warnings[0]
-	assert.Equal(t, "butane", w.Field)
+	assert.Equal(t, ignition.At(ignition.PartButane), w.Place)
 	assert.Equal(t, 4, w.Line, "the line of filez")
 	assert.Contains(t, w.Message, "filez")
 	assert.True(t, strings.HasPrefix(w.String(), "butane: line 4, column "), w.String())
@@ -53,7 +54,7 @@ storage:
 // A clean snippet renders without warnings: nothing to show, nothing to alarm anyone. Strict
 // accepts it, and an empty document, as they are.
 func TestCleanButaneHasNoWarnings(t *testing.T) {
-	in := joinInput(ignition.VariantFlatcar, "v1.34.0")
+	in := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 	in.Butane = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /etc/motd\n      contents:\n        inline: hello\n"
 	out, err := ignition.Render(in)
 	require.NoError(t, err)
@@ -64,12 +65,12 @@ func TestCleanButaneHasNoWarnings(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, out, strict)
 
-	in = joinInput(ignition.VariantFlatcar, "v1.34.0")
+	in = joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 	in.Butane, in.ButaneStrict = flatcarSnippet, true
 	_, err = ignition.Render(in)
 	require.NoError(t, err)
 
-	in = joinInput(ignition.VariantFCOS, "v1.34.0")
+	in = joinInput(cabpiv1.VariantFCOS, "v1.34.0")
 	in.ButaneStrict = true
 	_, err = ignition.Render(in)
 	require.NoError(t, err)

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -55,7 +52,8 @@ type specCheck struct {
 // Content in Secrets and ConfigMaps is not read: a Butane document or Container Linux Config from
 // contentFrom is checked by the controller when it renders, and a file's Secret content is a
 // placeholder here. Butane and a Container Linux Config both set is an error (the CRD's rule,
-// repeated for objects validated without the API server).
+// applied again through configinput.CheckDocuments for objects validated without the API
+// server).
 //
 // The render's warnings (a key Butane does not know and drops, ...) are returned as admission
 // warnings, which kubectl prints: the config is admitted, but the user hears of them.
@@ -71,7 +69,7 @@ func validateSpec(chk specCheck) (field.ErrorList, admission.Warnings) {
 	var errs field.ErrorList
 	// work is what is rendered: the spec with every error found so far set aside.
 	work := spec.DeepCopy()
-	work.Variant = cabpiv1.Variant(variant)
+	work.Variant = variant
 
 	if err := ignition.ValidateIgnitionVersion(variant, spec.IgnitionVersion); err != nil {
 		errs = append(errs, field.Invalid(p.Child("ignitionVersion"), spec.IgnitionVersion, message(err)))
@@ -86,11 +84,15 @@ func validateSpec(chk specCheck) (field.ErrorList, admission.Warnings) {
 	if spec.ContainerLinuxConfig.ContentFrom != nil {
 		work.ContainerLinuxConfig = cabpiv1.ContainerLinuxConfigSpec{}
 	}
-	// The CRD's rule says the same, first; this keeps validateSpec whole on its own (and
-	// configinput refuses it when rendering). The Butane snippet is still checked.
-	if spec.Butane != (cabpiv1.ButaneSpec{}) && spec.ContainerLinuxConfig != (cabpiv1.ContainerLinuxConfigSpec{}) {
-		errs = append(errs, field.Forbidden(p.Child("containerLinuxConfig"), "set butane or containerLinuxConfig, not both"))
-		work.ContainerLinuxConfig = cabpiv1.ContainerLinuxConfigSpec{}
+	// One provisioning document: the CRD's rule says the same, first; this keeps validateSpec
+	// whole on its own. The document refused is set aside, so the other is still checked.
+	if err := configinput.CheckDocuments(spec); err != nil {
+		var ierr *ignition.Error
+		if !errors.As(err, &ierr) {
+			return append(errs, field.InternalError(p, fmt.Errorf("checking the documents: %w", err))), nil
+		}
+		errs = append(errs, field.Forbidden(documentPath(p, ierr.Place.Part), ierr.Detail()))
+		setAsideDocument(work, ierr.Place.Part)
 	}
 
 	seen := map[string]int{}
@@ -136,12 +138,9 @@ func validateSpec(chk specCheck) (field.ErrorList, admission.Warnings) {
 // warningText is a render warning as an admission warning: the field path of the document it
 // is in, then where in the document and what.
 func warningText(w ignition.Warning, p *field.Path) string {
-	at := p.Child(w.Field)
-	if w.Field == "butane" || w.Field == "containerLinuxConfig" {
-		at = at.Child("inline") // only inline documents are rendered at admission
-	}
-	w.Field = at.String()
-	return w.String()
+	at := specPath(p, w.Place)
+	w.Place = ignition.Place{} // the field path says it
+	return at.String() + ": " + w.String()
 }
 
 // renderErrors renders work for role until it renders, setting aside what each error blames.
@@ -149,11 +148,7 @@ func warningText(w ignition.Warning, p *field.Path) string {
 func renderErrors(spec, work *cabpiv1.IgnitionConfigSpec, role ignition.Role, version string, p *field.Path) (field.ErrorList, []string) {
 	var errs field.ErrorList
 	for len(errs) < maxRenderErrors {
-		in, err := configinput.Offline(context.Background(), work, role, version, configinput.OfflineResolver{})
-		var out ignition.Output
-		if err == nil {
-			out, err = ignition.Render(in)
-		}
+		out, err := configinput.RenderOffline(context.Background(), work, role, version, nil)
 		if err == nil {
 			// What renders must also fit in the data Secret (placeholders are as long as what
 			// they stand for, but for certificates, which only control-plane nodes have).
@@ -179,100 +174,135 @@ func renderErrors(spec, work *cabpiv1.IgnitionConfigSpec, role ignition.Role, ve
 	return errs, nil
 }
 
-// filesField matches the renderer's field of a user file: "files[3]" or "files[3].permissions".
-var filesField = regexp.MustCompile(`^files\[(\d+)\](?:\.([a-zA-Z]+))?$`)
-
-// commandsField matches the renderer's field of a command: "preKubeadmCommands[3]".
-var commandsField = regexp.MustCompile(`^(preKubeadmCommands|postKubeadmCommands)\[(\d+)\]$`)
-
 // placeholderCommand stands in for a command whose error was reported.
 const placeholderCommand = "true"
 
+// specPath is the field of the user's spec that a place of the renderer's input comes from.
+// Only inline documents are rendered at admission, so a document's place is its inline field.
+// A place no field of the spec is at fault for (the merged configuration, the role, the
+// Kubernetes version of the owner) is the spec as a whole.
+func specPath(p *field.Path, at ignition.Place) *field.Path {
+	switch at.Part {
+	case ignition.PartButane, ignition.PartContainerLinuxConfig:
+		return documentPath(p, at.Part).Child("inline")
+	case ignition.PartVariant:
+		return p.Child("variant")
+	case ignition.PartIgnitionVersion:
+		return p.Child("ignitionVersion")
+	case ignition.PartClusterConfiguration:
+		return p.Child("clusterConfiguration", at.Names()...)
+	case ignition.PartInitConfiguration:
+		return p.Child("initConfiguration", at.Names()...)
+	case ignition.PartJoinConfiguration:
+		return p.Child("joinConfiguration", at.Names()...)
+	case ignition.PartNodeName:
+		return p.Child("nodeName", at.Names()...)
+	case ignition.PartFile:
+		fp := p.Child("files").Index(at.Index)
+		switch at.Member() {
+		case ignition.FileMode:
+			return fp.Child("permissions")
+		case ignition.FileOwner:
+			return fp.Child("owner")
+		case ignition.FileContent:
+			return fp.Child("content")
+		case ignition.FileAppend:
+			return fp.Child("append")
+		}
+		// The path, or the file as a whole (where its content comes from, among others).
+		return fp.Child("path")
+	case ignition.PartPreKubeadmCommand:
+		return p.Child("preKubeadmCommands").Index(at.Index)
+	case ignition.PartPostKubeadmCommand:
+		return p.Child("postKubeadmCommands").Index(at.Index)
+	}
+	return p
+}
+
+// documentPath is the spec's section of a provisioning document: butane or containerLinuxConfig.
+func documentPath(p *field.Path, part ignition.Part) *field.Path {
+	if part == ignition.PartContainerLinuxConfig {
+		return p.Child("containerLinuxConfig")
+	}
+	return p.Child("butane")
+}
+
 // blame turns a render error into a field error on the user's spec and sets aside, in work,
 // what it blames so the next render can look further. It reports false when nothing could be
-// set aside (the same error would come back).
+// set aside (the same error would come back). Values are echoed only where they cannot be
+// secret: a document, a kubeadm section, a file's content or a command may carry credentials.
 func blame(ierr *ignition.Error, spec, work *cabpiv1.IgnitionConfigSpec, p *field.Path) (*field.Error, bool) {
 	msg := message(ierr)
-	switch ierr.Field {
-	case "butane":
-		// The snippet is invalid, or conflicts with the rest of the spec (spec.files, the
+	at := ierr.Place
+	fp := specPath(p, at)
+	switch at.Part {
+	case ignition.PartButane, ignition.PartContainerLinuxConfig:
+		// The document is invalid, or conflicts with the rest of the spec (spec.files, the
 		// certificates of a control-plane node): either way it is set aside.
-		work.Butane = cabpiv1.ButaneSpec{}
-		return field.Invalid(p.Child("butane", "inline"), field.OmitValueType{}, msg), true
-	case "containerLinuxConfig":
-		// Likewise the Container Linux Config (only inline documents are rendered here).
-		work.ContainerLinuxConfig = cabpiv1.ContainerLinuxConfigSpec{}
-		return field.Invalid(p.Child("containerLinuxConfig", "inline"), field.OmitValueType{}, msg), true
-	case "ignitionVersion":
+		setAsideDocument(work, at.Part)
+		return field.Invalid(fp, field.OmitValueType{}, msg), true
+	case ignition.PartIgnitionVersion:
 		work.IgnitionVersion = ""
-		return field.Invalid(p.Child("ignitionVersion"), spec.IgnitionVersion, msg), true
-	case "clusterConfiguration":
-		work.ClusterConfiguration = kubeadmv1.ClusterConfiguration{}
-		return field.Invalid(p.Child("clusterConfiguration"), field.OmitValueType{}, msg), true
-	case "initConfiguration":
-		work.InitConfiguration = kubeadmv1.InitConfiguration{}
-		return field.Invalid(p.Child("initConfiguration"), field.OmitValueType{}, msg), true
-	case "joinConfiguration":
-		work.JoinConfiguration = kubeadmv1.JoinConfiguration{}
-		return field.Invalid(p.Child("joinConfiguration"), field.OmitValueType{}, msg), true
-	case "joinConfiguration.controlPlane":
-		work.JoinConfiguration.ControlPlane = nil
-		return field.Invalid(p.Child("joinConfiguration", "controlPlane"), field.OmitValueType{}, msg), true
-	}
+		return field.Invalid(fp, spec.IgnitionVersion, msg), true
 	// A field inside a section (a token, the discovery file, the node name option): the error
-	// names that field and the whole section is set aside. The value is never echoed: it may
-	// be a credential.
-	if section, _, nested := strings.Cut(ierr.Field, "."); nested || section == "nodeName" {
-		setAside := map[string]func(){
-			"joinConfiguration":    func() { work.JoinConfiguration = kubeadmv1.JoinConfiguration{} },
-			"initConfiguration":    func() { work.InitConfiguration = kubeadmv1.InitConfiguration{} },
-			"clusterConfiguration": func() { work.ClusterConfiguration = kubeadmv1.ClusterConfiguration{} },
-			"nodeName":             func() { work.NodeName = nil },
-		}[section]
-		if setAside != nil {
-			setAside()
-			fp := p
-			for _, part := range strings.Split(ierr.Field, ".") {
-				fp = fp.Child(part)
-			}
+	// names that field and the whole section is set aside, but for a worker's controlPlane,
+	// which is all that is wrong with its join configuration.
+	case ignition.PartClusterConfiguration:
+		work.ClusterConfiguration = kubeadmv1.ClusterConfiguration{}
+		return field.Invalid(fp, field.OmitValueType{}, msg), true
+	case ignition.PartInitConfiguration:
+		work.InitConfiguration = kubeadmv1.InitConfiguration{}
+		return field.Invalid(fp, field.OmitValueType{}, msg), true
+	case ignition.PartJoinConfiguration:
+		if len(at.Path) == 1 && at.Member() == ignition.JoinControlPlane {
+			work.JoinConfiguration.ControlPlane = nil
+		} else {
+			work.JoinConfiguration = kubeadmv1.JoinConfiguration{}
+		}
+		return field.Invalid(fp, field.OmitValueType{}, msg), true
+	case ignition.PartNodeName:
+		work.NodeName = nil
+		return field.Invalid(fp, field.OmitValueType{}, msg), true
+	case ignition.PartFile:
+		i := at.Index
+		if i >= len(spec.Files) || i >= len(work.Files) {
+			break
+		}
+		f := spec.Files[i]
+		work.Files[i] = placeholderFile(i)
+		switch at.Member() {
+		case ignition.FileMode:
+			return field.Invalid(fp, f.Permissions, msg), true
+		case ignition.FileOwner:
+			return field.Invalid(fp, f.Owner, msg), true
+		case ignition.FileContent:
 			return field.Invalid(fp, field.OmitValueType{}, msg), true
+		case ignition.FileAppend:
+			return field.Invalid(fp, f.Append, msg), true
 		}
-	}
-	if m := filesField.FindStringSubmatch(ierr.Field); m != nil {
-		i, err := strconv.Atoi(m[1])
-		if err == nil && i < len(spec.Files) && i < len(work.Files) {
-			fp := p.Child("files").Index(i)
-			f := spec.Files[i]
-			work.Files[i] = placeholderFile(i)
-			switch m[2] {
-			case "permissions":
-				return field.Invalid(fp.Child("permissions"), f.Permissions, msg), true
-			case "owner":
-				return field.Invalid(fp.Child("owner"), f.Owner, msg), true
-			case "content":
-				// A file's content may be secret: never echoed.
-				return field.Invalid(fp.Child("content"), field.OmitValueType{}, msg), true
-			case "append":
-				return field.Invalid(fp.Child("append"), f.Append, msg), true
-			default:
-				return field.Invalid(fp.Child("path"), f.Path, msg), true
-			}
-		}
-	}
-	if m := commandsField.FindStringSubmatch(ierr.Field); m != nil {
-		i, err := strconv.Atoi(m[2])
+		return field.Invalid(fp, f.Path, msg), true
+	case ignition.PartPreKubeadmCommand, ignition.PartPostKubeadmCommand:
 		specCommands, workCommands := spec.PreKubeadmCommands, work.PreKubeadmCommands
-		if m[1] == "postKubeadmCommands" {
+		if at.Part == ignition.PartPostKubeadmCommand {
 			specCommands, workCommands = spec.PostKubeadmCommands, work.PostKubeadmCommands
 		}
-		if err == nil && i < len(specCommands) && i < len(workCommands) {
-			workCommands[i] = placeholderCommand
-			// Commands carry registry passwords and tokens in practice: never echoed.
-			return field.Invalid(p.Child(m[1]).Index(i), field.OmitValueType{}, msg), true
+		if at.Index >= len(specCommands) || at.Index >= len(workCommands) {
+			break
 		}
+		workCommands[at.Index] = placeholderCommand
+		return field.Invalid(fp, field.OmitValueType{}, msg), true
 	}
 	// The merged configuration, the variant or anything else: blame the spec as a whole.
 	return field.Invalid(p, field.OmitValueType{}, msg), false
+}
+
+// setAsideDocument drops the provisioning document of part from work.
+func setAsideDocument(work *cabpiv1.IgnitionConfigSpec, part ignition.Part) {
+	if part == ignition.PartContainerLinuxConfig {
+		work.ContainerLinuxConfig = cabpiv1.ContainerLinuxConfigSpec{}
+		return
+	}
+	work.Butane = cabpiv1.ButaneSpec{}
 }
 
 // placeholderFile stands in for a user file whose error was reported, at a path nothing else

@@ -13,21 +13,21 @@ import (
 	"github.com/vincent-petithory/dataurl"
 	"sigs.k8s.io/yaml"
 
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
 // butaneVersions maps the Ignition spec version of a rendered config to the Butane version of
 // the variant that emits it (the lowest, where several do).
-var butaneVersions = map[ignition.Variant]map[string]string{
-	ignition.VariantFlatcar: {"3.3.0": "1.0.0", "3.4.0": "1.1.0"},
-	ignition.VariantFCOS: {"3.0.0": "1.0.0", "3.1.0": "1.1.0", "3.2.0": "1.2.0", "3.3.0": "1.4.0",
+var butaneVersions = map[cabpiv1.Variant]map[string]string{
+	cabpiv1.VariantFlatcar: {"3.3.0": "1.0.0", "3.4.0": "1.1.0"},
+	cabpiv1.VariantFCOS: {"3.0.0": "1.0.0", "3.1.0": "1.1.0", "3.2.0": "1.2.0", "3.3.0": "1.4.0",
 		"3.4.0": "1.5.0", "3.5.0": "1.6.0", "3.6.0": "1.7.0"},
 }
 
 // ToButane expresses a rendered Ignition config as a Butane document of the variant: the base
 // cabpi generates and the user's snippet, merged, in the form users write. Butane translates it
 // back into the same Ignition (tested). Text contents become `inline`; binary stays a data URL.
-func ToButane(ignitionJSON []byte, variant ignition.Variant) ([]byte, error) {
+func ToButane(ignitionJSON []byte, variant cabpiv1.Variant) ([]byte, error) {
 	var cfg map[string]any
 	if err := json.Unmarshal(ignitionJSON, &cfg); err != nil {
 		return nil, fmt.Errorf("reading the rendered config: %w", err)

@@ -108,7 +108,7 @@ func TestButaneViewRoundTrips(t *testing.T) {
 			require.NoError(t, err)
 			out, err := configinput.RenderOffline(t.Context(), spec, ignition.Role(tc.role), DefaultVersion, &bytes.Buffer{})
 			require.NoError(t, err)
-			bu, err := ToButane(out.Data, ignition.Variant(spec.Variant))
+			bu, err := ToButane(out.Data, spec.Variant)
 			require.NoError(t, err)
 
 			back, rpt, err := butane.TranslateBytes(bu, common.TranslateBytesOptions{})

@@ -22,13 +22,13 @@ import (
 // butaneSnippet is a Butane document of about size bytes: one text file (lines that differ,
 // like a real configuration file, so it compresses as text does, not as a run of one byte)
 // and one unit. Built as a typed document and marshalled.
-func butaneSnippet(variant ignition.Variant, size int) string {
+func butaneSnippet(variant cabpiv1.Variant, size int) string {
 	var b strings.Builder
 	for i := 0; b.Len() < size-600; i++ {
 		fmt.Fprintf(&b, "setting.%d.name = value-%d # comment %x\n", i, i*7919, i*104729)
 	}
 	version := "1.0.0"
-	if variant == ignition.VariantFCOS {
+	if variant == cabpiv1.VariantFCOS {
 		version = "1.5.0"
 	}
 	doc := map[string]any{
@@ -53,7 +53,7 @@ func butaneSnippet(variant ignition.Variant, size int) string {
 // renderCase is one renderer input of the render benchmark.
 type renderCase struct {
 	role    ignition.Role
-	variant ignition.Variant
+	variant cabpiv1.Variant
 	snippet bool
 }
 
@@ -77,7 +77,7 @@ type renderResult struct {
 func benchRender() ([]renderResult, error) {
 	var out []renderResult
 	for _, role := range []ignition.Role{ignition.RoleWorkerJoin, ignition.RoleControlPlaneJoin, ignition.RoleInit} {
-		for _, variant := range []ignition.Variant{ignition.VariantFlatcar, ignition.VariantFCOS} {
+		for _, variant := range []cabpiv1.Variant{cabpiv1.VariantFlatcar, cabpiv1.VariantFCOS} {
 			for _, snippet := range []bool{false, true} {
 				c := renderCase{role, variant, snippet}
 				spec := &cabpiv1.IgnitionConfigSpec{Variant: cabpiv1.Variant(variant)}
@@ -134,7 +134,7 @@ func benchAdmission(ctx context.Context) []admissionResult {
 	for _, size := range []int{4 << 10, 1 << 20} {
 		for _, controlPlane := range []bool{false, true} {
 			cfg := &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: "admission"}}
-			cfg.Spec.Butane.Inline = butaneSnippet(ignition.VariantFlatcar, size)
+			cfg.Spec.Butane.Inline = butaneSnippet(cabpiv1.VariantFlatcar, size)
 			name := fmt.Sprintf("worker, %s snippet", humanSize(size))
 			if controlPlane {
 				cfg.Labels = map[string]string{clusterv1.MachineControlPlaneLabel: ""}

@@ -119,7 +119,7 @@ func Build(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role ignition.
 		fillDiscovery(&join.Discovery, cluster)
 		in.JoinConfiguration = join
 	default:
-		return in, &ignition.Error{Kind: ignition.ErrInvalidInput, Field: "role", Message: fmt.Sprintf("unknown role %q", role)}
+		return in, &ignition.Error{Kind: ignition.ErrInvalidInput, Place: ignition.At(ignition.PartRole), Message: fmt.Sprintf("unknown role %q", role)}
 	}
 	return in, nil
 }

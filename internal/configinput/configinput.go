@@ -13,16 +13,56 @@ import (
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
-// Resolver reads the content of referenced Secret and ConfigMap keys. field is the spec path
-// of the reference, for messages.
+// Resolver reads the content of referenced Secret and ConfigMap keys. field is the spec field of
+// the reference: a resolver may act on what it holds (RefField.Document) and names it in
+// messages (RefField.String).
 type Resolver interface {
-	SecretKey(ctx context.Context, field string, ref cabpiv1.KeyReference) ([]byte, error)
-	ConfigMapKey(ctx context.Context, field string, ref cabpiv1.KeyReference) (string, error)
+	SecretKey(ctx context.Context, field RefField, ref cabpiv1.KeyReference) ([]byte, error)
+	ConfigMapKey(ctx context.Context, field RefField, ref cabpiv1.KeyReference) (string, error)
 }
+
+// RefField is the field of a spec that names a Secret or ConfigMap key.
+type RefField struct {
+	// Part is the part of the renderer's input the reference's content becomes: PartButane or
+	// PartContainerLinuxConfig for a document's contentFrom, PartFile for a file's contentFrom,
+	// PartUser for a user's passwordHashFrom.
+	Part ignition.Part
+	// Index is the file or user (Part.Listed).
+	Index int
+	// ConfigMap says the reference is a document's contentFrom.configMap rather than a Secret.
+	ConfigMap bool
+}
+
+// Document reports whether the reference holds a provisioning document, which is translated:
+// no placeholder can stand in for it.
+func (f RefField) Document() bool {
+	return f.Part == ignition.PartButane || f.Part == ignition.PartContainerLinuxConfig
+}
+
+// String is the field's spec path, for messages: "spec.butane.contentFrom.secret",
+// "spec.files[2].contentFrom.secret", "spec.users[0].passwordHashFrom.secret".
+func (f RefField) String() string {
+	source := fileContentFrom
+	if f.Part == ignition.PartUser {
+		source = userPasswordHashFrom
+	}
+	kind := "secret"
+	if f.ConfigMap {
+		kind = "configMap"
+	}
+	return fmt.Sprintf("spec.%s.%s", ignition.Entry(f.Part, f.Index, source), kind)
+}
+
+// Members of the spec's entries that are not the renderer's: where a file's content or a user's
+// password hash is read from.
+const (
+	fileContentFrom      ignition.Member = "contentFrom"
+	userPasswordHashFrom ignition.Member = "passwordHashFrom"
+)
 
 // MissingReferenceError says a referenced object or key does not exist (yet).
 type MissingReferenceError struct {
-	Field      string
+	Field      RefField
 	Kind       string
 	Name       string
 	Key        string
@@ -35,14 +75,6 @@ func (e *MissingReferenceError) Error() string {
 	}
 	return fmt.Sprintf("%s: %s %q not found", e.Field, e.Kind, e.Name)
 }
-
-// Spec paths of the provisioning documents read from a Secret or a ConfigMap.
-const (
-	butaneSecretField    = "spec.butane.contentFrom.secret"
-	butaneConfigMapField = "spec.butane.contentFrom.configMap"
-	clcSecretField       = "spec.containerLinuxConfig.contentFrom.secret"
-	clcConfigMapField    = "spec.containerLinuxConfig.contentFrom.configMap"
-)
 
 // DefaultFileMode is the mode of spec.files without permissions.
 const DefaultFileMode = 0o644
@@ -63,21 +95,19 @@ func FromSpec(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role igniti
 
 		ContainerLinuxConfigStrict: spec.ContainerLinuxConfig.Strict,
 	}
-	// As the CRD's rule: a butane with strict alone is set. The renderer looks at the documents
-	// only, so cabpi render would otherwise accept what admission refuses.
-	if spec.Butane != (cabpiv1.ButaneSpec{}) && spec.ContainerLinuxConfig != (cabpiv1.ContainerLinuxConfigSpec{}) {
-		return in, &ignition.Error{Kind: ignition.ErrInvalidInput, Field: "containerLinuxConfig", Message: "set butane or containerLinuxConfig, not both"}
+	if err := CheckDocuments(spec); err != nil {
+		return in, err
 	}
 	if nn := spec.NodeName; nn != nil {
-		in.NodeName = &ignition.NodeNameFromMetadata{Platform: ignition.Platform(nn.FromMetadata), ProviderID: nn.ProviderID}
+		in.NodeName = &ignition.NodeNameFromMetadata{Platform: nn.FromMetadata, ProviderID: nn.ProviderID}
 	}
-	butane, err := document(ctx, spec.Butane.Inline, spec.Butane.ContentFrom, butaneSecretField, butaneConfigMapField, res)
+	butane, err := document(ctx, ignition.PartButane, spec.Butane.Inline, spec.Butane.ContentFrom, res)
 	if err != nil {
 		return in, err
 	}
 	in.Butane = butane
 	clc := spec.ContainerLinuxConfig
-	if in.ContainerLinuxConfig, err = document(ctx, clc.Inline, clc.ContentFrom, clcSecretField, clcConfigMapField, res); err != nil {
+	if in.ContainerLinuxConfig, err = document(ctx, ignition.PartContainerLinuxConfig, clc.Inline, clc.ContentFrom, res); err != nil {
 		return in, err
 	}
 	for i, f := range spec.Files {
@@ -97,6 +127,14 @@ func FromSpec(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role igniti
 	return in, nil
 }
 
+// CheckDocuments applies the renderer's rule of one provisioning document
+// (ignition.CheckOneDocument) to spec, where a section counts as given when it is set at all (a
+// butane with strict alone, a contentFrom), as the CRD's rule reads it: the renderer sees the
+// resolved documents only, so cabpi render would otherwise accept what admission refuses.
+func CheckDocuments(spec *cabpiv1.IgnitionConfigSpec) error {
+	return ignition.CheckOneDocument(spec.Butane != (cabpiv1.ButaneSpec{}), spec.ContainerLinuxConfig != (cabpiv1.ContainerLinuxConfigSpec{}))
+}
+
 // userFromSpec resolves a user's password hash, from the spec or its Secret.
 func userFromSpec(ctx context.Context, i int, u cabpiv1.User, res Resolver) (ignition.User, error) {
 	user := ignition.User{
@@ -104,14 +142,14 @@ func userFromSpec(ctx context.Context, i int, u cabpiv1.User, res Resolver) (ign
 		Groups: u.Groups, PasswordHash: u.PasswordHash, SSHAuthorizedKeys: u.SSHAuthorizedKeys,
 	}
 	if from := u.PasswordHashFrom; from != nil {
-		data, err := res.SecretKey(ctx, fmt.Sprintf("spec.users[%d].passwordHashFrom.secret", i), from.Secret)
+		data, err := res.SecretKey(ctx, RefField{Part: ignition.PartUser, Index: i}, from.Secret)
 		if err != nil {
 			return user, err
 		}
 		// A hash written with echo or a text editor ends in a newline that is not part of it.
 		user.PasswordHash = strings.TrimSpace(string(data))
 		if user.PasswordHash == "" || strings.ContainsAny(user.PasswordHash, "\n\r") {
-			return user, &ignition.Error{Kind: ignition.ErrInvalidInput, Field: fmt.Sprintf("users[%d].passwordHashFrom", i),
+			return user, &ignition.Error{Kind: ignition.ErrInvalidInput, Place: ignition.Entry(ignition.PartUser, i, userPasswordHashFrom),
 				Message: fmt.Sprintf("Secret %s key %s does not hold one password hash (one line, as crypt(3) writes it)", from.Secret.Name, from.Secret.Key)}
 		}
 	}
@@ -119,24 +157,24 @@ func userFromSpec(ctx context.Context, i int, u cabpiv1.User, res Resolver) (ign
 }
 
 // Variant is the spec's variant, flatcar when unset (the CRD default, for objects not defaulted).
-func Variant(spec *cabpiv1.IgnitionConfigSpec) ignition.Variant {
+func Variant(spec *cabpiv1.IgnitionConfigSpec) cabpiv1.Variant {
 	if spec.Variant == "" {
-		return ignition.VariantFlatcar
+		return cabpiv1.VariantFlatcar
 	}
-	return ignition.Variant(spec.Variant)
+	return spec.Variant
 }
 
-// document is a provisioning document (Butane or Container Linux Config): inline, or read from
-// the Secret or ConfigMap key contentFrom names, reported against secretField or configMapField.
-func document(ctx context.Context, inline string, from *cabpiv1.ButaneSource, secretField, configMapField string, res Resolver) (string, error) {
+// document is the provisioning document of part (Butane or Container Linux Config): inline, or
+// read from the Secret or ConfigMap key contentFrom names.
+func document(ctx context.Context, part ignition.Part, inline string, from *cabpiv1.ButaneSource, res Resolver) (string, error) {
 	switch {
 	case from == nil:
 		return inline, nil
 	case from.Secret != nil:
-		data, err := res.SecretKey(ctx, secretField, *from.Secret)
+		data, err := res.SecretKey(ctx, RefField{Part: part}, *from.Secret)
 		return string(data), err
 	case from.ConfigMap != nil:
-		return res.ConfigMapKey(ctx, configMapField, *from.ConfigMap)
+		return res.ConfigMapKey(ctx, RefField{Part: part, ConfigMap: true}, *from.ConfigMap)
 	}
 	return "", nil
 }
@@ -146,12 +184,12 @@ func fileFromSpec(ctx context.Context, i int, f cabpiv1.File, res Resolver) (ign
 	if f.Permissions != "" {
 		mode, err := ParseMode(f.Permissions)
 		if err != nil {
-			return file, &ignition.Error{Kind: ignition.ErrInvalidInput, Field: fmt.Sprintf("files[%d].permissions", i), Message: err.Error()}
+			return file, &ignition.Error{Kind: ignition.ErrInvalidInput, Place: ignition.Entry(ignition.PartFile, i, ignition.FileMode), Message: err.Error()}
 		}
 		file.Mode = mode
 	}
 	if f.ContentFrom != nil {
-		data, err := res.SecretKey(ctx, fmt.Sprintf("spec.files[%d].contentFrom.secret", i), f.ContentFrom.Secret)
+		data, err := res.SecretKey(ctx, RefField{Part: ignition.PartFile, Index: i}, f.ContentFrom.Secret)
 		if err != nil {
 			return file, err
 		}
@@ -162,11 +200,11 @@ func fileFromSpec(ctx context.Context, i int, f cabpiv1.File, res Resolver) (ign
 	}
 	content, err := decodeFileContent(file.Content, f.Encoding)
 	if err != nil {
-		field := fmt.Sprintf("files[%d].content", i)
+		at := ignition.Entry(ignition.PartFile, i, ignition.FileContent)
 		if f.ContentFrom != nil {
-			field = fmt.Sprintf("files[%d].contentFrom", i)
+			at = ignition.Entry(ignition.PartFile, i, fileContentFrom)
 		}
-		return file, &ignition.Error{Kind: ignition.ErrInvalidInput, Field: field, Message: err.Error()}
+		return file, &ignition.Error{Kind: ignition.ErrInvalidInput, Place: at, Message: err.Error()}
 	}
 	file.Content = content
 	return file, nil

@@ -18,8 +18,8 @@ type keys struct {
 	asked               *[]string
 }
 
-func (k keys) SecretKey(_ context.Context, field string, ref cabpiv1.KeyReference) ([]byte, error) {
-	*k.asked = append(*k.asked, field)
+func (k keys) SecretKey(_ context.Context, field configinput.RefField, ref cabpiv1.KeyReference) ([]byte, error) {
+	*k.asked = append(*k.asked, field.String())
 	v, ok := k.secrets[ref.Name+"/"+ref.Key]
 	if !ok {
 		return nil, &configinput.MissingReferenceError{Field: field, Kind: "Secret", Name: ref.Name, Key: ref.Key}
@@ -27,8 +27,8 @@ func (k keys) SecretKey(_ context.Context, field string, ref cabpiv1.KeyReferenc
 	return []byte(v), nil
 }
 
-func (k keys) ConfigMapKey(_ context.Context, field string, ref cabpiv1.KeyReference) (string, error) {
-	*k.asked = append(*k.asked, field)
+func (k keys) ConfigMapKey(_ context.Context, field configinput.RefField, ref cabpiv1.KeyReference) (string, error) {
+	*k.asked = append(*k.asked, field.String())
 	v, ok := k.configMaps[ref.Name+"/"+ref.Key]
 	if !ok {
 		return "", &configinput.MissingReferenceError{Field: field, Kind: "ConfigMap", Name: ref.Name, Key: ref.Key}
@@ -86,7 +86,7 @@ func TestFromSpecResolvesTheDocuments(t *testing.T) {
 			if tc.missing != "" {
 				var missing *configinput.MissingReferenceError
 				require.ErrorAs(t, err, &missing)
-				assert.Equal(t, tc.missing, missing.Field)
+				assert.Equal(t, tc.missing, missing.Field.String())
 				return
 			}
 			require.NoError(t, err)

@@ -28,7 +28,7 @@ func gzipped(t *testing.T, data []byte) []byte {
 // resolver is tested against the API server).
 type secretResolver map[string][]byte
 
-func (s secretResolver) SecretKey(_ context.Context, field string, ref cabpiv1.KeyReference) ([]byte, error) {
+func (s secretResolver) SecretKey(_ context.Context, field RefField, ref cabpiv1.KeyReference) ([]byte, error) {
 	data, ok := s[ref.Name+"/"+ref.Key]
 	if !ok {
 		return nil, &MissingReferenceError{Field: field, Kind: "Secret", Name: ref.Name, Key: ref.Key}
@@ -36,7 +36,7 @@ func (s secretResolver) SecretKey(_ context.Context, field string, ref cabpiv1.K
 	return data, nil
 }
 
-func (s secretResolver) ConfigMapKey(context.Context, string, cabpiv1.KeyReference) (string, error) {
+func (s secretResolver) ConfigMapKey(context.Context, RefField, cabpiv1.KeyReference) (string, error) {
 	return "", nil
 }
 
@@ -78,7 +78,7 @@ func TestFileEncodings(t *testing.T) {
 			}
 			var ierr *ignition.Error
 			require.ErrorAs(t, err, &ierr)
-			assert.Equal(t, tc.errPath, ierr.Field)
+			assert.Equal(t, tc.errPath, ierr.Place.String())
 		})
 	}
 
@@ -101,7 +101,7 @@ func TestPasswordHashFrom(t *testing.T) {
 	_, err = userFromSpec(t.Context(), 1, cabpiv1.User{Name: "ops", PasswordHashFrom: ref("two")}, res)
 	var ierr *ignition.Error
 	require.ErrorAs(t, err, &ierr)
-	assert.Equal(t, "users[1].passwordHashFrom", ierr.Field)
+	assert.Equal(t, "users[1].passwordHashFrom", ierr.Place.String())
 
 	_, err = userFromSpec(t.Context(), 0, cabpiv1.User{Name: "ops", PasswordHashFrom: ref("missing")}, res)
 	var missing *MissingReferenceError
@@ -115,7 +115,7 @@ func TestAppendRefusedForCAPD(t *testing.T) {
 	_, err := Offline(t.Context(), spec, ignition.RoleWorkerJoin, DefaultKubernetesVersion, OfflineResolver{})
 	var ierr *ignition.Error
 	require.ErrorAs(t, err, &ierr)
-	assert.Equal(t, "files[0].append", ierr.Field)
+	assert.Equal(t, ignition.Entry(ignition.PartFile, 0, ignition.FileAppend), ierr.Place)
 
 	spec.Platform = cabpiv1.PlatformAWS
 	_, err = Offline(t.Context(), spec, ignition.RoleWorkerJoin, DefaultKubernetesVersion, OfflineResolver{})

@@ -18,9 +18,9 @@ const DefaultKubernetesVersion = "v1.34.0"
 // ConfigMap cannot be read and is an error.
 type OfflineResolver struct{ Warn io.Writer }
 
-func (o OfflineResolver) SecretKey(_ context.Context, field string, ref cabpiv1.KeyReference) ([]byte, error) {
-	if what := offlineDocument(field); what != "" {
-		return nil, fmt.Errorf("%s: rendering offline cannot read Secret %q; put the %s inline to preview it", field, ref.Name, what)
+func (o OfflineResolver) SecretKey(_ context.Context, field RefField, ref cabpiv1.KeyReference) ([]byte, error) {
+	if field.Document() {
+		return nil, fmt.Errorf("%s: rendering offline cannot read Secret %q; put the %s inline to preview it", field, ref.Name, documentName(field.Part))
 	}
 	if o.Warn != nil {
 		fmt.Fprintf(o.Warn, "warning: %s: Secret %s key %s replaced by a placeholder\n", field, ref.Name, ref.Key)
@@ -31,17 +31,16 @@ func (o OfflineResolver) SecretKey(_ context.Context, field string, ref cabpiv1.
 // Placeholders says the Secret content it gives stands in for the real one.
 func (o OfflineResolver) Placeholders() bool { return true }
 
-func (o OfflineResolver) ConfigMapKey(_ context.Context, field string, ref cabpiv1.KeyReference) (string, error) {
-	return "", fmt.Errorf("%s: rendering offline cannot read ConfigMap %q; put the %s inline to preview it", field, ref.Name, offlineDocument(field))
+func (o OfflineResolver) ConfigMapKey(_ context.Context, field RefField, ref cabpiv1.KeyReference) (string, error) {
+	return "", fmt.Errorf("%s: rendering offline cannot read ConfigMap %q; put the %s inline to preview it", field, ref.Name, documentName(field.Part))
 }
 
-// offlineDocument names the document a reference at field holds, "" for a file's content: a
-// document cannot be replaced by a placeholder, as it is translated.
-func offlineDocument(field string) string {
-	switch field {
-	case butaneSecretField, butaneConfigMapField:
+// documentName is how messages call the document of part, "" for a part that is not one.
+func documentName(part ignition.Part) string {
+	switch part {
+	case ignition.PartButane:
 		return "Butane"
-	case clcSecretField, clcConfigMapField:
+	case ignition.PartContainerLinuxConfig:
 		return "Container Linux Config"
 	}
 	return ""

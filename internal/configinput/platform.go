@@ -9,10 +9,13 @@ import (
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
-// Platforms are the values of spec.platform, in the CRD's order.
-var Platforms = []cabpiv1.Platform{
-	cabpiv1.PlatformAWS, cabpiv1.PlatformAzure, cabpiv1.PlatformGCP, cabpiv1.PlatformHetzner,
-	cabpiv1.PlatformOpenStack, cabpiv1.PlatformVSphere, cabpiv1.PlatformDocker,
+// Platforms are the values of spec.platform, in the CRD's order. Each call returns a new slice:
+// the list is the API's, not the caller's to change.
+func Platforms() []cabpiv1.Platform {
+	return []cabpiv1.Platform{
+		cabpiv1.PlatformAWS, cabpiv1.PlatformAzure, cabpiv1.PlatformGCP, cabpiv1.PlatformHetzner,
+		cabpiv1.PlatformOpenStack, cabpiv1.PlatformVSphere, cabpiv1.PlatformDocker,
+	}
 }
 
 // userDataLimits are the platforms' user-data limits in raw bytes (the data as stored, before
@@ -83,7 +86,7 @@ func applyPlatform(in *ignition.Input, p cabpiv1.Platform) error {
 	}
 	for i, f := range in.Files {
 		if f.Append {
-			return &ignition.Error{Kind: ignition.ErrInvalidInput, Field: fmt.Sprintf("files[%d].append", i),
+			return &ignition.Error{Kind: ignition.ErrInvalidInput, Place: ignition.Entry(ignition.PartFile, i, ignition.FileAppend),
 				Message: "CAPD (platform docker) cannot read Ignition's append: write the whole file, or append in a preKubeadmCommand"}
 		}
 	}
@@ -93,9 +96,10 @@ func applyPlatform(in *ignition.Input, p cabpiv1.Platform) error {
 // ParsePlatform reads a platform name as spec.platform takes it.
 func ParsePlatform(name string) (cabpiv1.Platform, error) {
 	p := cabpiv1.Platform(name)
-	if !slices.Contains(Platforms, p) {
-		names := make([]string, len(Platforms))
-		for i, p := range Platforms {
+	known := Platforms()
+	if !slices.Contains(known, p) {
+		names := make([]string, len(known))
+		for i, p := range known {
 			names[i] = string(p)
 		}
 		return "", fmt.Errorf("unknown platform %q; use one of %s", name, strings.Join(names, ", "))

@@ -59,8 +59,8 @@ func TestPlatformLimits(t *testing.T) {
 		assert.Equal(t, tc.limit, configinput.UserDataLimit(tc.platform), tc.platform)
 		assert.Equal(t, tc.compressed, configinput.Compressible(tc.platform), tc.platform)
 	}
-	assert.Len(t, configinput.Platforms, len(cases)-1, "every platform of spec.platform has a row")
-	for _, p := range configinput.Platforms {
+	assert.Len(t, configinput.Platforms(), len(cases)-1, "every platform of spec.platform has a row")
+	for _, p := range configinput.Platforms() {
 		got, err := configinput.ParsePlatform(string(p))
 		require.NoError(t, err)
 		assert.Equal(t, p, got)
@@ -190,11 +190,11 @@ func TestOverPlatformLimit(t *testing.T) {
 // fixedSecret resolves every Secret key to data.
 type fixedSecret []byte
 
-func (f fixedSecret) SecretKey(context.Context, string, cabpiv1.KeyReference) ([]byte, error) {
+func (f fixedSecret) SecretKey(context.Context, configinput.RefField, cabpiv1.KeyReference) ([]byte, error) {
 	return f, nil
 }
 
-func (f fixedSecret) ConfigMapKey(context.Context, string, cabpiv1.KeyReference) (string, error) {
+func (f fixedSecret) ConfigMapKey(context.Context, configinput.RefField, cabpiv1.KeyReference) (string, error) {
 	return "", fmt.Errorf("no ConfigMaps")
 }
 

@@ -46,8 +46,8 @@ func renderWarnings(c Converted) ([]Finding, error) {
 			return nil, fmt.Errorf("%s: the converted config does not render (role %s): %w", c.Source, role, err)
 		}
 		for _, w := range rendered.Warnings {
-			path := prefix + w.Field
-			w.Field = "" // the finding's path says it; the message is where in the document and what
+			path := prefix + w.Place.String()
+			w.Place = ignition.Place{} // the finding's path says it; the message is where in the document and what
 			f := Finding{Severity: Warning, Object: c.Target, Path: path, Message: w.String()}
 			if !slices.Contains(out, f) {
 				out = append(out, f)

@@ -1,4 +1,4 @@
-package ignition
+package normalize
 
 import (
 	"testing"
@@ -22,11 +22,11 @@ func TestNormalize(t *testing.T) {
 		`{"storage":{"files":[{"path":"/a","user":{"name":"core"},"contents":{"source":null}}]}}`: `{"storage":{"files":[{"path":"/a","user":{"name":"core"}}]}}`,
 	}
 	for in, want := range cases {
-		got, err := normalize([]byte(in))
+		got, err := Config([]byte(in))
 		require.NoError(t, err, in)
 		assert.JSONEq(t, want, string(got), in)
 		assert.Equal(t, want, string(got), "keys sorted, numbers kept exactly")
 	}
-	_, err := normalize([]byte("{"))
+	_, err := Config([]byte("{"))
 	assert.Error(t, err)
 }

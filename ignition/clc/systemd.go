@@ -1,4 +1,4 @@
-package ignition
+package clc
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	v3types "github.com/coreos/ignition/v2/config/v3_3/types"
 	v2types "github.com/flatcar/ignition/config/v2_3/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition/internal/optional"
 )
 
 // systemd translates units. The deprecated enable is enabled (both only ever enabled). Entries
@@ -17,18 +19,18 @@ func (t *v2to3) systemd(in v2types.Config, out *v3types.Config) *Error {
 	var order []string
 	units := map[string]v3types.Unit{}
 	for _, u := range in.Systemd.Units {
-		r := t.ref(clcUnits, u.Name)
+		r := t.ref(listUnits, u.Name)
 		if u.Enable && u.Enabled != nil && !*u.Enabled {
 			// Ignition 2 wrote an enable and then a disable line for it; systemd takes the first.
 			return t.fail(r, []any{"enabled"}, "unit %s sets both enable: true and enabled: false: keep one", u.Name)
 		}
-		u3 := v3types.Unit{Name: u.Name, Contents: stringOrNil(u.Contents), Mask: trueOrNil(u.Mask), Enabled: copyPtr(u.Enabled)}
+		u3 := v3types.Unit{Name: u.Name, Contents: optional.String(u.Contents), Mask: optional.True(u.Mask), Enabled: optional.Copy(u.Enabled)}
 		if u.Enable {
 			u3.Enabled = ptr.To(true)
 		}
 		for _, d := range u.Dropins {
 			// Ignition 2 skipped a drop-in without contents, as 3.x does one without.
-			u3.Dropins = append(u3.Dropins, v3types.Dropin{Name: d.Name, Contents: stringOrNil(d.Contents)})
+			u3.Dropins = append(u3.Dropins, v3types.Dropin{Name: d.Name, Contents: optional.String(d.Contents)})
 		}
 		existing, dup := units[u.Name]
 		if !dup {

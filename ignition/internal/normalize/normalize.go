@@ -1,4 +1,6 @@
-package ignition
+// Package normalize prunes an encoded Ignition config to what it says: the renderer emits every
+// config this way, and tests compare translations the same way.
+package normalize
 
 import (
 	"bytes"
@@ -7,7 +9,11 @@ import (
 	"strconv"
 )
 
-// normalize gives every file with contents an explicit mode and removes null values, empty
+// DefaultFileMode is Ignition's mode for a file with contents and none of its own, which Config
+// writes out.
+const DefaultFileMode = 0o644
+
+// Config gives every file with contents an explicit mode and removes null values, empty
 // objects, empty arrays and empty compression names from an encoded config.
 //
 // Only snippet files can lack a mode. Those with contents get Ignition's default, 0644, written
@@ -23,7 +29,7 @@ import (
 // compression; the merge is done by then, and what is emitted is only ever the config itself or
 // carried by a config.replace, which replaces and never merges, so it goes too. Keys come out
 // sorted, so the bytes stay deterministic; numbers keep their exact text.
-func normalize(data []byte) ([]byte, error) {
+func Config(data []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any
@@ -51,7 +57,7 @@ func defaultFileModes(config any) {
 			continue
 		}
 		if contents, _ := file["contents"].(map[string]any); contents["source"] != nil {
-			file["mode"] = json.Number(strconv.Itoa(defaultFileMode))
+			file["mode"] = json.Number(strconv.Itoa(DefaultFileMode))
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package ignition
+package clc
 
 import (
 	"path"
@@ -8,6 +8,10 @@ import (
 	v3types "github.com/coreos/ignition/v2/config/v3_3/types"
 	v2types "github.com/flatcar/ignition/config/v2_3/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition/internal/escape"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition/internal/fspath"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition/internal/optional"
 )
 
 // Where Ignition 2 wrote networkd units and how, and the root filesystem as Ignition 2 saw it
@@ -21,25 +25,25 @@ const (
 // storage translates filesystems first (files are placed by them), then disks, RAID arrays,
 // files (networkd units among them), directories and links.
 func (t *v2to3) storage(in v2types.Config, out *v3types.Config) *Error {
-	var ierr *Error
+	var cerr *Error
 	s := &out.Storage
-	if s.Filesystems, ierr = t.filesystemsOf(in.Storage.Filesystems); ierr != nil {
-		return ierr
+	if s.Filesystems, cerr = t.filesystemsOf(in.Storage.Filesystems); cerr != nil {
+		return cerr
 	}
-	if s.Disks, ierr = t.disks(in.Storage.Disks); ierr != nil {
-		return ierr
+	if s.Disks, cerr = t.disks(in.Storage.Disks); cerr != nil {
+		return cerr
 	}
-	if s.Raid, ierr = t.raid(in.Storage.Raid); ierr != nil {
-		return ierr
+	if s.Raid, cerr = t.raid(in.Storage.Raid); cerr != nil {
+		return cerr
 	}
-	if s.Files, ierr = t.files(in); ierr != nil {
-		return ierr
+	if s.Files, cerr = t.files(in); cerr != nil {
+		return cerr
 	}
-	if s.Directories, ierr = t.directories(in.Storage.Directories); ierr != nil {
-		return ierr
+	if s.Directories, cerr = t.directories(in.Storage.Directories); cerr != nil {
+		return cerr
 	}
-	s.Links, ierr = t.links(in.Storage.Links)
-	return ierr
+	s.Links, cerr = t.links(in.Storage.Links)
+	return cerr
 }
 
 // filesystemsOf translates the filesystems Ignition 2 created (those with mount) and records
@@ -48,7 +52,7 @@ func (t *v2to3) storage(in v2types.Config, out *v3types.Config) *Error {
 func (t *v2to3) filesystemsOf(in []v2types.Filesystem) ([]v3types.Filesystem, *Error) {
 	var entries []located[v3types.Filesystem]
 	for _, fs := range in {
-		r := t.ref(clcFilesystems, fs.Name)
+		r := t.ref(listFilesystems, fs.Name)
 		t.filesystems[fs.Name] = fs
 		m := fs.Mount
 		if m == nil {
@@ -56,10 +60,10 @@ func (t *v2to3) filesystemsOf(in []v2types.Filesystem) ([]v3types.Filesystem, *E
 		}
 		f3 := v3types.Filesystem{
 			Device:         m.Device,
-			Format:         stringOrNil(m.Format),
-			Label:          copyPtr(m.Label),
-			UUID:           copyPtr(m.UUID),
-			WipeFilesystem: trueOrNil(m.WipeFilesystem),
+			Format:         optional.String(m.Format),
+			Label:          optional.Copy(m.Label),
+			UUID:           optional.Copy(m.UUID),
+			WipeFilesystem: optional.True(m.WipeFilesystem),
 		}
 		// Ignition 2's options (and create's) are mkfs options, as 3.x's options are.
 		for _, o := range m.Options {
@@ -101,7 +105,7 @@ func (t *v2to3) nodeRoot(n v2types.Node, r entryRef) (string, *Error) {
 	switch {
 	case root == sysroot:
 		return "", nil
-	case isBelow(root, sysroot):
+	case fspath.Below(root, sysroot):
 		return strings.TrimPrefix(root, sysroot), nil
 	}
 	return "", t.fail(r, []any{"filesystem"}, "%s is on filesystem %q at %s, outside %s: Ignition 2 wrote it in the initramfs, "+
@@ -118,12 +122,12 @@ func under(root, p string) string {
 
 // v3Node translates the path and owner of a file, directory or link.
 func v3Node(n v2types.Node, p string) v3types.Node {
-	out := v3types.Node{Path: p, Overwrite: copyPtr(n.Overwrite)}
+	out := v3types.Node{Path: p, Overwrite: optional.Copy(n.Overwrite)}
 	if u := n.User; u != nil {
-		out.User = v3types.NodeUser{ID: copyPtr(u.ID), Name: stringOrNil(u.Name)}
+		out.User = v3types.NodeUser{ID: optional.Copy(u.ID), Name: optional.String(u.Name)}
 	}
 	if g := n.Group; g != nil {
-		out.Group = v3types.NodeGroup{ID: copyPtr(g.ID), Name: stringOrNil(g.Name)}
+		out.Group = v3types.NodeGroup{ID: optional.Copy(g.ID), Name: optional.String(g.Name)}
 	}
 	return out
 }
@@ -136,19 +140,19 @@ func v3Node(n v2types.Node, p string) v3types.Node {
 func (t *v2to3) files(in v2types.Config) ([]v3types.File, *Error) {
 	var entries []located[v3types.File]
 	for _, f := range in.Storage.Files {
-		r := t.ref(clcFiles, f.Path)
-		root, ierr := t.nodeRoot(f.Node, r)
-		if ierr != nil {
-			return nil, ierr
+		r := t.ref(listFiles, f.Path)
+		root, cerr := t.nodeRoot(f.Node, r)
+		if cerr != nil {
+			return nil, cerr
 		}
 		f3 := v3types.File{Node: v3Node(f.Node, under(root, f.Path))}
 		source := []any{"contents", "remote", "url"}
 		if f.Append {
-			res, ierr := t.resource(r, source, f.Contents.Source, f.Contents.Compression, f.Contents.Verification)
-			if ierr != nil {
-				return nil, ierr
+			res, cerr := t.resource(r, source, f.Contents.Source, f.Contents.Compression, f.Contents.Verification)
+			if cerr != nil {
+				return nil, cerr
 			}
-			f3.Append, f3.Mode = []v3types.Resource{res}, copyPtr(f.Mode)
+			f3.Append, f3.Mode = []v3types.Resource{res}, optional.Copy(f.Mode)
 			if f.Overwrite != nil {
 				t.warn(r, []any{"overwrite"}, "file %s appends with overwrite false: Ignition 2 failed when the file existed; Ignition 3 appends to it", f.Path)
 			}
@@ -157,9 +161,9 @@ func (t *v2to3) files(in v2types.Config) ([]v3types.File, *Error) {
 			if src == "" {
 				src = "data:," // Ignition 2 wrote an empty file
 			}
-			res, ierr := t.resource(r, source, src, f.Contents.Compression, f.Contents.Verification)
-			if ierr != nil {
-				return nil, ierr
+			res, cerr := t.resource(r, source, src, f.Contents.Compression, f.Contents.Verification)
+			if cerr != nil {
+				return nil, cerr
 			}
 			f3.Contents, f3.Mode = res, ptr.To(ptr.Deref(f.Mode, 0))
 			if f3.Overwrite == nil {
@@ -179,11 +183,11 @@ func (t *v2to3) networkdFiles(in v2types.Networkd) []located[v3types.File] {
 	add := func(p, contents string, r entryRef) {
 		out = append(out, located[v3types.File]{v3types.File{
 			Node:          v3types.Node{Path: p, Overwrite: ptr.To(true)},
-			FileEmbedded1: v3types.FileEmbedded1{Mode: ptr.To(networkdMode), Contents: v3types.Resource{Source: ptr.To("data:," + escapeData([]byte(contents)))}},
+			FileEmbedded1: v3types.FileEmbedded1{Mode: ptr.To(networkdMode), Contents: v3types.Resource{Source: ptr.To(escape.DataURL([]byte(contents)))}},
 		}, r})
 	}
 	for _, u := range in.Units {
-		r := t.ref(clcNetworkd, u.Name)
+		r := t.ref(listNetworkd, u.Name)
 		if u.Contents != "" {
 			add(path.Join(networkdUnitDir, u.Name), u.Contents, r)
 		}
@@ -237,10 +241,10 @@ func (t *v2to3) mergeFiles(entries []located[v3types.File]) ([]v3types.File, *Er
 func (t *v2to3) directories(in []v2types.Directory) ([]v3types.Directory, *Error) {
 	var entries []located[v3types.Directory]
 	for _, d := range in {
-		r := t.ref(clcDirectories, d.Path)
-		root, ierr := t.nodeRoot(d.Node, r)
-		if ierr != nil {
-			return nil, ierr
+		r := t.ref(listDirectories, d.Path)
+		root, cerr := t.nodeRoot(d.Node, r)
+		if cerr != nil {
+			return nil, cerr
 		}
 		d3 := v3types.Directory{Node: v3Node(d.Node, under(root, d.Path)), DirectoryEmbedded1: v3types.DirectoryEmbedded1{Mode: ptr.To(ptr.Deref(d.Mode, 0))}}
 		entries = append(entries, located[v3types.Directory]{d3, r})
@@ -253,10 +257,10 @@ func (t *v2to3) directories(in []v2types.Directory) ([]v3types.Directory, *Error
 func (t *v2to3) links(in []v2types.Link) ([]v3types.Link, *Error) {
 	var entries []located[v3types.Link]
 	for _, l := range in {
-		r := t.ref(clcLinks, l.Path)
-		root, ierr := t.nodeRoot(l.Node, r)
-		if ierr != nil {
-			return nil, ierr
+		r := t.ref(listLinks, l.Path)
+		root, cerr := t.nodeRoot(l.Node, r)
+		if cerr != nil {
+			return nil, cerr
 		}
 		target := l.Target
 		if l.Hard {
@@ -264,7 +268,7 @@ func (t *v2to3) links(in []v2types.Link) ([]v3types.Link, *Error) {
 		}
 		entries = append(entries, located[v3types.Link]{v3types.Link{
 			Node:          v3Node(l.Node, under(root, l.Path)),
-			LinkEmbedded1: v3types.LinkEmbedded1{Hard: trueOrNil(l.Hard), Target: &target},
+			LinkEmbedded1: v3types.LinkEmbedded1{Hard: optional.True(l.Hard), Target: &target},
 		}, r})
 	}
 	return dedupe(t, entries, func(l v3types.Link) string { return path.Clean(l.Path) }, "link")
@@ -275,22 +279,22 @@ func (t *v2to3) links(in []v2types.Link) ([]v3types.Link, *Error) {
 func (t *v2to3) disks(in []v2types.Disk) ([]v3types.Disk, *Error) {
 	var entries []located[v3types.Disk]
 	for _, d := range in {
-		r := t.ref(clcDisks, d.Device)
-		d3 := v3types.Disk{Device: d.Device, WipeTable: trueOrNil(d.WipeTable)}
+		r := t.ref(listDisks, d.Device)
+		d3 := v3types.Disk{Device: d.Device, WipeTable: optional.True(d.WipeTable)}
 		for i, p := range d.Partitions {
 			if p.Size != nil || p.Start != nil {
 				return nil, t.fail(r, []any{"partitions", i}, "partition %d of %s gives its size or start in sectors, which Ignition 3 "+
 					"does not take: give them in MiB", i, d.Device)
 			}
 			d3.Partitions = append(d3.Partitions, v3types.Partition{
-				Label:              copyPtr(p.Label),
+				Label:              optional.Copy(p.Label),
 				Number:             p.Number,
-				SizeMiB:            copyPtr(p.SizeMiB),
-				StartMiB:           copyPtr(p.StartMiB),
-				TypeGUID:           stringOrNil(p.TypeGUID),
-				GUID:               stringOrNil(p.GUID),
-				WipePartitionEntry: trueOrNil(p.WipePartitionEntry),
-				ShouldExist:        copyPtr(p.ShouldExist),
+				SizeMiB:            optional.Copy(p.SizeMiB),
+				StartMiB:           optional.Copy(p.StartMiB),
+				TypeGUID:           optional.String(p.TypeGUID),
+				GUID:               optional.String(p.GUID),
+				WipePartitionEntry: optional.True(p.WipePartitionEntry),
+				ShouldExist:        optional.Copy(p.ShouldExist),
 			})
 		}
 		entries = append(entries, located[v3types.Disk]{d3, r})
@@ -302,7 +306,7 @@ func (t *v2to3) disks(in []v2types.Disk) ([]v3types.Disk, *Error) {
 func (t *v2to3) raid(in []v2types.Raid) ([]v3types.Raid, *Error) {
 	var entries []located[v3types.Raid]
 	for _, a := range in {
-		r3 := v3types.Raid{Name: a.Name, Level: stringOrNil(a.Level)}
+		r3 := v3types.Raid{Name: a.Name, Level: optional.String(a.Level)}
 		if a.Spares != 0 {
 			r3.Spares = ptr.To(a.Spares)
 		}
@@ -312,7 +316,7 @@ func (t *v2to3) raid(in []v2types.Raid) ([]v3types.Raid, *Error) {
 		for _, o := range a.Options {
 			r3.Options = append(r3.Options, v3types.RaidOption(o))
 		}
-		entries = append(entries, located[v3types.Raid]{r3, t.ref(clcRaid, a.Name)})
+		entries = append(entries, located[v3types.Raid]{r3, t.ref(listRaid, a.Name)})
 	}
 	return dedupe(t, entries, func(a v3types.Raid) string { return a.Name }, "RAID array")
 }

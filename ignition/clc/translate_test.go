@@ -1,4 +1,4 @@
-package ignition
+package clc
 
 import (
 	"encoding/json"
@@ -10,6 +10,8 @@ import (
 	v2types "github.com/flatcar/ignition/config/v2_3/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition/internal/normalize"
 )
 
 // Each Ignition 2.3 construct becomes the 3.3.0 that does what Ignition 2 did, or an error, or
@@ -196,27 +198,26 @@ func TestTranslateV2(t *testing.T) {
 			var in v2types.Config
 			require.NoError(t, json.Unmarshal([]byte(tc.in), &in))
 			before := tc.in
-			got, warnings, ierr := translateV2(in, clcLocator{})
+			got, warnings, cerr := translateV2(in, locator{})
 			again, err := json.Marshal(in)
 			require.NoError(t, err)
 			require.JSONEq(t, normalizedJSON(t, before), normalizedJSON(t, string(again)), "the input was modified")
 
 			if tc.err != "" {
-				require.NotNil(t, ierr, "want an error")
-				assert.Equal(t, ErrInvalidContainerLinuxConfig, ierr.Kind)
-				assert.Equal(t, clcField, ierr.Field)
-				assert.Contains(t, ierr.Message, tc.err)
+				// The renderer reports every *Error as ErrInvalidContainerLinuxConfig at the
+				// input's Container Linux Config (ignition's TestCLCErrorsAndWarningsArePlaced).
+				require.NotNil(t, cerr, "want an error")
+				assert.Contains(t, cerr.Message, tc.err)
 				return
 			}
-			require.Nil(t, ierr)
+			require.Nil(t, cerr)
 			if tc.warning == "" {
 				assert.Empty(t, warnings)
 			} else {
 				require.Len(t, warnings, 1)
-				assert.Equal(t, clcField, warnings[0].Field)
 				assert.Contains(t, warnings[0].Message, tc.warning)
 			}
-			assert.Equal(t, clcSpecVersion, got.Ignition.Version)
+			assert.Equal(t, SpecVersion, got.Ignition.Version)
 			assertNewestSpec(t, got)
 			got.Ignition.Version = ""
 			data, err := json.Marshal(got)
@@ -226,25 +227,25 @@ func TestTranslateV2(t *testing.T) {
 	}
 }
 
-// assertNewestSpec checks that newestSpec, which translateCLC reads the snippet with after its
-// one parse, is what Ignition's ParseCompatibleVersion makes of the same 3.3.0 config.
+// assertNewestSpec checks that Newest, which the renderer reads the snippet with after its one
+// parse, is what Ignition's ParseCompatibleVersion makes of the same 3.3.0 config.
 func assertNewestSpec(t *testing.T, cfg v3types.Config) {
 	t.Helper()
 	raw, err := json.Marshal(cfg)
 	require.NoError(t, err)
 	parsed, _, err := v3_3.Parse(raw)
 	if err != nil {
-		return // some inputs are refused at 3.3.0 (translateCLC reports that)
+		return // some inputs are refused at 3.3.0 (the renderer reports that)
 	}
 	want, _, err := exp.ParseCompatibleVersion(raw)
 	require.NoError(t, err)
-	assert.Equal(t, want, newestSpec(parsed))
+	assert.Equal(t, want, Newest(parsed))
 }
 
 // normalizedJSON is doc pruned the way the renderer prunes what it emits.
 func normalizedJSON(t *testing.T, doc string) string {
 	t.Helper()
-	out, err := normalize([]byte(doc))
+	out, err := normalize.Config([]byte(doc))
 	require.NoError(t, err)
 	return string(out)
 }

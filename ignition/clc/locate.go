@@ -1,35 +1,34 @@
-package ignition
+package clc
 
 import (
 	"gopkg.in/yaml.v3"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition/internal/docpos"
 )
 
-// position is a place in the user's document: 1-based line and column, zero when unknown.
-type position struct{ line, column int }
-
-// clcList is a list of a Container Linux Config and the member that names its entries: where an
+// docList is a list of a Container Linux Config and the member that names its entries: where an
 // entry of the transpiled Ignition 2.3 config was written is found by that name, because the
 // transpiler keeps no positions in its output and adds entries of its own.
-type clcList struct {
+type docList struct {
 	path []string
 	// key is the member naming an entry; "" for a single entry (ignition.config.replace).
 	key string
 }
 
 var (
-	clcFiles        = clcList{path: []string{"storage", "files"}, key: "path"}
-	clcDirectories  = clcList{path: []string{"storage", "directories"}, key: "path"}
-	clcLinks        = clcList{path: []string{"storage", "links"}, key: "path"}
-	clcFilesystems  = clcList{path: []string{"storage", "filesystems"}, key: "name"}
-	clcDisks        = clcList{path: []string{"storage", "disks"}, key: "device"}
-	clcRaid         = clcList{path: []string{"storage", "raid"}, key: "name"}
-	clcUnits        = clcList{path: []string{"systemd", "units"}, key: "name"}
-	clcNetworkd     = clcList{path: []string{"networkd", "units"}, key: "name"}
-	clcUsers        = clcList{path: []string{"passwd", "users"}, key: "name"}
-	clcGroups       = clcList{path: []string{"passwd", "groups"}, key: "name"}
-	clcConfigAppend = clcList{path: []string{"ignition", "config", "append"}, key: "source"}
-	clcConfigRepl   = clcList{path: []string{"ignition", "config", "replace"}}
-	clcCAs          = clcList{path: []string{"ignition", "security", "tls", "certificate_authorities"}, key: "source"}
+	listFiles         = docList{path: []string{"storage", "files"}, key: "path"}
+	listDirectories   = docList{path: []string{"storage", "directories"}, key: "path"}
+	listLinks         = docList{path: []string{"storage", "links"}, key: "path"}
+	listFilesystems   = docList{path: []string{"storage", "filesystems"}, key: "name"}
+	listDisks         = docList{path: []string{"storage", "disks"}, key: "device"}
+	listRaid          = docList{path: []string{"storage", "raid"}, key: "name"}
+	listUnits         = docList{path: []string{"systemd", "units"}, key: "name"}
+	listNetworkd      = docList{path: []string{"networkd", "units"}, key: "name"}
+	listUsers         = docList{path: []string{"passwd", "users"}, key: "name"}
+	listGroups        = docList{path: []string{"passwd", "groups"}, key: "name"}
+	listConfigAppend  = docList{path: []string{"ignition", "config", "append"}, key: "source"}
+	listConfigReplace = docList{path: []string{"ignition", "config", "replace"}}
+	listCAs           = docList{path: []string{"ignition", "security", "tls", "certificate_authorities"}, key: "source"}
 )
 
 // generated is what the transpiler makes of a section of a Container Linux Config: entries
@@ -41,8 +40,8 @@ type generated struct {
 	first bool
 }
 
-// clcGenerated are the transpiler's generated entries by name.
-var clcGenerated = map[string]generated{
+// generatedEntries are the transpiler's generated entries by name.
+var generatedEntries = map[string]generated{
 	"docker.service":          {sections: []string{"docker"}, first: true},
 	"etcd-member.service":     {sections: []string{"etcd"}, first: true},
 	"flanneld.service":        {sections: []string{"flannel"}, first: true},
@@ -51,53 +50,53 @@ var clcGenerated = map[string]generated{
 
 // entryRef names one entry of a list: the nth (0-based) whose key member is value.
 type entryRef struct {
-	list  clcList
+	list  docList
 	value string
 	nth   int
 }
 
-// clcLocator finds entries in the YAML of a Container Linux Config. The zero locator finds
+// locator finds entries in the YAML of a Container Linux Config. The zero locator finds
 // nothing (every position unknown).
-type clcLocator struct{ root *yaml.Node }
+type locator struct{ root *yaml.Node }
 
-// newCLCLocator reads doc, which the transpiler has parsed already; a document it cannot read
+// newLocator reads doc, which the transpiler has parsed already; a document it cannot read
 // gives the zero locator.
-func newCLCLocator(doc string) clcLocator {
+func newLocator(doc string) locator {
 	var root yaml.Node
 	if err := yaml.Unmarshal([]byte(doc), &root); err != nil || len(root.Content) != 1 {
-		return clcLocator{}
+		return locator{}
 	}
-	return clcLocator{root: root.Content[0]}
+	return locator{root: root.Content[0]}
 }
 
 // at is the position of the entry, or of sub inside it (mapping keys and sequence indexes) as
 // far as sub is found; for an entry the transpiler generated, the section it came from.
-func (l clcLocator) at(r entryRef, sub ...any) position {
+func (l locator) at(r entryRef, sub ...any) docpos.Position {
 	if l.root == nil {
-		return position{}
+		return docpos.Position{}
 	}
-	if g, ok := clcGenerated[r.value]; ok {
+	if g, ok := generatedEntries[r.value]; ok {
 		if section := l.section(g); section != nil {
 			if g.first && r.nth == 0 {
-				return position{section.Line, section.Column}
+				return docpos.Position{Line: section.Line, Column: section.Column}
 			}
 			if g.first {
 				r.nth-- // the list's own entries come after the generated one
 			}
 			if l.find(r) == nil {
-				return position{section.Line, section.Column}
+				return docpos.Position{Line: section.Line, Column: section.Column}
 			}
 		}
 	}
 	n := l.find(r)
 	if n == nil {
-		return position{}
+		return docpos.Position{}
 	}
 	return descend(n, sub)
 }
 
 // section is the key of the first of g's sections in the document, nil when there is none.
-func (l clcLocator) section(g generated) *yaml.Node {
+func (l locator) section(g generated) *yaml.Node {
 	for _, name := range g.sections {
 		if key, _ := entryOf(l.root, name); key != nil {
 			return key
@@ -108,29 +107,29 @@ func (l clcLocator) section(g generated) *yaml.Node {
 
 // path is the position of what keys (mapping keys and sequence indexes) lead to from the top of
 // the document, as far as they are found.
-func (l clcLocator) path(keys ...any) position {
+func (l locator) path(keys ...any) docpos.Position {
 	if l.root == nil {
-		return position{}
+		return docpos.Position{}
 	}
 	return descend(l.root, keys)
 }
 
 // descend is the position of what keys lead to from n, as far as they are found: of the key
 // for a mapping key (the value of "create:" is the mapping below it), of the item for an index.
-func descend(n *yaml.Node, keys []any) position {
-	at := position{n.Line, n.Column}
+func descend(n *yaml.Node, keys []any) docpos.Position {
+	at := docpos.Position{Line: n.Line, Column: n.Column}
 	for _, k := range keys {
 		key, value := entryOf(n, k)
 		if value == nil {
 			break
 		}
-		at, n = position{key.Line, key.Column}, value
+		at, n = docpos.Position{Line: key.Line, Column: key.Column}, value
 	}
 	return at
 }
 
 // find returns the node of the entry, nil when it is not in the document.
-func (l clcLocator) find(r entryRef) *yaml.Node {
+func (l locator) find(r entryRef) *yaml.Node {
 	n := l.root
 	for _, k := range r.list.path {
 		if n = child(n, k); n == nil {
@@ -190,7 +189,7 @@ func entryOf(n *yaml.Node, k any) (key, value *yaml.Node) {
 }
 
 // firstAlias is the position of the first YAML alias of the document, zero for none.
-func (l clcLocator) firstAlias() position {
+func (l locator) firstAlias() docpos.Position {
 	var walk func(n *yaml.Node) *yaml.Node
 	walk = func(n *yaml.Node) *yaml.Node {
 		if n == nil {
@@ -207,9 +206,9 @@ func (l clcLocator) firstAlias() position {
 		return nil
 	}
 	if a := walk(l.root); a != nil {
-		return position{a.Line, a.Column}
+		return docpos.Position{Line: a.Line, Column: a.Column}
 	}
-	return position{}
+	return docpos.Position{}
 }
 
 // resolve follows an alias to its anchored node.

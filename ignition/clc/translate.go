@@ -1,4 +1,4 @@
-package ignition
+package clc
 
 import (
 	"fmt"
@@ -8,11 +8,9 @@ import (
 	v3types "github.com/coreos/ignition/v2/config/v3_3/types"
 	v2types "github.com/flatcar/ignition/config/v2_3/types"
 	"k8s.io/utils/ptr"
-)
 
-// clcSpecVersion is the Ignition spec a Container Linux Config is translated to: the lowest 3.x
-// spec Flatcar reads. mergeConfigs translates it up to the output's version.
-const clcSpecVersion = "3.3.0"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition/internal/optional"
+)
 
 // v2to3 translates an Ignition 2.3 config, as Flatcar's Container Linux Config transpiler emits
 // it, to Ignition 3.3.0 (docs/adr/013). Most of 2.x is said differently in 3.x rather than not at
@@ -21,7 +19,7 @@ const clcSpecVersion = "3.3.0"
 // did, the entry is refused with its place in the document; where it says something slightly
 // different, the translation carries a warning. Nothing is dropped silently.
 type v2to3 struct {
-	at clcLocator
+	at locator
 	// seen counts the entries of a list met so far with a name, to locate the nth of them.
 	seen map[string]int
 	// filesystems are the 2.x filesystems by name; as in Ignition 2, the last of a name wins.
@@ -31,22 +29,22 @@ type v2to3 struct {
 
 // translateV2 translates in to spec 3.3.0; at locates its entries in the document the
 // transpiler read (the zero locator leaves every position unknown).
-func translateV2(in v2types.Config, at clcLocator) (v3types.Config, []Warning, *Error) {
+func translateV2(in v2types.Config, at locator) (v3types.Config, []Warning, *Error) {
 	t := &v2to3{at: at, seen: map[string]int{}, filesystems: map[string]v2types.Filesystem{}}
-	out := v3types.Config{Ignition: v3types.Ignition{Version: clcSpecVersion}}
+	out := v3types.Config{Ignition: v3types.Ignition{Version: SpecVersion}}
 	steps := []func(v2types.Config, *v3types.Config) *Error{
 		t.ignitionSection, t.storage, t.systemd, t.passwd,
 	}
 	for _, step := range steps {
-		if ierr := step(in, &out); ierr != nil {
-			return v3types.Config{}, nil, ierr
+		if cerr := step(in, &out); cerr != nil {
+			return v3types.Config{}, nil, cerr
 		}
 	}
 	return out, t.warnings, nil
 }
 
 // ref names the next entry of list with the given name.
-func (t *v2to3) ref(list clcList, value string) entryRef {
+func (t *v2to3) ref(list docList, value string) entryRef {
 	k := fmt.Sprint(list.path, "\x00", value)
 	n := t.seen[k]
 	t.seen[k] = n + 1
@@ -55,33 +53,30 @@ func (t *v2to3) ref(list clcList, value string) entryRef {
 
 // fail is an error about the entry r (or sub inside it).
 func (t *v2to3) fail(r entryRef, sub []any, format string, args ...any) *Error {
-	p := t.at.at(r, sub...)
-	return &Error{Kind: ErrInvalidContainerLinuxConfig, Field: clcField, Line: p.line, Column: p.column,
-		Message: fmt.Sprintf(format, args...)}
+	return errorAt(t.at.at(r, sub...), format, args...)
 }
 
 // warn notes that the entry r (or sub inside it) means something slightly different in 3.x.
 func (t *v2to3) warn(r entryRef, sub []any, format string, args ...any) {
-	p := t.at.at(r, sub...)
-	t.warnings = append(t.warnings, Warning{Field: clcField, Line: p.line, Column: p.column, Message: fmt.Sprintf(format, args...)})
+	t.warnings = append(t.warnings, warningAt(t.at.at(r, sub...), format, args...))
 }
 
 // ignitionSection translates config references (append becomes merge), timeouts and the
 // certificate authorities.
 func (t *v2to3) ignitionSection(in v2types.Config, out *v3types.Config) *Error {
 	for _, a := range in.Ignition.Config.Append {
-		r := t.ref(clcConfigAppend, a.Source)
-		res, ierr := t.resource(r, []any{"source"}, a.Source, "", a.Verification)
-		if ierr != nil {
-			return ierr
+		r := t.ref(listConfigAppend, a.Source)
+		res, cerr := t.resource(r, []any{"source"}, a.Source, "", a.Verification)
+		if cerr != nil {
+			return cerr
 		}
 		out.Ignition.Config.Merge = append(out.Ignition.Config.Merge, res)
 	}
 	if rep := in.Ignition.Config.Replace; rep != nil {
-		r := t.ref(clcConfigRepl, "")
-		res, ierr := t.resource(r, []any{"source"}, rep.Source, "", rep.Verification)
-		if ierr != nil {
-			return ierr
+		r := t.ref(listConfigReplace, "")
+		res, cerr := t.resource(r, []any{"source"}, rep.Source, "", rep.Verification)
+		if cerr != nil {
+			return cerr
 		}
 		out.Ignition.Config.Replace = res
 	}
@@ -90,10 +85,10 @@ func (t *v2to3) ignitionSection(in v2types.Config, out *v3types.Config) *Error {
 		HTTPTotal:           in.Ignition.Timeouts.HTTPTotal,
 	}
 	for _, ca := range in.Ignition.Security.TLS.CertificateAuthorities {
-		r := t.ref(clcCAs, ca.Source)
-		res, ierr := t.resource(r, []any{"source"}, ca.Source, "", ca.Verification)
-		if ierr != nil {
-			return ierr
+		r := t.ref(listCAs, ca.Source)
+		res, cerr := t.resource(r, []any{"source"}, ca.Source, "", ca.Verification)
+		if cerr != nil {
+			return cerr
 		}
 		out.Ignition.Security.TLS.CertificateAuthorities = append(out.Ignition.Security.TLS.CertificateAuthorities, res)
 	}
@@ -111,8 +106,8 @@ func (t *v2to3) resource(r entryRef, sub []any, source, compression string, v v2
 		}
 		res.Source = ptr.To(source)
 	}
-	res.Compression = stringOrNil(compression)
-	res.Verification.Hash = copyPtr(v.Hash)
+	res.Compression = optional.String(compression)
+	res.Verification.Hash = optional.Copy(v.Hash)
 	return res, nil
 }
 
@@ -122,19 +117,19 @@ func (t *v2to3) resource(r entryRef, sub []any, source, compression string, v v2
 func (t *v2to3) passwd(in v2types.Config, out *v3types.Config) *Error {
 	var users []located[v3types.PasswdUser]
 	for _, u := range in.Passwd.Users {
-		r := t.ref(clcUsers, u.Name)
+		r := t.ref(listUsers, u.Name)
 		u3 := v3types.PasswdUser{
 			Name:         u.Name,
 			PasswordHash: u.PasswordHash,
 			UID:          u.UID,
-			Gecos:        stringOrNil(u.Gecos),
-			HomeDir:      stringOrNil(u.HomeDir),
-			NoCreateHome: trueOrNil(u.NoCreateHome),
-			PrimaryGroup: stringOrNil(u.PrimaryGroup),
-			NoUserGroup:  trueOrNil(u.NoUserGroup),
-			NoLogInit:    trueOrNil(u.NoLogInit),
-			Shell:        stringOrNil(u.Shell),
-			System:       trueOrNil(u.System),
+			Gecos:        optional.String(u.Gecos),
+			HomeDir:      optional.String(u.HomeDir),
+			NoCreateHome: optional.True(u.NoCreateHome),
+			PrimaryGroup: optional.String(u.PrimaryGroup),
+			NoUserGroup:  optional.True(u.NoUserGroup),
+			NoLogInit:    optional.True(u.NoLogInit),
+			Shell:        optional.String(u.Shell),
+			System:       optional.True(u.System),
 		}
 		for _, k := range u.SSHAuthorizedKeys {
 			u3.SSHAuthorizedKeys = append(u3.SSHAuthorizedKeys, v3types.SSHAuthorizedKey(k))
@@ -143,9 +138,9 @@ func (t *v2to3) passwd(in v2types.Config, out *v3types.Config) *Error {
 			u3.Groups = append(u3.Groups, v3types.Group(g))
 		}
 		if c := u.Create; c != nil {
-			u3.UID, u3.Gecos, u3.HomeDir = c.UID, stringOrNil(c.Gecos), stringOrNil(c.HomeDir)
-			u3.NoCreateHome, u3.PrimaryGroup, u3.NoUserGroup = trueOrNil(c.NoCreateHome), stringOrNil(c.PrimaryGroup), trueOrNil(c.NoUserGroup)
-			u3.NoLogInit, u3.Shell, u3.System = trueOrNil(c.NoLogInit), stringOrNil(c.Shell), trueOrNil(c.System)
+			u3.UID, u3.Gecos, u3.HomeDir = c.UID, optional.String(c.Gecos), optional.String(c.HomeDir)
+			u3.NoCreateHome, u3.PrimaryGroup, u3.NoUserGroup = optional.True(c.NoCreateHome), optional.String(c.PrimaryGroup), optional.True(c.NoUserGroup)
+			u3.NoLogInit, u3.Shell, u3.System = optional.True(c.NoLogInit), optional.String(c.Shell), optional.True(c.System)
 			u3.Groups = nil
 			for _, g := range c.Groups {
 				u3.Groups = append(u3.Groups, v3types.Group(g))
@@ -153,19 +148,19 @@ func (t *v2to3) passwd(in v2types.Config, out *v3types.Config) *Error {
 		}
 		users = append(users, located[v3types.PasswdUser]{u3, r})
 	}
-	var ierr *Error
-	if out.Passwd.Users, ierr = dedupe(t, users, func(u v3types.PasswdUser) string { return u.Name }, "user"); ierr != nil {
-		return ierr
+	var cerr *Error
+	if out.Passwd.Users, cerr = dedupe(t, users, func(u v3types.PasswdUser) string { return u.Name }, "user"); cerr != nil {
+		return cerr
 	}
 
 	var groups []located[v3types.PasswdGroup]
 	for _, g := range in.Passwd.Groups {
 		groups = append(groups, located[v3types.PasswdGroup]{v3types.PasswdGroup{
-			Name: g.Name, Gid: g.Gid, PasswordHash: stringOrNil(g.PasswordHash), System: trueOrNil(g.System),
-		}, t.ref(clcGroups, g.Name)})
+			Name: g.Name, Gid: g.Gid, PasswordHash: optional.String(g.PasswordHash), System: optional.True(g.System),
+		}, t.ref(listGroups, g.Name)})
 	}
-	out.Passwd.Groups, ierr = dedupe(t, groups, func(g v3types.PasswdGroup) string { return g.Name }, "group")
-	return ierr
+	out.Passwd.Groups, cerr = dedupe(t, groups, func(g v3types.PasswdGroup) string { return g.Name }, "group")
+	return cerr
 }
 
 // located is a translated entry with the entry of the document it came from.
