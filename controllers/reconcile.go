@@ -186,7 +186,7 @@ func builderPredicates(p predicate.Predicate) builder.Predicates { return builde
 // OverPlatformLimit and a warning event when the data is larger than the platform takes even
 // compressed, and the render's duration and size in the metrics.
 func (r *Reconciler) reportStored(ctx context.Context, s *scope, out ignition.Output, took time.Duration) {
-	metrics.ObserveRender(s.metricsRole(), string(configinput.Variant(&s.config.Spec)), took, out.Size.Bytes)
+	metrics.ObserveRender(s.roleLabel(s.role()), string(configinput.Variant(&s.config.Spec)), took, out.Size.Bytes)
 	platform := s.platform()
 	ctrl.LoggerFrom(ctx).Info("Rendered bootstrap data", "role", s.role(), "platform", platform,
 		"ignitionVersion", out.SpecVersion, "bytes", out.Size.Bytes, "gzipBytes", out.Size.GzipBytes,

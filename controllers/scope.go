@@ -112,18 +112,18 @@ func (s *scope) role() ignition.Role {
 	}
 }
 
-// metricsRole is the role label of the config's data in cabpi's metrics: a MachinePool's join
-// is told apart from a worker Machine's.
-func (s *scope) metricsRole() metrics.Role {
-	switch role := s.role(); {
+// roleLabel is the "role" label of data rendered for role in cabpi's metrics: a MachinePool's
+// join is told apart from a worker Machine's.
+func (s *scope) roleLabel(role ignition.Role) metrics.RoleLabel {
+	switch {
 	case s.isMachinePool():
-		return metrics.RoleMachinePool
+		return metrics.RoleLabelMachinePool
 	case role == ignition.RoleWorkerJoin:
-		return metrics.RoleWorkerJoin
+		return metrics.RoleLabelWorkerJoin
 	case role == ignition.RoleControlPlaneJoin:
-		return metrics.RoleControlPlaneJoin
+		return metrics.RoleLabelControlPlaneJoin
 	default:
-		return metrics.RoleInit
+		return metrics.RoleLabelInit
 	}
 }
 
