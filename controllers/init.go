@@ -14,14 +14,14 @@ import (
 // holder of the Cluster's init lock (a ConfigMap owned by the Cluster, so it survives manager
 // restarts) renders it; the others wait until the control plane is initialized and then join.
 func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (_ ctrl.Result, rerr error) {
-	if !r.initLock.Lock(ctx, s.cluster, s.machine) {
+	if !r.InitLock.Lock(ctx, s.cluster, s.machine) {
 		return waitFor(cabpiv1.WaitingForInitLockReason,
 			"Another control-plane Machine holds the kubeadm init lock; this one joins once the control plane is initialized").apply(r, s.config), nil
 	}
 	stored := false
 	defer func() {
 		// Whatever kept this Machine from getting init data, let another control-plane Machine try.
-		if !stored && !r.initLock.Unlock(ctx, s.cluster) {
+		if !stored && !r.InitLock.Unlock(ctx, s.cluster) {
 			rerr = kerrors.NewAggregate([]error{rerr, errUnlock})
 		}
 	}()

@@ -81,7 +81,7 @@ func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input
 		return ctrl.Result{}, &outcome{reason: cabpiv1.BootstrapTokenFailedReason, requeue: waitRequeue,
 			message: fmt.Sprintf("Workload cluster not reachable to create the join token: %v", err)}, nil
 	}
-	now := nowFunc()
+	now := r.Clock.Now()
 	token, expiration, made, err := r.joinTokenFor(ctx, remote, s, use == keepToken, now)
 	if err != nil {
 		return ctrl.Result{}, &outcome{reason: cabpiv1.BootstrapTokenFailedReason, message: err.Error()}, err

@@ -238,7 +238,7 @@ func (r *Reconciler) releaseInitLock(ctx context.Context, cluster *clusterv1.Clu
 	if _, done := r.unlocked.Load(cluster.UID); done {
 		return
 	}
-	if r.initLock.Unlock(ctx, cluster) {
+	if r.InitLock.Unlock(ctx, cluster) {
 		r.unlocked.Store(cluster.UID, struct{}{})
 	}
 }

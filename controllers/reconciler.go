@@ -12,6 +12,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -34,6 +35,21 @@ import (
 // DefaultTokenTTL is how long a join token lives when --bootstrap-token-ttl is not set.
 const DefaultTokenTTL = 15 * time.Minute
 
+// DefaultReferenceRecheckInterval is how often delivered data that may still change is looked at
+// again when it reads a Secret or ConfigMap no watch sees (Reconciler.ReferenceRecheckInterval).
+const DefaultReferenceRecheckInterval = time.Minute
+
+// InitLocker is the kubeadm init lock of a Cluster: only the control-plane Machine holding it
+// gets kubeadm init data, the others join once the control plane is initialized. It is Cluster
+// API's CABPK InitLocker; the manager's is locking.ControlPlaneInitMutex, a ConfigMap owned by the
+// Cluster, so that it survives manager restarts.
+type InitLocker interface {
+	// Lock takes the Cluster's lock for machine; true when machine holds it (again).
+	Lock(ctx context.Context, cluster *clusterv1.Cluster, machine *clusterv1.Machine) bool
+	// Unlock releases the Cluster's lock; true when no lock is held any more.
+	Unlock(ctx context.Context, cluster *clusterv1.Cluster) bool
+}
+
 // Reconciler renders IgnitionConfigs into bootstrap data Secrets.
 type Reconciler struct {
 	// Client reads and writes the management cluster. Secrets and ConfigMaps are not cached
@@ -54,8 +70,18 @@ type Reconciler struct {
 	WatchFilterValue string
 	// TokenTTL is the lifetime of join tokens; refreshed until the node joined.
 	TokenTTL time.Duration
+	// InitLock decides which control-plane Machine renders kubeadm init. Default: Cluster API's
+	// ConfigMap lock (locking.ControlPlaneInitMutex) on Client.
+	InitLock InitLocker
+	// Clock is the time join tokens' expirations are computed from and compared with. Default:
+	// the real clock.
+	Clock clock.PassiveClock
+	// ReferenceRecheckInterval is how often delivered data that may still change (its owner has
+	// not started provisioning) is looked at again when its inputs read a Secret or ConfigMap
+	// without the cluster-name label, whose changes no watch sees (docs/adr/015). Default:
+	// DefaultReferenceRecheckInterval.
+	ReferenceRecheckInterval time.Duration
 
-	initLock *locking.ControlPlaneInitMutex
 	// unlocked holds the UIDs of Clusters whose init lock this manager found released once
 	// their control plane was initialized: no lock is taken after that, so no join needs to
 	// look for one again (it would cost a ConfigMap read per join).
@@ -65,6 +91,22 @@ type Reconciler struct {
 	// again) and the input digests it stored and failed to render (changed inputs cost one
 	// render, rerender.go).
 	memory memory
+}
+
+// defaults fills what was left unset with what the manager uses (internal/setup sets them all).
+func (r *Reconciler) defaults() {
+	if r.TokenTTL <= 0 {
+		r.TokenTTL = DefaultTokenTTL
+	}
+	if r.InitLock == nil {
+		r.InitLock = locking.NewControlPlaneInitMutex(r.Client)
+	}
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.ReferenceRecheckInterval <= 0 {
+		r.ReferenceRecheckInterval = DefaultReferenceRecheckInterval
+	}
 }
 
 // ownedConditions are the conditions this controller writes (patch helper ownership).
@@ -80,10 +122,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if r.Client == nil || r.SecretCachingClient == nil || r.ClusterCache == nil {
 		return fmt.Errorf("IgnitionConfig reconciler needs a Client, a SecretCachingClient and a ClusterCache")
 	}
-	if r.TokenTTL <= 0 {
-		r.TokenTTL = DefaultTokenTTL
-	}
-	r.initLock = locking.NewControlPlaneInitMutex(r.Client)
+	r.defaults()
 	log := ctrl.LoggerFrom(ctx).WithValues("controller", "ignitionconfig")
 
 	b := ctrl.NewControllerManagedBy(mgr).

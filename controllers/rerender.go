@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,11 +17,6 @@ import (
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
 )
-
-// referenceRecheck is how often delivered data that may still change (owner not provisioning)
-// is looked at again when it reads a Secret or ConfigMap without the cluster-name label, whose
-// changes no watch sees (docs/adr/015). A variable for the tests only.
-var referenceRecheck = time.Minute
 
 // reconcileDataInputs renders delivered data again, in place, when its inputs changed before the
 // owner started provisioning (docs/adr/015). The inputs are built as for the first render and
@@ -62,7 +56,7 @@ func (r *Reconciler) reconcileDataInputs(ctx context.Context, s *scope) (res ctr
 		return ctrl.Result{}, false, err
 	}
 	if s.unwatchedReference {
-		res.RequeueAfter = referenceRecheck
+		res.RequeueAfter = r.ReferenceRecheckInterval
 	}
 	recorded := config.Status.DataInputsHash
 	if o != nil {

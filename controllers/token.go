@@ -29,9 +29,6 @@ type joinToken struct {
 	Value string
 }
 
-// nowFunc is the clock of token expirations.
-var nowFunc = time.Now
-
 // tokenDescription marks the tokens cabpi creates in workload clusters with the config they were
 // made for, so `kubeadm token list` in the workload cluster tells an operator whose token it is.
 func tokenDescription(config client.ObjectKey) string {
@@ -210,7 +207,7 @@ func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope, data *cor
 	// yet, and would not have been refreshed: no need to ask the workload cluster. A token lost
 	// meanwhile is found by the periodic check (every TTL/3), as it would be without this.
 	clusterKey := util.ObjectKey(s.cluster)
-	now := nowFunc().UTC()
+	now := r.Clock.Now().UTC()
 	known := r.memory.tokenExpiration(configKey, tokenID)
 	if known.IsZero() && !s.isMachinePool() {
 		// Not seen by this manager (it restarted): the token was created, with this TTL, just
