@@ -15,8 +15,8 @@ import (
 // restarts) renders it; the others wait until the control plane is initialized and then join.
 func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (_ ctrl.Result, rerr error) {
 	if !r.InitLock.Lock(ctx, s.cluster, s.machine) {
-		return waitFor(cabpiv1.WaitingForInitLockReason,
-			"Another control-plane Machine holds the kubeadm init lock; this one joins once the control plane is initialized").apply(r, s.config), nil
+		return r.report(s.config, waitFor(cabpiv1.WaitingForInitLockReason,
+			"Another control-plane Machine holds the kubeadm init lock; this one joins once the control plane is initialized")), nil
 	}
 	stored := false
 	defer func() {
@@ -26,19 +26,15 @@ func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (_ ctrl.Result
 		}
 	}()
 
-	in, _, o, err := r.nodeInput(ctx, s, ignition.RoleInit, generateCertificates)
-	if err != nil {
-		return ctrl.Result{}, err
+	in, rep, err := r.buildInput(ctx, s, ignition.RoleInit, generateCertificates, r.resolver(s))
+	if rep != nil || err != nil {
+		return r.notStored(s.config, rep, err)
 	}
-	if o != nil {
-		return o.apply(r, s.config), nil
-	}
-
-	if o, err := r.renderAndStore(ctx, s, in); o != nil {
-		return o.apply(r, s.config), err
+	if rep, err := r.renderAndStore(ctx, s, in); rep != nil || err != nil {
+		return r.notStored(s.config, rep, err)
 	}
 	stored = true
-	return ctrl.Result{}, nil
+	return r.storedResult(in), nil
 }
 
 var errUnlock = errorString("failed to release the kubeadm init lock")

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
@@ -31,17 +30,6 @@ const waitRequeue = 30 * time.Second
 func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
 	config := s.config
 
-	// A data Secret restored without owner (backup, move) is adopted before anything else.
-	existing, err := r.getDataSecret(ctx, config, s.cluster.Name)
-	s.dataSecret = existing
-	if errors.Is(err, errDataSecretConflict) {
-		r.fail(config, cabpiv1.DataSecretConflictReason, err.Error())
-		return ctrl.Result{RequeueAfter: waitRequeue}, nil
-	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-
 	// Delivered data stays delivered whatever the Cluster does next: the gates below are for
 	// data not rendered yet (infrastructureProvisioned turns false around a clusterctl move).
 	switch {
@@ -49,19 +37,12 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 		if !conditions.IsTrue(config, cabpiv1.DataSecretAvailableCondition) {
 			setDataSecretTrue(config)
 		} // else kept as is: an OverPlatformLimit warning stays until the data changes
-
-		if existing == nil {
-			return r.reconcileJoinToken(ctx, s, existing)
+		if s.dataSecret == nil {
+			return r.reconcileDataSecretGone(ctx, s)
 		}
-		// Inputs changed before the owner started provisioning: the data is rendered again.
-		inputs, rendered, err := r.reconcileDataInputs(ctx, s)
-		if err != nil || rendered {
-			return inputs, err
-		}
-		res, err := r.reconcileJoinToken(ctx, s, existing)
-		return util.LowestNonZeroResult(res, inputs), err
+		return r.reconcileDelivered(ctx, s)
 
-	case existing != nil:
+	case s.dataSecret != nil:
 		// The Secret exists but the status does not say so. Most often the config came from a
 		// cache that has not seen this controller's own status write yet: then the status must
 		// not be written again from the stale copy (it would overwrite the condition the render
@@ -70,9 +51,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 		if delivered, err := r.deliveredPerAPIServer(ctx, config); err != nil || delivered {
 			return ctrl.Result{}, err
 		}
-		if err := r.adoptDataSecret(ctx, s, existing); err != nil {
-			return ctrl.Result{}, err
-		}
+		r.adoptDataSecret(ctx, s)
 		return ctrl.Result{}, nil
 
 	case !s.clusterInfrastructureProvisioned():
@@ -91,12 +70,15 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 			return ctrl.Result{RequeueAfter: waitRequeue}, nil
 		}
 		r.releaseInitLock(ctx, s.cluster)
-		return r.reconcileJoin(ctx, s, role)
+		return r.reconcileJoin(ctx, s, role, newToken)
 	}
 }
 
-// outcome is what a render step wants reported: nil means the data Secret was written.
-type outcome struct {
+// report is why a step stored no data, as the config's status says it: DataSecretAvailable's
+// reason and message, and how soon the config is looked at again. A step returns a report or an
+// error, never both; an error is retried with backoff, and says what the condition says
+// meanwhile only when it is a conditionError.
+type report struct {
 	reason  string
 	message string
 	requeue time.Duration
@@ -107,13 +89,54 @@ type outcome struct {
 	renderError bool
 }
 
-func (o *outcome) apply(r *Reconciler, config *cabpiv1.IgnitionConfig) ctrl.Result {
-	if o.warn {
-		r.fail(config, o.reason, o.message)
+// report records rep on the config: DataSecretAvailable False with its reason (and, for a
+// failure the user can fix, a warning event), and the result that looks at the config again.
+func (r *Reconciler) report(config *cabpiv1.IgnitionConfig, rep *report) ctrl.Result {
+	if rep.warn {
+		r.fail(config, rep.reason, rep.message)
 	} else {
-		setDataSecretFalse(config, o.reason, o.message)
+		setDataSecretFalse(config, rep.reason, rep.message)
 	}
-	return ctrl.Result{RequeueAfter: o.requeue}
+	return ctrl.Result{RequeueAfter: rep.requeue}
+}
+
+// conditionError is an error, retried with backoff, for which DataSecretAvailable says meanwhile
+// why no data was stored (a first render: a render again of delivered data leaves the condition
+// as it is). message never carries secret material.
+type conditionError struct {
+	reason  string
+	message string
+	err     error
+}
+
+func (e *conditionError) Error() string { return e.err.Error() }
+func (e *conditionError) Unwrap() error { return e.err }
+
+// reportError records err on the config when it is a conditionError, and returns it for a
+// retry with backoff.
+func (r *Reconciler) reportError(config *cabpiv1.IgnitionConfig, err error) (ctrl.Result, error) {
+	var ce *conditionError
+	if errors.As(err, &ce) {
+		setDataSecretFalse(config, ce.reason, ce.message)
+	}
+	return ctrl.Result{}, err
+}
+
+// notStored ends a reconcile whose step stored no data: with its error, or its report.
+func (r *Reconciler) notStored(config *cabpiv1.IgnitionConfig, rep *report, err error) (ctrl.Result, error) {
+	if err != nil {
+		return r.reportError(config, err)
+	}
+	return r.report(config, rep), nil
+}
+
+// storedResult is the result of a reconcile that stored data rendered from in: data carrying a
+// join token of ours is looked at again to refresh (Machine) or rotate (MachinePool) the token.
+func (r *Reconciler) storedResult(in nodeInput) ctrl.Result {
+	if in.joinToken {
+		return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}
+	}
+	return ctrl.Result{}
 }
 
 // fail reports a failure the user can fix: DataSecretAvailable False with reason, a warning
@@ -130,8 +153,8 @@ func (r *Reconciler) warnFailure(config *cabpiv1.IgnitionConfig, reason, message
 	metrics.Failure(reason)
 }
 
-func waitFor(reason, message string) *outcome {
-	return &outcome{reason: reason, message: message, requeue: waitRequeue}
+func waitFor(reason, message string) *report {
+	return &report{reason: reason, message: message, requeue: waitRequeue}
 }
 
 // renderErrorRetry: a config that fails to render is looked at again after this long (for
@@ -140,7 +163,7 @@ func waitFor(reason, message string) *outcome {
 const renderErrorRetry = 5 * time.Minute
 
 // renderFailed maps a renderer error to the condition reason a user acts on.
-func renderFailed(err error) *outcome {
+func renderFailed(err error) *report {
 	reason := cabpiv1.InvalidConfigReason
 	if rerr, ok := err.(*ignition.Error); ok {
 		switch rerr.Kind {
@@ -159,12 +182,12 @@ func renderFailed(err error) *outcome {
 			reason = cabpiv1.UnsupportedIgnitionVersionReason
 		}
 	}
-	return &outcome{reason: reason, message: fmt.Sprintf("Rendering failed: %v", err), requeue: renderErrorRetry, warn: true, renderError: true}
+	return &report{reason: reason, message: fmt.Sprintf("Rendering failed: %v", err), requeue: renderErrorRetry, warn: true, renderError: true}
 }
 
 // storeFailed: the data Secret could not be written (retried with backoff).
-func storeFailed(err error) *outcome {
-	return &outcome{reason: cabpiv1.DataSecretInternalErrorReason, message: err.Error()}
+func storeFailed(err error) error {
+	return &conditionError{reason: cabpiv1.DataSecretInternalErrorReason, message: err.Error(), err: err}
 }
 
 func setDataSecretFalse(config *cabpiv1.IgnitionConfig, reason, message string) {
@@ -182,13 +205,13 @@ func setDataSecretTrue(config *cabpiv1.IgnitionConfig) {
 
 func builderPredicates(p predicate.Predicate) builder.Predicates { return builder.WithPredicates(p) }
 
-// reportStored records data just stored, rendered in took: DataSecretAvailable True, with
-// OverPlatformLimit and a warning event when the data is larger than the platform takes even
-// compressed, and the render's duration and size in the metrics.
-func (r *Reconciler) reportStored(ctx context.Context, s *scope, out ignition.Output, took time.Duration) {
-	metrics.ObserveRender(s.roleLabel(s.role()), string(configinput.Variant(&s.config.Spec)), took, out.Size.Bytes)
+// reportStored records data rendered from in and just stored, rendered in took:
+// DataSecretAvailable True, with OverPlatformLimit and a warning event when the data is larger
+// than the platform takes even compressed, and the render's duration and size in the metrics.
+func (r *Reconciler) reportStored(ctx context.Context, s *scope, in nodeInput, out ignition.Output, took time.Duration) {
+	metrics.ObserveRender(s.roleLabel(in.Role), string(configinput.Variant(&s.config.Spec)), took, out.Size.Bytes)
 	platform := s.platform()
-	ctrl.LoggerFrom(ctx).Info("Rendered bootstrap data", "role", s.role(), "platform", platform,
+	ctrl.LoggerFrom(ctx).Info("Rendered bootstrap data", "role", in.Role, "platform", platform,
 		"ignitionVersion", out.SpecVersion, "bytes", out.Size.Bytes, "gzipBytes", out.Size.GzipBytes,
 		"compressed", out.Size.Compressed, "wrapped", out.Size.Wrapped)
 	overLimit := configinput.OverPlatformLimit(out, platform)

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -162,7 +163,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile runs the BootstrapConfig flow for one IgnitionConfig.
+// Reconcile gathers what one IgnitionConfig's reconcile decides on (scope) and hands it to
+// reconcile, which runs the BootstrapConfig flow; the status it sets is patched on the way out.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, rerr error) {
 	log := ctrl.LoggerFrom(ctx)
 
@@ -179,27 +181,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 
-	s := &scope{config: config}
-	if err := gatherOwner(ctx, r.Client, s); err != nil {
-		if err == errNoOwner {
+	owner, err := getOwner(ctx, r.Client, config)
+	if err != nil {
+		if errors.Is(err, errNoOwner) {
 			log.V(4).Info("Waiting for a Machine or MachinePool to own this config")
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	log = log.WithValues(s.owner().GetObjectKind().GroupVersionKind().Kind, klog.KObj(s.owner()),
-		"Cluster", klog.KRef(config.Namespace, s.clusterName()))
+	log = log.WithValues(owner.kind(), klog.KObj(owner.object()), "Cluster", klog.KRef(config.Namespace, owner.clusterName()))
 	ctx = ctrl.LoggerInto(ctx, log)
 
-	cluster, err := util.GetClusterByName(ctx, r.Client, config.Namespace, s.clusterName())
+	cluster, err := util.GetClusterByName(ctx, r.Client, config.Namespace, owner.clusterName())
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			log.Info("Waiting for the Cluster to be created")
 			return ctrl.Result{}, nil
 		}
-		return ctrl.Result{}, fmt.Errorf("getting Cluster %s: %w", s.clusterName(), err)
+		return ctrl.Result{}, fmt.Errorf("getting Cluster %s: %w", owner.clusterName(), err)
 	}
-	s.cluster = cluster
 
 	patchHelper, err := patch.NewHelper(config, r.Client)
 	if err != nil {
@@ -216,7 +216,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}()
 
-	return r.reconcile(ctx, s)
+	// A data Secret restored without owner (backup, move) is adopted before anything else.
+	dataSecret, err := r.getDataSecret(ctx, config, cluster.Name)
+	if errors.Is(err, errDataSecretConflict) {
+		r.fail(config, cabpiv1.DataSecretConflictReason, err.Error())
+		return ctrl.Result{RequeueAfter: waitRequeue}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	return r.reconcile(ctx, &scope{config: config, cluster: cluster, configOwner: owner, dataSecret: dataSecret})
 }
 
 // markNewConfigNotPaused gives a new config that is not paused its NotPaused condition, as
