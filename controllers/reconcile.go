@@ -269,14 +269,33 @@ func (r *Reconciler) releaseInitLock(ctx context.Context, cluster *clusterv1.Clu
 // deliveredPerAPIServer reads the config from the API server, past the cache, and reports
 // whether its status already records the data Secret.
 func (r *Reconciler) deliveredPerAPIServer(ctx context.Context, config *cabpiv1.IgnitionConfig) (bool, error) {
+	fresh, err := r.fromAPIServer(ctx, config)
+	if fresh == nil || err != nil {
+		return false, err
+	}
+	return dataDelivered(fresh), nil
+}
+
+// inputsRecordedPerAPIServer reads the config from the API server, past the cache, and reports
+// whether its status already records hash as the digest of the delivered data's inputs.
+func (r *Reconciler) inputsRecordedPerAPIServer(ctx context.Context, config *cabpiv1.IgnitionConfig, hash string) (bool, error) {
+	fresh, err := r.fromAPIServer(ctx, config)
+	if fresh == nil || err != nil {
+		return false, err
+	}
+	return fresh.Status.DataInputsHash == hash, nil
+}
+
+// fromAPIServer reads config from the API server, past the cache; nil without an APIReader.
+func (r *Reconciler) fromAPIServer(ctx context.Context, config *cabpiv1.IgnitionConfig) (*cabpiv1.IgnitionConfig, error) {
 	if r.APIReader == nil {
-		return false, nil
+		return nil, nil
 	}
 	fresh := &cabpiv1.IgnitionConfig{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(config), fresh); err != nil {
-		return false, fmt.Errorf("reading IgnitionConfig %s: %w", client.ObjectKeyFromObject(config), err)
+		return nil, fmt.Errorf("reading IgnitionConfig %s: %w", client.ObjectKeyFromObject(config), err)
 	}
-	return dataDelivered(fresh), nil
+	return fresh, nil
 }
 
 // dataDelivered is true when the config's status records its data Secret (the contract's

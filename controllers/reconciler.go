@@ -85,12 +85,10 @@ type Reconciler struct {
 
 	// unlocked holds the UIDs of Clusters whose init lock this manager found released once
 	// their control plane was initialized: no lock is taken after that, so no join needs to
-	// look for one again (it would cost a ConfigMap read per join).
+	// look for one again (it would cost a ConfigMap read per join). Authority: InitLock.
 	unlocked sync.Map
-	// memory keeps, per config, the join token's expiration this manager gave or read (a
-	// reconcile soon after the token was created or refreshed does not ask the workload cluster
-	// again) and the input digests it stored and failed to render (changed inputs cost one
-	// render, rerender.go).
+	// memory caches, per config, facts whose authority is elsewhere (memory.go): the expiration
+	// of its join token, inputs that do not render, the spec generation said not to be rendered.
 	memory memory
 }
 

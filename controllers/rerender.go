@@ -88,14 +88,23 @@ func (r *Reconciler) reconcileDataInputs(ctx context.Context, s *scope) (inputsC
 			setDataSecretTrue(config) // the inputs are back to what the data was rendered from
 		}
 		return change, nil
-	case recorded == "" || r.memory.storedWas(key, in.hash):
-		// Recorded, not rendered. Without a digest the data was delivered before digests were
-		// recorded, and is taken to be what the current inputs give. A digest this manager last
-		// stored means the config read is older than the status patch that recorded it.
+	case recorded == "":
+		// Recorded, not rendered: the data was delivered before digests were recorded, and is
+		// taken to be what the current inputs give.
 		config.Status.DataInputsHash = in.hash
 		return change, nil
 	case r.memory.failedWas(key, in.hash):
 		return change, nil // reported when it failed; rendered again once the inputs change
+	}
+	// The config read may be older than the status patch that recorded data just rendered
+	// again from these inputs: the API server's copy says, so that the same inputs are not
+	// rendered a second time (by this manager, or by one started since).
+	recordedNow, err := r.inputsRecordedPerAPIServer(ctx, config, in.hash)
+	if err != nil {
+		return inputsChange{}, err
+	}
+	if recordedNow {
+		return change, nil // nothing to write: the API server has it already
 	}
 	change.rerender = &in
 	return change, nil

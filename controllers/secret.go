@@ -188,7 +188,7 @@ func (r *Reconciler) storeDataSecret(ctx context.Context, s *scope, in nodeInput
 	s.config.Status.DataSecretName = secret.Name
 	s.config.Status.Initialization.DataSecretCreated = ptr.To(true)
 	s.config.Status.DataInputsHash = in.hash
-	r.memory.stored(client.ObjectKeyFromObject(s.config), in.hash)
+	r.memory.stored(client.ObjectKeyFromObject(s.config))
 	return nil
 }
 
