@@ -12,7 +12,7 @@
 //     ConfigMaps, certificates, resolved into a nodeInput (the renderer's input and its digest);
 //  4. render and store (join.go, secret.go, token.go): ignition's render, the join token in the
 //     workload cluster for data that renders, the data Secret;
-//  5. report: the status and conditions, patched once on the way out (util/patch).
+//  5. report (status.go): the status and conditions, patched once on the way out (util/patch).
 //
 // Every step of 3 and 4 returns what it produced, or a report (why no data was stored: the
 // DataSecretAvailable reason and message, and when to look again), or an error (retried with
