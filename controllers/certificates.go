@@ -18,9 +18,9 @@ import (
 
 // lookupCertificates finds certs; when generate is true the missing ones are created (owned by
 // the Cluster, so they outlive the first control-plane Machine). A missing certificate is a
-// waiting outcome, a certificate that is not PEM an InvalidClusterCertificate outcome; neither
-// is an error.
-func (r *Reconciler) lookupCertificates(ctx context.Context, s *scope, certs secret.Certificates, generate bool) (*outcome, error) {
+// waiting report, a certificate that is not PEM an InvalidClusterCertificate report; neither is
+// an error. CertificatesAvailable says which.
+func (r *Reconciler) lookupCertificates(ctx context.Context, s *scope, certs secret.Certificates, generate bool) (*report, error) {
 	key := util.ObjectKey(s.cluster)
 	var err error
 	if generate {
@@ -41,11 +41,11 @@ func (r *Reconciler) lookupCertificates(ctx context.Context, s *scope, certs sec
 		// Retried with backoff; both conditions say why meanwhile (Ready summarises them).
 		msg := fmt.Sprintf("Certificates unusable: %v", err)
 		setCertificatesFalse(s.config, cabpiv1.CertificatesInternalErrorReason, msg)
-		setDataSecretFalse(s.config, cabpiv1.DataSecretInternalErrorReason, msg)
-		return nil, fmt.Errorf("certificates of Cluster %s: %w", s.cluster.Name, err)
+		return nil, &conditionError{reason: cabpiv1.DataSecretInternalErrorReason, message: msg,
+			err: fmt.Errorf("certificates of Cluster %s: %w", s.cluster.Name, err)}
 	}
-	if o := invalidCertificates(s, certs); o != nil {
-		return o, nil
+	if rep := invalidCertificates(s, certs); rep != nil {
+		return rep, nil
 	}
 	setCertificatesAvailable(s.config)
 	return nil, nil
@@ -54,7 +54,7 @@ func (r *Reconciler) lookupCertificates(ctx context.Context, s *scope, certs sec
 // invalidCertificates checks that every certificate to be written is PEM x509 (the
 // service-account "certificate" is a public key and is left alone): a node given anything else
 // would fail at boot while the config said Ready. The message names the Secret, never its data.
-func invalidCertificates(s *scope, certs secret.Certificates) *outcome {
+func invalidCertificates(s *scope, certs secret.Certificates) *report {
 	for _, c := range certs {
 		if c.KeyPair == nil || len(c.KeyPair.Cert) == 0 || c.Purpose == secret.ServiceAccount {
 			continue
@@ -63,7 +63,7 @@ func invalidCertificates(s *scope, certs secret.Certificates) *outcome {
 			msg := fmt.Sprintf("Secret %s does not hold a PEM certificate in %s (%v): fix or delete it",
 				secret.Name(s.cluster.Name, c.Purpose), secret.TLSCrtDataName, err)
 			setCertificatesFalse(s.config, cabpiv1.InvalidClusterCertificateReason, msg)
-			return &outcome{reason: cabpiv1.InvalidClusterCertificateReason, message: msg, requeue: renderErrorRetry, warn: true}
+			return &report{reason: cabpiv1.InvalidClusterCertificateReason, message: msg, requeue: renderErrorRetry, warn: true}
 		}
 	}
 	return nil

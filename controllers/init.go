@@ -14,31 +14,27 @@ import (
 // holder of the Cluster's init lock (a ConfigMap owned by the Cluster, so it survives manager
 // restarts) renders it; the others wait until the control plane is initialized and then join.
 func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (_ ctrl.Result, rerr error) {
-	if !r.initLock.Lock(ctx, s.cluster, s.machine) {
-		return waitFor(cabpiv1.WaitingForInitLockReason,
-			"Another control-plane Machine holds the kubeadm init lock; this one joins once the control plane is initialized").apply(r, s.config), nil
+	if !r.InitLock.Lock(ctx, s.cluster, s.machine) {
+		return r.report(s.config, waitFor(cabpiv1.WaitingForInitLockReason,
+			"Another control-plane Machine holds the kubeadm init lock; this one joins once the control plane is initialized")), nil
 	}
 	stored := false
 	defer func() {
 		// Whatever kept this Machine from getting init data, let another control-plane Machine try.
-		if !stored && !r.initLock.Unlock(ctx, s.cluster) {
+		if !stored && !r.InitLock.Unlock(ctx, s.cluster) {
 			rerr = kerrors.NewAggregate([]error{rerr, errUnlock})
 		}
 	}()
 
-	in, _, o, err := r.nodeInput(ctx, s, ignition.RoleInit, generateCertificates)
-	if err != nil {
-		return ctrl.Result{}, err
+	in, rep, err := r.buildInput(ctx, s, ignition.RoleInit, generateCertificates, r.resolver(s))
+	if rep != nil || err != nil {
+		return r.notStored(s.config, rep, err)
 	}
-	if o != nil {
-		return o.apply(r, s.config), nil
-	}
-
-	if o, err := r.renderAndStore(ctx, s, in); o != nil {
-		return o.apply(r, s.config), err
+	if rep, err := r.renderAndStore(ctx, s, in); rep != nil || err != nil {
+		return r.notStored(s.config, rep, err)
 	}
 	stored = true
-	return ctrl.Result{}, nil
+	return r.storedResult(in), nil
 }
 
 var errUnlock = errorString("failed to release the kubeadm init lock")

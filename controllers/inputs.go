@@ -18,10 +18,10 @@ import (
 )
 
 // placeholderToken stands in for the join token while the input is built (it has the length and
-// form of a real one); renderJoin puts the real token in before the one render.
+// form of a real one); renderJoin puts the real token into the rendered data.
 const placeholderToken = configinput.PlaceholderToken
 
-// certificates says whether nodeInput may create the cluster certificates kubeadm init needs.
+// certificates says whether buildInput may create the cluster certificates kubeadm init needs.
 type certificates bool
 
 const (
@@ -33,18 +33,31 @@ const (
 	generateCertificates certificates = true
 )
 
-// nodeInput gathers what the role needs from the Cluster, waiting (a non-nil outcome) for what
-// is not there yet, and builds the renderer's input with configinput.Build, the builder the
-// webhook and `cabpi render` use too. needs says what the spec takes from the Cluster; with
-// needs.JoinToken the input carries placeholderToken, for the caller to replace.
-func (r *Reconciler) nodeInput(ctx context.Context, s *scope, role ignition.Role, certs certificates) (in ignition.Input, needs configinput.Needs, o *outcome, err error) {
+// nodeInput is the renderer's input for a config, with what the steps after the render need to
+// know of it.
+type nodeInput struct {
+	ignition.Input
+	// joinToken: the data gets a join token of ours (renderJoin); the input carries
+	// placeholderToken in its place.
+	joinToken bool
+	// hash is the input's digest, recorded with the data rendered from it
+	// (status.dataInputsHash). It is taken with the placeholder, not the real token: refreshing
+	// or replacing the token never changes it (docs/adr/015).
+	hash string
+}
+
+// buildInput gathers what the role needs from the Cluster and builds the renderer's input with
+// configinput.Build, the builder the webhook and `cabpi render` use too; refs reads the
+// referenced Secrets and ConfigMaps (and notes whether any is unwatched). It returns the input,
+// or a report of what it waits for or why the input cannot be built, or an error.
+func (r *Reconciler) buildInput(ctx context.Context, s *scope, role ignition.Role, certs certificates, refs *apiResolver) (nodeInput, *report, error) {
 	version := s.kubernetesVersion()
 	if version == "" {
-		return in, needs, waitFor(cabpiv1.WaitingForKubernetesVersionReason,
+		return nodeInput{}, waitFor(cabpiv1.WaitingForKubernetesVersionReason,
 			"Neither the owner (spec.version) nor the Cluster topology sets a Kubernetes version"), nil
 	}
 	spec := &s.config.Spec
-	needs = configinput.ClusterNeeds(spec, role)
+	needs := configinput.ClusterNeeds(spec, role)
 	net := s.cluster.Spec.ClusterNetwork
 	cluster := configinput.Cluster{Name: s.cluster.Name, ServiceDomain: net.ServiceDomain, InfrastructureKind: s.infrastructureKind()}
 	if len(net.Services.CIDRBlocks) > 0 {
@@ -58,24 +71,24 @@ func (r *Reconciler) nodeInput(ctx context.Context, s *scope, role ignition.Role
 	case s.cluster.Spec.ControlPlaneEndpoint.IsValid():
 		cluster.ControlPlaneEndpoint = s.cluster.Spec.ControlPlaneEndpoint.String()
 	case needs.Endpoint:
-		return in, needs, waitFor(cabpiv1.WaitingForControlPlaneEndpointReason,
+		return nodeInput{}, waitFor(cabpiv1.WaitingForControlPlaneEndpointReason,
 			"Waiting for Cluster spec.controlPlaneEndpoint to be set"), nil
 	}
 	if needs.CACertificate || needs.CACertHashes {
-		ca, o, err := r.clusterCA(ctx, s)
-		if err != nil || o != nil {
-			return in, needs, o, err
+		ca, rep, err := r.clusterCA(ctx, s)
+		if rep != nil || err != nil {
+			return nodeInput{}, rep, err
 		}
 		cluster.CACertificate = ca.KeyPair.Cert
 		if cluster.CACertHashes, err = ca.Hashes(); err != nil {
-			return in, needs, nil, fmt.Errorf("hashing the CA of Cluster %s: %w", s.cluster.Name, err)
+			return nodeInput{}, nil, fmt.Errorf("hashing the CA of Cluster %s: %w", s.cluster.Name, err)
 		}
 	}
 	if wanted := configinput.CertificatesFor(spec, role); wanted != nil {
 		// Without a control-plane provider nobody else creates the cluster certificates.
 		generate := certs == generateCertificates && role == ignition.RoleInit && !s.cluster.Spec.ControlPlaneRef.IsDefined()
-		if o, err := r.lookupCertificates(ctx, s, wanted, generate); err != nil || o != nil {
-			return in, needs, o, err
+		if rep, err := r.lookupCertificates(ctx, s, wanted, generate); rep != nil || err != nil {
+			return nodeInput{}, rep, err
 		}
 		cluster.Certificates = wanted
 	}
@@ -83,31 +96,28 @@ func (r *Reconciler) nodeInput(ctx context.Context, s *scope, role ignition.Role
 		cluster.JoinToken = placeholderToken
 	}
 
-	res := &apiResolver{c: r.Client, ns: s.config.Namespace}
-	in, err = configinput.Build(ctx, spec, role, version, cluster, res)
-	s.unwatchedReference = res.unwatched
+	in, err := configinput.Build(ctx, spec, role, version, cluster, refs)
 	var missing *configinput.MissingReferenceError
 	var invalid *ignition.Error
 	switch {
 	case errors.As(err, &missing):
-		return in, needs, &outcome{reason: cabpiv1.ReferenceNotFoundReason, message: missing.Error(), requeue: waitRequeue, warn: true}, nil
+		return nodeInput{}, &report{reason: cabpiv1.ReferenceNotFoundReason, message: missing.Error(), requeue: waitRequeue, warn: true}, nil
 	case errors.As(err, &invalid):
-		return in, needs, renderFailed(invalid), nil
+		return nodeInput{}, renderFailed(invalid), nil
 	case err != nil:
-		return in, needs, nil, err
+		return nodeInput{}, nil, fmt.Errorf("building the %s input: %w", role, err)
 	}
-	// With the placeholder, not the real token: refreshing or replacing the token never
-	// changes the digest (docs/adr/015).
-	if s.inputsHash, err = configinput.InputsHash(in); err != nil {
-		return in, needs, nil, err
+	hash, err := configinput.InputsHash(in)
+	if err != nil {
+		return nodeInput{}, nil, fmt.Errorf("digesting the %s input: %w", role, err)
 	}
-	return in, needs, nil, nil
+	return nodeInput{Input: in, joinToken: needs.JoinToken, hash: hash}, nil, nil
 }
 
 // clusterCA returns the cluster CA certificate of the <cluster>-ca Secret, or why not: waiting
 // while the Secret is missing or holds no certificate, InvalidClusterCertificate when what it
 // holds is not a PEM certificate.
-func (r *Reconciler) clusterCA(ctx context.Context, s *scope) (*secret.Certificate, *outcome, error) {
+func (r *Reconciler) clusterCA(ctx context.Context, s *scope) (*secret.Certificate, *report, error) {
 	certs := secret.NewCertificatesForWorker("")
 	if err := certs.LookupCached(ctx, r.SecretCachingClient, r.Client, client.ObjectKeyFromObject(s.cluster)); err != nil {
 		return nil, nil, fmt.Errorf("looking up the CA of Cluster %s: %w", s.cluster.Name, err)
@@ -117,21 +127,26 @@ func (r *Reconciler) clusterCA(ctx context.Context, s *scope) (*secret.Certifica
 		return nil, waitFor(cabpiv1.WaitingForClusterCAReason,
 			fmt.Sprintf("Waiting for Secret %s to hold the cluster CA certificate", secret.Name(s.cluster.Name, secret.ClusterCA))), nil
 	}
-	if o := invalidCertificates(s, secret.Certificates{ca}); o != nil {
-		return nil, o, nil
+	if rep := invalidCertificates(s, secret.Certificates{ca}); rep != nil {
+		return nil, rep, nil
 	}
 	return ca, nil, nil
 }
 
 // apiResolver reads referenced keys from the config's namespace, from the API server: the
 // manager's client does not read Secrets or ConfigMaps from a cache, and those referenced need
-// not carry the label the caches select.
+// not carry the label the caches select. One resolver serves one build of an input.
 type apiResolver struct {
 	c  client.Reader
 	ns string
 	// unwatched is set when an object read lacks the cluster-name label: the reference watch
 	// (references.go) only sees labelled ones.
 	unwatched bool
+}
+
+// resolver returns a resolver of the config's references.
+func (r *Reconciler) resolver(s *scope) *apiResolver {
+	return &apiResolver{c: r.Client, ns: s.config.Namespace}
 }
 
 // note records whether obj is one the reference watch sees.

@@ -17,23 +17,17 @@ import (
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
 )
 
-// reconcileJoin renders a worker or control-plane join.
-func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, role ignition.Role) (ctrl.Result, error) {
-	in, needs, o, err := r.nodeInput(ctx, s, role, lookUpCertificates)
-	if err != nil {
-		return ctrl.Result{}, err
+// reconcileJoin renders a worker or control-plane join and stores it, with the join token use
+// says: a first render's, or a Machine's data rendered again after its token was lost.
+func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, role ignition.Role, use tokenUse) (ctrl.Result, error) {
+	in, rep, err := r.buildInput(ctx, s, role, lookUpCertificates, r.resolver(s))
+	if rep != nil || err != nil {
+		return r.notStored(s.config, rep, err)
 	}
-	if o != nil {
-		return o.apply(r, s.config), nil
+	if rep, err := r.renderJoin(ctx, s, in, use); rep != nil || err != nil {
+		return r.notStored(s.config, rep, err)
 	}
-	res, o, err := r.renderJoin(ctx, s, in, needs.JoinToken, newToken)
-	if o != nil {
-		res = o.apply(r, s.config)
-	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	return res, nil
+	return r.storedResult(in), nil
 }
 
 // tokenUse is which join token renderJoin puts into the data, and how a token it makes for it
@@ -50,52 +44,52 @@ const (
 	keepToken
 )
 
-// renderJoin renders and stores a join. With ourToken (the input carries placeholderToken), it
-// renders once with the placeholder; only data that renders gets a join token, created (or,
-// after an interrupted try, reused) in the workload cluster, and put into the rendered config
-// in place of the placeholder (ignition.Prepared.WithJoinToken: kubeadm's configuration is
-// encoded again, nothing else is rendered twice). Bad input never creates a token (ADR 001).
-// MachinePool token rotation and a render again before provisioning (rerender.go) come through
-// here too, rewriting the Secret in place, which is why it does not touch the conditions: a
-// failure is returned as an outcome (with an error when it is to be retried with backoff), and
-// the caller decides what it means for the config's status. use says which token the data
+// renderJoin renders and stores a join. When the data gets a join token of ours (in.joinToken:
+// the input carries placeholderToken), it renders once with the placeholder; only data that
+// renders gets a join token, created (or, after an interrupted try, reused) in the workload
+// cluster, and put into the rendered config in place of the placeholder
+// (ignition.Prepared.WithJoinToken: kubeadm's configuration is encoded again, nothing else is
+// rendered twice). Bad input never creates a token (ADR 001). use says which token the data
 // carries; a token made for stored data is counted here.
-func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input, ourToken bool, use tokenUse) (ctrl.Result, *outcome, error) {
-	if !ourToken {
-		o, err := r.renderAndStore(ctx, s, in)
-		return ctrl.Result{}, o, err
+//
+// MachinePool token rotation and a render again before provisioning (rerender.go) come through
+// here too, rewriting the Secret in place, which is why it does not touch the conditions when
+// it stores nothing: it returns why (a report, or an error to retry with backoff), and the caller
+// decides what that means for the config's status.
+func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in nodeInput, use tokenUse) (*report, error) {
+	if !in.joinToken {
+		return r.renderAndStore(ctx, s, in)
 	}
 
 	// The render carries the placeholder token, as long as a real one: what it renders, and
 	// how large it is, is what the real token gives. Nothing is created for data that cannot be.
 	// The render's duration leaves out the token's round trip to the workload cluster.
 	start := time.Now()
-	prepared, o := renderPrepared(in)
+	prepared, rep := renderPrepared(in.Input)
 	took := time.Since(start)
-	if o != nil {
-		return ctrl.Result{}, o, nil
+	if rep != nil {
+		return rep, nil
 	}
-	clusterKey := util.ObjectKey(s.cluster)
-	remote, err := r.ClusterCache.GetClient(ctx, clusterKey)
+	remote, err := r.ClusterCache.GetClient(ctx, util.ObjectKey(s.cluster))
 	if err != nil {
-		return ctrl.Result{}, &outcome{reason: cabpiv1.BootstrapTokenFailedReason, requeue: waitRequeue,
+		return &report{reason: cabpiv1.BootstrapTokenFailedReason, requeue: waitRequeue,
 			message: fmt.Sprintf("Workload cluster not reachable to create the join token: %v", err)}, nil
 	}
-	now := nowFunc()
+	now := r.Clock.Now()
 	token, expiration, made, err := r.joinTokenFor(ctx, remote, s, use == keepToken, now)
 	if err != nil {
-		return ctrl.Result{}, &outcome{reason: cabpiv1.BootstrapTokenFailedReason, message: err.Error()}, err
+		return nil, &conditionError{reason: cabpiv1.BootstrapTokenFailedReason, message: err.Error(), err: err}
 	}
 	// Only kubeadm's configuration changes with the token: the rest of the render is reused.
 	start = time.Now()
-	out, o := withJoinToken(prepared, token.Value)
+	out, rep := withJoinToken(prepared, token.Value)
 	took += time.Since(start)
-	if o == nil {
-		if err = r.storeDataSecret(ctx, s, in.Role, out.Data, token.ID); err != nil {
-			o = storeFailed(err)
+	if rep == nil {
+		if err = r.storeDataSecret(ctx, s, in, out.Data, token.ID); err != nil {
+			err = storeFailed(err)
 		}
 	}
-	if o != nil {
+	if rep != nil || err != nil {
 		if made {
 			// The token was made for data that was not stored: no machine can have it. Removed,
 			// so retries leave no tokens behind. A kept token stays: the stored data carries it.
@@ -104,7 +98,7 @@ func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input
 			}
 			r.memory.forgetToken(client.ObjectKeyFromObject(s.config))
 		}
-		return ctrl.Result{}, o, err
+		return rep, err
 	}
 	r.memory.setToken(client.ObjectKeyFromObject(s.config), token.ID, expiration)
 	if made {
@@ -114,9 +108,8 @@ func (r *Reconciler) renderJoin(ctx context.Context, s *scope, in ignition.Input
 		}
 		metrics.JoinToken(op)
 	}
-	r.reportStored(ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("tokenID", token.ID)), s, out, took)
-	// Come back to refresh (Machine) or rotate (MachinePool) the token.
-	return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil, nil
+	r.reportStored(ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("tokenID", token.ID)), s, in, out, took)
+	return nil, nil
 }
 
 // joinTokenFor returns the join token the new data carries, with its expiration, and whether it
@@ -141,36 +134,36 @@ func (r *Reconciler) joinTokenFor(ctx context.Context, remote client.Client, s *
 }
 
 // renderPrepared renders in (carrying the placeholder token) and checks the data fits in a
-// Secret; a non-nil outcome says why not. The result takes the real token with withJoinToken.
-func renderPrepared(in ignition.Input) (*ignition.Prepared, *outcome) {
+// Secret; a report says why not. The result takes the real token with withJoinToken.
+func renderPrepared(in ignition.Input) (*ignition.Prepared, *report) {
 	p, err := ignition.Prepare(in)
 	if err != nil {
 		return nil, renderFailed(err)
 	}
-	if _, o := storable(p.Output(), nil); o != nil {
-		return nil, o
+	if _, rep := storable(p.Output(), nil); rep != nil {
+		return nil, rep
 	}
 	return p, nil
 }
 
 // withJoinToken puts the real join token into a prepared render.
-func withJoinToken(p *ignition.Prepared, token string) (ignition.Output, *outcome) {
+func withJoinToken(p *ignition.Prepared, token string) (ignition.Output, *report) {
 	return storable(p.WithJoinToken(token))
 }
 
-// renderStorable renders in and checks the data fits in a Secret; a non-nil outcome says why not.
-func renderStorable(in ignition.Input) (ignition.Output, *outcome) {
+// renderStorable renders in and checks the data fits in a Secret; a report says why not.
+func renderStorable(in ignition.Input) (ignition.Output, *report) {
 	return storable(ignition.Render(in))
 }
 
-// storable turns a render's result into an outcome: why it failed, or why its data does not
-// fit in a Secret; nil when it can be stored.
-func storable(out ignition.Output, err error) (ignition.Output, *outcome) {
+// storable turns a render's result into a report: why it failed, or why its data does not fit
+// in a Secret; nil when it can be stored.
+func storable(out ignition.Output, err error) (ignition.Output, *report) {
 	if err != nil {
 		return out, renderFailed(err)
 	}
 	if msg := configinput.DataTooLarge(out.Size.Bytes); msg != "" {
-		return out, &outcome{reason: cabpiv1.DataTooLargeReason, message: msg, requeue: renderErrorRetry, warn: true, renderError: true}
+		return out, &report{reason: cabpiv1.DataTooLargeReason, message: msg, requeue: renderErrorRetry, warn: true, renderError: true}
 	}
 	return out, nil
 }

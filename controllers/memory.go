@@ -8,22 +8,25 @@ import (
 )
 
 // configMemory is what this manager remembers of one config between its reconciles. Each part
-// is a shortcut, never the truth: after a restart it is found again (one render, one event, one
-// read of the join token in the workload cluster).
+// caches a fact that has one authority elsewhere, named with it, and is a shortcut, never the
+// truth: after a restart it is found again (one render, one event, one read of the join token in
+// the workload cluster). What the config's status or its data Secret records is read from them,
+// not remembered here: the input digest of the delivered data is status.dataInputsHash (read past
+// the cache when the cached copy may be behind, rerender.go), the token the data carries is the
+// data Secret's token annotation.
 type configMemory struct {
-	// storedHash is the input digest of the data this manager last wrote. The config in the
-	// cache may not show the status patch that recorded it yet; a reconcile seeing that digest
-	// again records it instead of rendering the same data a second time.
-	storedHash string
 	// failedHash is the digest of inputs that did not render: not rendered again until they
-	// change.
+	// change. Authority: the renderer, which gives the same answer for the same input.
 	failedHash string
 	// notedGeneration is the spec generation last said not to be rendered (after the owner
-	// started provisioning), so a config read before its status patch arrived does not say it
-	// twice.
+	// started provisioning), so a config read before its status patch arrived, or reconciled
+	// again after a failure kept that patch from recording the generation, does not say it
+	// twice. Authority: the events this manager emitted; status.observedGeneration takes over
+	// once patched.
 	notedGeneration int64
-	// token is the join token of the config's data, with the expiration this manager last gave
-	// it or read from it. A config is reconciled again right after its data is stored (its own
+	// tokenExpiration is the expiration of the config's join token tokenID (the one its data
+	// carries) that this manager last gave it or read from it. Authority: the token's Secret in
+	// the workload cluster. A config is reconciled again right after its data is stored (its own
 	// status change, the Machine taking the data, the Cluster's fan-out), well before its token
 	// needs anything: with this, those reconciles cost no workload-cluster request, whose client
 	// is rate limited (--clustercache-client-qps).
@@ -79,9 +82,10 @@ func (m *memory) firstNote(config client.ObjectKey, generation int64) (first boo
 	return first
 }
 
-// stored records the digest of the data just written; inputs that failed before are forgotten.
-func (m *memory) stored(config client.ObjectKey, hash string) {
-	m.update(config, func(e *configMemory) { e.storedHash, e.failedHash = hash, "" })
+// stored records that data was just written: inputs that failed before are forgotten, so that
+// they are tried (and reported) again should they come back.
+func (m *memory) stored(config client.ObjectKey) {
+	m.update(config, func(e *configMemory) { e.failedHash = "" })
 }
 
 // failed records the digest of inputs that did not render.
@@ -89,11 +93,7 @@ func (m *memory) failed(config client.ObjectKey, hash string) {
 	m.update(config, func(e *configMemory) { e.failedHash = hash })
 }
 
-// storedWas and failedWas say whether hash is the digest last stored, or last failed, for config.
-func (m *memory) storedWas(config client.ObjectKey, hash string) bool {
-	return hash != "" && m.read(config).storedHash == hash
-}
-
+// failedWas says whether hash is the digest of the inputs that last failed to render for config.
 func (m *memory) failedWas(config client.ObjectKey, hash string) bool {
 	return hash != "" && m.read(config).failedHash == hash
 }

@@ -25,11 +25,12 @@ func TestMemoryIsPerConfigAndForgotten(t *testing.T) {
 
 	m.failed(w0, "h1")
 	assert.True(t, m.failedWas(w0, "h1"))
-	m.stored(w0, "h2")
-	assert.True(t, m.storedWas(w0, "h2"))
+	m.stored(w0)
 	assert.False(t, m.failedWas(w0, "h1"), "stored data clears the failure")
-	assert.False(t, m.storedWas(w1, "h2"))
-	assert.False(t, m.storedWas(w1, ""), "nothing stored is not the empty digest")
+	m.failed(w0, "h2")
+	assert.True(t, m.failedWas(w0, "h2"))
+	assert.False(t, m.failedWas(w1, "h2"))
+	assert.False(t, m.failedWas(w1, ""), "nothing failed is not the empty digest")
 
 	assert.True(t, m.firstNote(w0, 2))
 	assert.False(t, m.firstNote(w0, 2))
@@ -37,10 +38,10 @@ func TestMemoryIsPerConfigAndForgotten(t *testing.T) {
 
 	m.forgetToken(w0)
 	assert.True(t, m.tokenExpiration(w0, "ghijkl").IsZero())
-	assert.True(t, m.storedWas(w0, "h2"), "forgetting the token keeps the rest")
+	assert.True(t, m.failedWas(w0, "h2"), "forgetting the token keeps the rest")
 
 	m.forget(w0)
-	assert.False(t, m.storedWas(w0, "h2"))
+	assert.False(t, m.failedWas(w0, "h2"))
 	assert.True(t, m.firstNote(w0, 3))
 	m.forget(w0)
 	m.forget(w1)

@@ -2,26 +2,18 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
 )
 
 // waitRequeue is how soon a config waiting on something not watched is looked at again.
@@ -31,17 +23,6 @@ const waitRequeue = 30 * time.Second
 func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
 	config := s.config
 
-	// A data Secret restored without owner (backup, move) is adopted before anything else.
-	existing, err := r.getDataSecret(ctx, config, s.cluster.Name)
-	s.dataSecret = existing
-	if errors.Is(err, errDataSecretConflict) {
-		r.fail(config, cabpiv1.DataSecretConflictReason, err.Error())
-		return ctrl.Result{RequeueAfter: waitRequeue}, nil
-	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-
 	// Delivered data stays delivered whatever the Cluster does next: the gates below are for
 	// data not rendered yet (infrastructureProvisioned turns false around a clusterctl move).
 	switch {
@@ -49,19 +30,12 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 		if !conditions.IsTrue(config, cabpiv1.DataSecretAvailableCondition) {
 			setDataSecretTrue(config)
 		} // else kept as is: an OverPlatformLimit warning stays until the data changes
-
-		if existing == nil {
-			return r.reconcileJoinToken(ctx, s, existing)
+		if s.dataSecret == nil {
+			return r.reconcileDataSecretGone(ctx, s)
 		}
-		// Inputs changed before the owner started provisioning: the data is rendered again.
-		inputs, rendered, err := r.reconcileDataInputs(ctx, s)
-		if err != nil || rendered {
-			return inputs, err
-		}
-		res, err := r.reconcileJoinToken(ctx, s, existing)
-		return util.LowestNonZeroResult(res, inputs), err
+		return r.reconcileDelivered(ctx, s)
 
-	case existing != nil:
+	case s.dataSecret != nil:
 		// The Secret exists but the status does not say so. Most often the config came from a
 		// cache that has not seen this controller's own status write yet: then the status must
 		// not be written again from the stale copy (it would overwrite the condition the render
@@ -70,9 +44,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 		if delivered, err := r.deliveredPerAPIServer(ctx, config); err != nil || delivered {
 			return ctrl.Result{}, err
 		}
-		if err := r.adoptDataSecret(ctx, s, existing); err != nil {
-			return ctrl.Result{}, err
-		}
+		r.adoptDataSecret(ctx, s)
 		return ctrl.Result{}, nil
 
 	case !s.clusterInfrastructureProvisioned():
@@ -91,12 +63,15 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 			return ctrl.Result{RequeueAfter: waitRequeue}, nil
 		}
 		r.releaseInitLock(ctx, s.cluster)
-		return r.reconcileJoin(ctx, s, role)
+		return r.reconcileJoin(ctx, s, role, newToken)
 	}
 }
 
-// outcome is what a render step wants reported: nil means the data Secret was written.
-type outcome struct {
+// report is why a step stored no data, as the config's status says it: DataSecretAvailable's
+// reason and message, and how soon the config is looked at again. A step returns a report or an
+// error, never both; an error is retried with backoff, and says what the condition says
+// meanwhile only when it is a conditionError.
+type report struct {
 	reason  string
 	message string
 	requeue time.Duration
@@ -107,31 +82,30 @@ type outcome struct {
 	renderError bool
 }
 
-func (o *outcome) apply(r *Reconciler, config *cabpiv1.IgnitionConfig) ctrl.Result {
-	if o.warn {
-		r.fail(config, o.reason, o.message)
-	} else {
-		setDataSecretFalse(config, o.reason, o.message)
+// conditionError is an error, retried with backoff, for which DataSecretAvailable says meanwhile
+// why no data was stored (a first render: a render again of delivered data leaves the condition
+// as it is). message never carries secret material.
+type conditionError struct {
+	reason  string
+	message string
+	err     error
+}
+
+func (e *conditionError) Error() string { return e.err.Error() }
+func (e *conditionError) Unwrap() error { return e.err }
+
+// storedResult is the result of a reconcile that stored data rendered from in: data carrying a
+// join token of ours is looked at again to refresh (Machine) or rotate (MachinePool) the token.
+func (r *Reconciler) storedResult(in nodeInput) ctrl.Result {
+	if in.joinToken {
+		return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}
 	}
-	return ctrl.Result{RequeueAfter: o.requeue}
+	return ctrl.Result{}
 }
 
-// fail reports a failure the user can fix: DataSecretAvailable False with reason, a warning
-// event, and the failure counted (cabpi_failures_total) by reason.
-func (r *Reconciler) fail(config *cabpiv1.IgnitionConfig, reason, message string) {
-	setDataSecretFalse(config, reason, message)
-	r.warnFailure(config, reason, message)
-}
-
-// warnFailure is a failure the user can fix whose condition the caller sets (or keeps): a
-// warning event, and the failure counted by reason.
-func (r *Reconciler) warnFailure(config *cabpiv1.IgnitionConfig, reason, message string) {
-	r.warn(config, reason, message)
-	metrics.Failure(reason)
-}
-
-func waitFor(reason, message string) *outcome {
-	return &outcome{reason: reason, message: message, requeue: waitRequeue}
+// waitFor reports waiting for something not watched: looked at again after waitRequeue.
+func waitFor(reason, message string) *report {
+	return &report{reason: reason, message: message, requeue: waitRequeue}
 }
 
 // renderErrorRetry: a config that fails to render is looked at again after this long (for
@@ -140,7 +114,7 @@ func waitFor(reason, message string) *outcome {
 const renderErrorRetry = 5 * time.Minute
 
 // renderFailed maps a renderer error to the condition reason a user acts on.
-func renderFailed(err error) *outcome {
+func renderFailed(err error) *report {
 	reason := cabpiv1.InvalidConfigReason
 	if rerr, ok := err.(*ignition.Error); ok {
 		switch rerr.Kind {
@@ -159,76 +133,12 @@ func renderFailed(err error) *outcome {
 			reason = cabpiv1.UnsupportedIgnitionVersionReason
 		}
 	}
-	return &outcome{reason: reason, message: fmt.Sprintf("Rendering failed: %v", err), requeue: renderErrorRetry, warn: true, renderError: true}
+	return &report{reason: reason, message: fmt.Sprintf("Rendering failed: %v", err), requeue: renderErrorRetry, warn: true, renderError: true}
 }
 
 // storeFailed: the data Secret could not be written (retried with backoff).
-func storeFailed(err error) *outcome {
-	return &outcome{reason: cabpiv1.DataSecretInternalErrorReason, message: err.Error()}
-}
-
-func setDataSecretFalse(config *cabpiv1.IgnitionConfig, reason, message string) {
-	conditions.Set(config, metav1.Condition{
-		Type: cabpiv1.DataSecretAvailableCondition, Status: metav1.ConditionFalse, Reason: reason,
-		Message: bounded(message, maxConditionMessage),
-	})
-}
-
-func setDataSecretTrue(config *cabpiv1.IgnitionConfig) {
-	conditions.Set(config, metav1.Condition{
-		Type: cabpiv1.DataSecretAvailableCondition, Status: metav1.ConditionTrue, Reason: cabpiv1.DataSecretAvailableReason,
-	})
-}
-
-func builderPredicates(p predicate.Predicate) builder.Predicates { return builder.WithPredicates(p) }
-
-// reportStored records data just stored, rendered in took: DataSecretAvailable True, with
-// OverPlatformLimit and a warning event when the data is larger than the platform takes even
-// compressed, and the render's duration and size in the metrics.
-func (r *Reconciler) reportStored(ctx context.Context, s *scope, out ignition.Output, took time.Duration) {
-	metrics.ObserveRender(s.metricsRole(), string(configinput.Variant(&s.config.Spec)), took, out.Size.Bytes)
-	platform := s.platform()
-	ctrl.LoggerFrom(ctx).Info("Rendered bootstrap data", "role", s.role(), "platform", platform,
-		"ignitionVersion", out.SpecVersion, "bytes", out.Size.Bytes, "gzipBytes", out.Size.GzipBytes,
-		"compressed", out.Size.Compressed, "wrapped", out.Size.Wrapped)
-	overLimit := configinput.OverPlatformLimit(out, platform)
-	warnings := warningsMessage(out.Warnings)
-	reason := cabpiv1.DataSecretAvailableReason
-	switch {
-	case overLimit != "":
-		reason = cabpiv1.OverPlatformLimitReason
-	case warnings != "":
-		reason = cabpiv1.RenderedWithWarningsReason
-	}
-	if reason == cabpiv1.DataSecretAvailableReason {
-		setDataSecretTrue(s.config)
-		return
-	}
-	msg := strings.TrimSpace(overLimit + "\n" + warnings)
-	conditions.Set(s.config, metav1.Condition{
-		Type: cabpiv1.DataSecretAvailableCondition, Status: metav1.ConditionTrue,
-		Reason: reason, Message: bounded(msg, maxConditionMessage),
-	})
-	if overLimit != "" {
-		r.warn(s.config, cabpiv1.OverPlatformLimitReason, overLimit)
-	}
-	if warnings != "" {
-		r.warn(s.config, cabpiv1.RenderedWithWarningsReason, warnings)
-	}
-}
-
-// warningsMessage lists a render's warnings for a condition message and an event, one per
-// line; "" for none. Warnings name keys and places in the user's documents, never values.
-func warningsMessage(warnings []ignition.Warning) string {
-	if len(warnings) == 0 {
-		return ""
-	}
-	lines := make([]string, 0, len(warnings)+1)
-	lines = append(lines, fmt.Sprintf("Rendered with %d warning(s) (strict makes them errors):", len(warnings)))
-	for _, w := range warnings {
-		lines = append(lines, "spec."+w.String())
-	}
-	return strings.Join(lines, "\n")
+func storeFailed(err error) error {
+	return &conditionError{reason: cabpiv1.DataSecretInternalErrorReason, message: err.Error(), err: err}
 }
 
 // releaseInitLock drops the Cluster's init lock, if any, once its control plane is up. A lock
@@ -238,7 +148,7 @@ func (r *Reconciler) releaseInitLock(ctx context.Context, cluster *clusterv1.Clu
 	if _, done := r.unlocked.Load(cluster.UID); done {
 		return
 	}
-	if r.initLock.Unlock(ctx, cluster) {
+	if r.InitLock.Unlock(ctx, cluster) {
 		r.unlocked.Store(cluster.UID, struct{}{})
 	}
 }
@@ -246,14 +156,33 @@ func (r *Reconciler) releaseInitLock(ctx context.Context, cluster *clusterv1.Clu
 // deliveredPerAPIServer reads the config from the API server, past the cache, and reports
 // whether its status already records the data Secret.
 func (r *Reconciler) deliveredPerAPIServer(ctx context.Context, config *cabpiv1.IgnitionConfig) (bool, error) {
+	fresh, err := r.fromAPIServer(ctx, config)
+	if fresh == nil || err != nil {
+		return false, err
+	}
+	return dataDelivered(fresh), nil
+}
+
+// inputsRecordedPerAPIServer reads the config from the API server, past the cache, and reports
+// whether its status already records hash as the digest of the delivered data's inputs.
+func (r *Reconciler) inputsRecordedPerAPIServer(ctx context.Context, config *cabpiv1.IgnitionConfig, hash string) (bool, error) {
+	fresh, err := r.fromAPIServer(ctx, config)
+	if fresh == nil || err != nil {
+		return false, err
+	}
+	return fresh.Status.DataInputsHash == hash, nil
+}
+
+// fromAPIServer reads config from the API server, past the cache; nil without an APIReader.
+func (r *Reconciler) fromAPIServer(ctx context.Context, config *cabpiv1.IgnitionConfig) (*cabpiv1.IgnitionConfig, error) {
 	if r.APIReader == nil {
-		return false, nil
+		return nil, nil
 	}
 	fresh := &cabpiv1.IgnitionConfig{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(config), fresh); err != nil {
-		return false, fmt.Errorf("reading IgnitionConfig %s: %w", client.ObjectKeyFromObject(config), err)
+		return nil, fmt.Errorf("reading IgnitionConfig %s: %w", client.ObjectKeyFromObject(config), err)
 	}
-	return dataDelivered(fresh), nil
+	return fresh, nil
 }
 
 // dataDelivered is true when the config's status records its data Secret (the contract's

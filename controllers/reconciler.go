@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -12,10 +13,13 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/locking"
@@ -33,6 +37,21 @@ import (
 
 // DefaultTokenTTL is how long a join token lives when --bootstrap-token-ttl is not set.
 const DefaultTokenTTL = 15 * time.Minute
+
+// DefaultReferenceRecheckInterval is how often delivered data that may still change is looked at
+// again when it reads a Secret or ConfigMap no watch sees (Reconciler.ReferenceRecheckInterval).
+const DefaultReferenceRecheckInterval = time.Minute
+
+// InitLocker is the kubeadm init lock of a Cluster: only the control-plane Machine holding it
+// gets kubeadm init data, the others join once the control plane is initialized. It is Cluster
+// API's CABPK InitLocker; the manager's is locking.ControlPlaneInitMutex, a ConfigMap owned by the
+// Cluster, so that it survives manager restarts.
+type InitLocker interface {
+	// Lock takes the Cluster's lock for machine; true when machine holds it (again).
+	Lock(ctx context.Context, cluster *clusterv1.Cluster, machine *clusterv1.Machine) bool
+	// Unlock releases the Cluster's lock; true when no lock is held any more.
+	Unlock(ctx context.Context, cluster *clusterv1.Cluster) bool
+}
 
 // Reconciler renders IgnitionConfigs into bootstrap data Secrets.
 type Reconciler struct {
@@ -54,17 +73,41 @@ type Reconciler struct {
 	WatchFilterValue string
 	// TokenTTL is the lifetime of join tokens; refreshed until the node joined.
 	TokenTTL time.Duration
+	// InitLock decides which control-plane Machine renders kubeadm init. Default: Cluster API's
+	// ConfigMap lock (locking.ControlPlaneInitMutex) on Client.
+	InitLock InitLocker
+	// Clock is the time join tokens' expirations are computed from and compared with. Default:
+	// the real clock.
+	Clock clock.PassiveClock
+	// ReferenceRecheckInterval is how often delivered data that may still change (its owner has
+	// not started provisioning) is looked at again when its inputs read a Secret or ConfigMap
+	// without the cluster-name label, whose changes no watch sees (docs/adr/015). Default:
+	// DefaultReferenceRecheckInterval.
+	ReferenceRecheckInterval time.Duration
 
-	initLock *locking.ControlPlaneInitMutex
 	// unlocked holds the UIDs of Clusters whose init lock this manager found released once
 	// their control plane was initialized: no lock is taken after that, so no join needs to
-	// look for one again (it would cost a ConfigMap read per join).
+	// look for one again (it would cost a ConfigMap read per join). Authority: InitLock.
 	unlocked sync.Map
-	// memory keeps, per config, the join token's expiration this manager gave or read (a
-	// reconcile soon after the token was created or refreshed does not ask the workload cluster
-	// again) and the input digests it stored and failed to render (changed inputs cost one
-	// render, rerender.go).
+	// memory caches, per config, facts whose authority is elsewhere (memory.go): the expiration
+	// of its join token, inputs that do not render, the spec generation said not to be rendered.
 	memory memory
+}
+
+// defaults fills what was left unset with what the manager uses (internal/setup sets them all).
+func (r *Reconciler) defaults() {
+	if r.TokenTTL <= 0 {
+		r.TokenTTL = DefaultTokenTTL
+	}
+	if r.InitLock == nil {
+		r.InitLock = locking.NewControlPlaneInitMutex(r.Client)
+	}
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.ReferenceRecheckInterval <= 0 {
+		r.ReferenceRecheckInterval = DefaultReferenceRecheckInterval
+	}
 }
 
 // ownedConditions are the conditions this controller writes (patch helper ownership).
@@ -80,10 +123,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if r.Client == nil || r.SecretCachingClient == nil || r.ClusterCache == nil {
 		return fmt.Errorf("IgnitionConfig reconciler needs a Client, a SecretCachingClient and a ClusterCache")
 	}
-	if r.TokenTTL <= 0 {
-		r.TokenTTL = DefaultTokenTTL
-	}
-	r.initLock = locking.NewControlPlaneInitMutex(r.Client)
+	r.defaults()
 	log := ctrl.LoggerFrom(ctx).WithValues("controller", "ignitionconfig")
 
 	b := ctrl.NewControllerManagedBy(mgr).
@@ -112,6 +152,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	return nil
 }
 
+func builderPredicates(p predicate.Predicate) builder.Predicates { return builder.WithPredicates(p) }
+
 // The manager's permissions: exactly what the code uses. test/rbac/allowlist_test.go lists each
 // with its reason and fails on any change that does not update it.
 // +kubebuilder:rbac:groups=bootstrap.cluster.x-k8s.io,resources=ignitionconfigs,verbs=get;list;watch
@@ -123,7 +165,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile runs the BootstrapConfig flow for one IgnitionConfig.
+// Reconcile gathers what one IgnitionConfig's reconcile decides on (scope) and hands it to
+// reconcile, which runs the BootstrapConfig flow; the status it sets is patched on the way out.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, rerr error) {
 	log := ctrl.LoggerFrom(ctx)
 
@@ -140,27 +183,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 
-	s := &scope{config: config}
-	if err := gatherOwner(ctx, r.Client, s); err != nil {
-		if err == errNoOwner {
+	owner, err := getOwner(ctx, r.Client, config)
+	if err != nil {
+		if errors.Is(err, errNoOwner) {
 			log.V(4).Info("Waiting for a Machine or MachinePool to own this config")
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	log = log.WithValues(s.owner().GetObjectKind().GroupVersionKind().Kind, klog.KObj(s.owner()),
-		"Cluster", klog.KRef(config.Namespace, s.clusterName()))
+	log = log.WithValues(owner.kind(), klog.KObj(owner.object()), "Cluster", klog.KRef(config.Namespace, owner.clusterName()))
 	ctx = ctrl.LoggerInto(ctx, log)
 
-	cluster, err := util.GetClusterByName(ctx, r.Client, config.Namespace, s.clusterName())
+	cluster, err := util.GetClusterByName(ctx, r.Client, config.Namespace, owner.clusterName())
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			log.Info("Waiting for the Cluster to be created")
 			return ctrl.Result{}, nil
 		}
-		return ctrl.Result{}, fmt.Errorf("getting Cluster %s: %w", s.clusterName(), err)
+		return ctrl.Result{}, fmt.Errorf("getting Cluster %s: %w", owner.clusterName(), err)
 	}
-	s.cluster = cluster
 
 	patchHelper, err := patch.NewHelper(config, r.Client)
 	if err != nil {
@@ -177,7 +218,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}()
 
-	return r.reconcile(ctx, s)
+	// A data Secret restored without owner (backup, move) is adopted before anything else.
+	dataSecret, err := r.getDataSecret(ctx, config, cluster.Name)
+	if errors.Is(err, errDataSecretConflict) {
+		r.fail(config, cabpiv1.DataSecretConflictReason, err.Error())
+		return ctrl.Result{RequeueAfter: waitRequeue}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	return r.reconcile(ctx, &scope{config: config, cluster: cluster, configOwner: owner, dataSecret: dataSecret})
 }
 
 // markNewConfigNotPaused gives a new config that is not paused its NotPaused condition, as

@@ -44,7 +44,7 @@ func indexReferences(o client.Object) []string {
 // with the cluster-name label are watched: Secrets through the manager's one label-selected
 // Secret cache (internal/secretcache), ConfigMaps through a label-selected metadata-only one, so
 // that the Secrets and ConfigMaps of the management cluster cost no memory. Changes to an
-// unlabelled reference are found by a periodic look instead (referenceRecheck).
+// unlabelled reference are found by a periodic look instead (ReferenceRecheckInterval).
 //
 // The sources are raw: the --watch-filter predicate of the other watches would ask the
 // referenced objects for the watch label; the configs found are filtered by it instead.

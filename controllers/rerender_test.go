@@ -165,7 +165,7 @@ func TestRerenderBeforeProvisioning(t *testing.T) {
 
 // A labelled referenced Secret is watched: its change renders the data again at once, with
 // nothing else looking at the config (a token of the user's: no token refresh requeues it). An
-// unlabelled one is looked at periodically (every referenceRecheck, shortened for the suite).
+// unlabelled one is looked at periodically (every ReferenceRecheckInterval, shortened for the suite).
 func TestReferencedSecretChangeIsSeen(t *testing.T) {
 	f := newCluster(t, clusterSetup{})
 	fileFrom := func(secret string) cabpiv1.IgnitionConfigSpec {

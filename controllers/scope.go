@@ -19,22 +19,23 @@ import (
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
 )
 
-// scope is everything one reconcile decides on, gathered before any decision is made.
+// scope is everything one reconcile decides on: the config, its owner, its Cluster and its data
+// Secret, gathered (Reconcile) before any decision is made and never changed after. The config's
+// status is what the reconcile writes; what a step learns for a later one is returned by that
+// step (nodeInput's digest, the resolver's unwatched references), not kept here.
 type scope struct {
 	config  *cabpiv1.IgnitionConfig
 	cluster *clusterv1.Cluster
-	// Exactly one of machine and machinePool is set.
+	configOwner
+	// dataSecret is the config's data Secret (metadata only when read from the cache); nil
+	// while there is none.
+	dataSecret *corev1.Secret
+}
+
+// configOwner is the config's Machine or MachinePool: exactly one of them is set.
+type configOwner struct {
 	machine     *clusterv1.Machine
 	machinePool *clusterv1.MachinePool
-	// dataSecret is the config's data Secret; nil while there is none.
-	dataSecret *corev1.Secret
-
-	// inputsHash is the digest of the renderer's input built by this reconcile (nodeInput),
-	// recorded with the data it renders (status.dataInputsHash).
-	inputsHash string
-	// unwatchedReference is true when nodeInput read a referenced Secret or ConfigMap without
-	// the cluster-name label: no watch sees its changes, so the config is looked at periodically.
-	unwatchedReference bool
 }
 
 // currentTokenID is the ID of the join token in the config's data, "" without one.
@@ -61,15 +62,15 @@ func (s *scope) dataRole() ignition.Role {
 	return ""
 }
 
-// owner returns the config's owner as a client.Object (for logging and events).
-func (s *scope) owner() client.Object {
-	if s.machinePool != nil {
-		return s.machinePool
+// object returns the owner as a client.Object (for logging).
+func (o configOwner) object() client.Object {
+	if o.machinePool != nil {
+		return o.machinePool
 	}
-	return s.machine
+	return o.machine
 }
 
-func (s *scope) isMachinePool() bool { return s.machinePool != nil }
+func (o configOwner) isMachinePool() bool { return o.machinePool != nil }
 
 // isControlPlane is true for a Machine carrying Cluster API's control-plane label.
 func (s *scope) isControlPlane() bool {
@@ -112,18 +113,18 @@ func (s *scope) role() ignition.Role {
 	}
 }
 
-// metricsRole is the role label of the config's data in cabpi's metrics: a MachinePool's join
-// is told apart from a worker Machine's.
-func (s *scope) metricsRole() metrics.Role {
-	switch role := s.role(); {
+// roleLabel is the "role" label of data rendered for role in cabpi's metrics: a MachinePool's
+// join is told apart from a worker Machine's.
+func (s *scope) roleLabel(role ignition.Role) metrics.RoleLabel {
+	switch {
 	case s.isMachinePool():
-		return metrics.RoleMachinePool
+		return metrics.RoleLabelMachinePool
 	case role == ignition.RoleWorkerJoin:
-		return metrics.RoleWorkerJoin
+		return metrics.RoleLabelWorkerJoin
 	case role == ignition.RoleControlPlaneJoin:
-		return metrics.RoleControlPlaneJoin
+		return metrics.RoleLabelControlPlaneJoin
 	default:
-		return metrics.RoleInit
+		return metrics.RoleLabelInit
 	}
 }
 
@@ -140,35 +141,33 @@ func (s *scope) controlPlaneInitialized() bool {
 // owner reference when a Machine references the config, which triggers a new reconcile.
 var errNoOwner = fmt.Errorf("no Machine or MachinePool owner yet")
 
-// gatherOwner finds the Machine or MachinePool that owns the config.
-func gatherOwner(ctx context.Context, c client.Reader, s *scope) error {
-	for _, ref := range s.config.OwnerReferences {
+// getOwner finds the Machine or MachinePool that owns the config.
+func getOwner(ctx context.Context, c client.Reader, config *cabpiv1.IgnitionConfig) (configOwner, error) {
+	for _, ref := range config.OwnerReferences {
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
 		if err != nil || gv.Group != clusterv1.GroupVersion.Group {
 			continue
 		}
-		key := client.ObjectKey{Namespace: s.config.Namespace, Name: ref.Name}
+		key := client.ObjectKey{Namespace: config.Namespace, Name: ref.Name}
 		switch ref.Kind {
 		case "Machine":
 			m := &clusterv1.Machine{}
 			if err := c.Get(ctx, key, m); err != nil {
-				return ownerGetError(err, "Machine", key)
+				return configOwner{}, ownerGetError(err, "Machine", key)
 			}
-			s.machine = m
-			return nil
+			return configOwner{machine: m}, nil
 		case "MachinePool":
 			if !feature.Gates.Enabled(feature.MachinePool) {
 				continue
 			}
 			mp := &clusterv1.MachinePool{}
 			if err := c.Get(ctx, key, mp); err != nil {
-				return ownerGetError(err, "MachinePool", key)
+				return configOwner{}, ownerGetError(err, "MachinePool", key)
 			}
-			s.machinePool = mp
-			return nil
+			return configOwner{machinePool: mp}, nil
 		}
 	}
-	return errNoOwner
+	return configOwner{}, errNoOwner
 }
 
 func ownerGetError(err error, kind string, key client.ObjectKey) error {
@@ -179,11 +178,11 @@ func ownerGetError(err error, kind string, key client.ObjectKey) error {
 }
 
 // clusterName is the owner's spec.clusterName.
-func (s *scope) clusterName() string {
-	if s.machinePool != nil {
-		return s.machinePool.Spec.ClusterName
+func (o configOwner) clusterName() string {
+	if o.machinePool != nil {
+		return o.machinePool.Spec.ClusterName
 	}
-	return s.machine.Spec.ClusterName
+	return o.machine.Spec.ClusterName
 }
 
 // clusterInfrastructureProvisioned is the Cluster's status.initialization.infrastructureProvisioned.
@@ -207,9 +206,9 @@ func (s *scope) ownerProvisioningStarted() bool {
 	return s.machineProvisioned()
 }
 
-// ownerKind is "Machine" or "MachinePool", for messages.
-func (s *scope) ownerKind() string {
-	if s.machinePool != nil {
+// kind is "Machine" or "MachinePool", for messages.
+func (o configOwner) kind() string {
+	if o.machinePool != nil {
 		return "MachinePool"
 	}
 	return "Machine"

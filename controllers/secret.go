@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/cluster-api/util"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
 )
 
@@ -123,24 +122,22 @@ func notOurs(secret *corev1.Secret) string {
 	return ""
 }
 
-// adoptDataSecret records an existing data Secret in the status without re-rendering it.
-func (r *Reconciler) adoptDataSecret(ctx context.Context, s *scope, secret *corev1.Secret) error {
-	ctrl.LoggerFrom(ctx).Info("Data Secret already exists, recording it", "Secret", klog.KObj(secret))
-	s.config.Status.DataSecretName = secret.Name
+// adoptDataSecret records the existing data Secret in the status without rendering it again.
+func (r *Reconciler) adoptDataSecret(ctx context.Context, s *scope) {
+	ctrl.LoggerFrom(ctx).Info("Data Secret already exists, recording it", "Secret", klog.KObj(s.dataSecret))
+	s.config.Status.DataSecretName = s.dataSecret.Name
 	s.config.Status.Initialization.DataSecretCreated = ptr.To(true)
 	setDataSecretTrue(s.config)
 	if s.isControlPlane() {
 		setCertificatesAvailable(s.config)
 	}
-	return nil
 }
 
-// storeDataSecret writes the rendered data: created the first time, updated in place (same
+// storeDataSecret writes data rendered from in: created the first time, updated in place (same
 // name, same UID) when a MachinePool's token is rotated or the inputs changed before the owner
-// started provisioning. role (the data Secret's role annotation) is the rendered input's;
-// tokenID (may be empty) is recorded for token refresh; the digest of the inputs the data was
-// rendered from (s.inputsHash) goes into status.dataInputsHash.
-func (r *Reconciler) storeDataSecret(ctx context.Context, s *scope, role ignition.Role, data []byte, tokenID string) error {
+// started provisioning. The data Secret's role annotation is the input's role; tokenID (may be
+// empty) is recorded for token refresh; the input's digest goes into status.dataInputsHash.
+func (r *Reconciler) storeDataSecret(ctx context.Context, s *scope, in nodeInput, data []byte, tokenID string) error {
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            dataSecretName(s.config),
@@ -154,7 +151,7 @@ func (r *Reconciler) storeDataSecret(ctx context.Context, s *scope, role ignitio
 			dataSecretFormatKey: []byte(cabpiv1.DataSecretFormat),
 		},
 	}
-	secret.Annotations = map[string]string{cabpiv1.BootstrapRoleAnnotation: string(role)}
+	secret.Annotations = map[string]string{cabpiv1.BootstrapRoleAnnotation: string(in.Role)}
 	if tokenID != "" {
 		secret.Annotations[cabpiv1.BootstrapTokenIDAnnotation] = tokenID
 	}
@@ -190,24 +187,24 @@ func (r *Reconciler) storeDataSecret(ctx context.Context, s *scope, role ignitio
 	metrics.DataSecretWritten(op)
 	s.config.Status.DataSecretName = secret.Name
 	s.config.Status.Initialization.DataSecretCreated = ptr.To(true)
-	s.config.Status.DataInputsHash = s.inputsHash
-	r.memory.stored(client.ObjectKeyFromObject(s.config), s.inputsHash)
+	s.config.Status.DataInputsHash = in.hash
+	r.memory.stored(client.ObjectKeyFromObject(s.config))
 	return nil
 }
 
 // renderAndStore renders in, data that carries no join token of ours (kubeadm init, a join with
-// the user's own discovery), stores it and reports it stored (reportStored). A non-nil outcome
-// says why not, with an error when it is to be retried with backoff.
-func (r *Reconciler) renderAndStore(ctx context.Context, s *scope, in ignition.Input) (*outcome, error) {
+// the user's own discovery), stores it and reports it stored (reportStored). Otherwise it
+// returns why not: a report, or an error to retry with backoff.
+func (r *Reconciler) renderAndStore(ctx context.Context, s *scope, in nodeInput) (*report, error) {
 	start := time.Now()
-	out, o := renderStorable(in)
+	out, rep := renderStorable(in.Input)
 	took := time.Since(start)
-	if o != nil {
-		return o, nil
+	if rep != nil {
+		return rep, nil
 	}
-	if err := r.storeDataSecret(ctx, s, in.Role, out.Data, ""); err != nil {
-		return storeFailed(err), err
+	if err := r.storeDataSecret(ctx, s, in, out.Data, ""); err != nil {
+		return nil, storeFailed(err)
 	}
-	r.reportStored(ctx, s, out, took)
+	r.reportStored(ctx, s, in, out, took)
 	return nil, nil
 }

@@ -57,6 +57,8 @@ func run(m *testing.M) int {
 		WebhookPort:       0,
 		Concurrency:       5,
 		BootstrapTokenTTL: tokenTTL,
+		// Configs reading unlabelled references are looked at again within seconds, not a minute.
+		ReferenceRecheckInterval: 2 * time.Second,
 	})
 	if err == nil {
 		err = e.StartManager(e.Context())

@@ -14,16 +14,19 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// Role is what a rendered config makes of its node (label "role").
-type Role string
+// RoleLabel is the value of the "role" label of the render metrics: what the rendered data makes
+// of its node (ignition.Role), with a MachinePool's join told apart from a worker Machine's (its
+// data is rewritten at every token rotation, a Machine's is not). It is a label value, not a
+// role of its own: the controller derives it from the rendered input's ignition.Role and its
+// owner's kind.
+type RoleLabel string
 
-// The roles, as labelled: a MachinePool's join is its own role (its data is rewritten at every
-// token rotation, a Machine's is not).
+// The role label's values (ADR 014).
 const (
-	RoleInit             Role = "init"
-	RoleControlPlaneJoin Role = "control-plane-join"
-	RoleWorkerJoin       Role = "worker-join"
-	RoleMachinePool      Role = "machinepool"
+	RoleLabelInit             RoleLabel = "init"
+	RoleLabelControlPlaneJoin RoleLabel = "control-plane-join"
+	RoleLabelWorkerJoin       RoleLabel = "worker-join"
+	RoleLabelMachinePool      RoleLabel = "machinepool"
 )
 
 // SecretOperation is how a data Secret was written (label "operation").
@@ -107,7 +110,7 @@ func init() {
 
 // ObserveRender records a render whose data was stored: how long it took and how large the
 // data is. variant is the config's (flatcar, fcos).
-func ObserveRender(role Role, variant string, took time.Duration, bytes int) {
+func ObserveRender(role RoleLabel, variant string, took time.Duration, bytes int) {
 	renderDuration.WithLabelValues(string(role), variant).Observe(took.Seconds())
 	renderedBytes.WithLabelValues(string(role), variant).Observe(float64(bytes))
 }

@@ -16,7 +16,7 @@ import (
 // The functions move the series controller-runtime's registry serves, under the names and
 // labels of ADR 014.
 func TestFunctionsMoveRegisteredSeries(t *testing.T) {
-	metrics.ObserveRender(metrics.RoleMachinePool, "fcos", 3*time.Millisecond, 12345)
+	metrics.ObserveRender(metrics.RoleLabelMachinePool, "fcos", 3*time.Millisecond, 12345)
 	metrics.DataSecretWritten(metrics.SecretUpdate)
 	metrics.JoinToken(metrics.TokenRotate)
 	metrics.JoinToken(metrics.TokenRotate)

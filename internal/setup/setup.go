@@ -17,6 +17,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/locking"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	capisetup "sigs.k8s.io/cluster-api/core/setup"
 	"sigs.k8s.io/cluster-api/feature"
@@ -74,6 +76,16 @@ type Options struct {
 	KubeAPIBurst            int
 	ClusterCacheClientQPS   float32
 	ClusterCacheClientBurst int
+
+	// Test knobs: no flag sets them; zero keeps what the manager uses.
+
+	// ReferenceRecheckInterval is the controller's ReferenceRecheckInterval; zero:
+	// controllers.DefaultReferenceRecheckInterval. Tests shorten it to see a change of an
+	// unlabelled reference within seconds.
+	ReferenceRecheckInterval time.Duration
+	// InitLock replaces the kubeadm init lock (nil: Cluster API's ConfigMap lock, which survives
+	// manager restarts), for tests that decide who gets kubeadm init without a ConfigMap.
+	InitLock controllers.InitLocker
 }
 
 // AddFlags binds o to fs: the manager's flags, with the binary's defaults.
@@ -251,14 +263,22 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cc clustercache.Clu
 	if err != nil {
 		return fmt.Errorf("creating the Secret caching client: %w", err)
 	}
+	initLock := opts.InitLock
+	if initLock == nil {
+		// A ConfigMap owned by the Cluster, as CABPK's: it outlives a manager that dies during init.
+		initLock = locking.NewControlPlaneInitMutex(mgr.GetClient())
+	}
 	r := &controllers.Reconciler{
-		Client:              mgr.GetClient(),
-		SecretCachingClient: secretCachingClient,
-		APIReader:           mgr.GetAPIReader(),
-		ClusterCache:        cc,
-		Recorder:            mgr.GetEventRecorder("ignitionconfig-controller"),
-		WatchFilterValue:    opts.WatchFilter,
-		TokenTTL:            opts.BootstrapTokenTTL,
+		Client:                   mgr.GetClient(),
+		SecretCachingClient:      secretCachingClient,
+		APIReader:                mgr.GetAPIReader(),
+		ClusterCache:             cc,
+		Recorder:                 mgr.GetEventRecorder("ignitionconfig-controller"),
+		WatchFilterValue:         opts.WatchFilter,
+		TokenTTL:                 opts.BootstrapTokenTTL,
+		InitLock:                 initLock,
+		Clock:                    clock.RealClock{},
+		ReferenceRecheckInterval: opts.ReferenceRecheckInterval, // zero: the default
 	}
 	if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: max(opts.Concurrency, 1)}); err != nil {
 		return err
