@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	butane "github.com/coreos/butane/config"
-	"github.com/coreos/butane/config/common"
+	butanecommon "github.com/coreos/butane/config/common"
 	ignconfig "github.com/coreos/ignition/v2/config"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,7 +111,7 @@ func TestButaneViewRoundTrips(t *testing.T) {
 			bu, err := ToButane(out.Data, spec.Variant)
 			require.NoError(t, err)
 
-			back, rpt, err := butane.TranslateBytes(bu, common.TranslateBytesOptions{})
+			back, rpt, err := butane.TranslateBytes(bu, butanecommon.TranslateBytesOptions{})
 			require.NoError(t, err, "%s\n%s", rpt.String(), bu)
 			require.Equal(t, meaning(t, out.Data), meaning(t, back))
 		})

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"go/parser"
 	"go/token"
-	pathpkg "path"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -38,22 +38,23 @@ type layer struct {
 
 // layerTable is the house, lowest first: a package may import only from a lower rank.
 var layerTable = []layer{
-	{folder: "apis", rank: 0},                        // API types
-	{folder: "ignition/", rank: 1},                   // translations the renderer builds on (CLC)
-	{folder: "ignition", rank: 2},                    // the pure renderer
-	{folder: "internal/configinput", rank: 3},        // domain: spec + references → renderer input
-	{folder: "internal/metrics", rank: 3},            // infrastructure
-	{folder: "internal/secretcache", rank: 3},        // infrastructure
-	{folder: "internal/convert", rank: 4},            // KubeadmConfig → IgnitionConfig
-	{folder: "controllers", rank: 5},                 // the reconciler
-	{folder: "webhooks", rank: 5},                    // admission
-	{folder: "internal/setup", rank: 6},              // the one wiring of manager and tests
-	{folder: "test/framework", rank: 7, peers: true}, // test infrastructure
-	{folder: "cmd/internal", rank: 8, peers: true},   // what the commands share
-	{folder: "cmd", rank: 9},                         // the commands
-	{folder: "", rank: 10},                           // main: dispatches to the commands
-	{folder: "test", rank: 11},                       // the suites
-	{folder: "hack", rank: 11},                       // tools for developers and CI
+	{folder: "apis", rank: 0},                           // API types
+	{folder: "ignition/internal", rank: 1, peers: true}, // small helpers the renderer and its translations share
+	{folder: "ignition/", rank: 2},                      // translations the renderer builds on (ignition/clc)
+	{folder: "ignition", rank: 3},                       // the pure renderer
+	{folder: "internal/configinput", rank: 4},           // domain: spec + references → renderer input
+	{folder: "internal/metrics", rank: 4},               // infrastructure
+	{folder: "internal/secretcache", rank: 4},           // infrastructure
+	{folder: "internal/convert", rank: 5},               // KubeadmConfig → IgnitionConfig
+	{folder: "controllers", rank: 6},                    // the reconciler
+	{folder: "webhooks", rank: 6},                       // admission
+	{folder: "internal/setup", rank: 7},                 // the one wiring of manager and tests
+	{folder: "test/framework", rank: 8, peers: true},    // test infrastructure
+	{folder: "cmd/internal", rank: 9, peers: true},      // what the commands share
+	{folder: "cmd", rank: 10},                           // the commands
+	{folder: "", rank: 11},                              // main: dispatches to the commands
+	{folder: "test", rank: 12},                          // the suites
+	{folder: "hack", rank: 12},                          // tools for developers and CI
 }
 
 // requiredAlias is the alias an import must have wherever it is imported, where the package's
@@ -165,7 +166,7 @@ func check(pkgs []Package, readNames nameReader) ([]string, error) {
 					if n.name == "_" || n.name == "." {
 						continue
 					}
-					if n.name == pathpkg.Base(n.path) {
+					if n.name == path.Base(n.path) {
 						n.name = "" // the package's own name, given again
 					}
 					key := n.path

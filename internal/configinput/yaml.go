@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"k8s.io/apimachinery/pkg/util/yaml"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
@@ -16,19 +16,19 @@ func SpecFromYAML(doc []byte) (*cabpiv1.IgnitionConfigSpec, error) {
 	var meta struct {
 		Kind string `json:"kind"`
 	}
-	if err := yaml.Unmarshal(doc, &meta); err != nil {
+	if err := utilyaml.Unmarshal(doc, &meta); err != nil {
 		return nil, fmt.Errorf("reading the YAML: %w", err)
 	}
 	switch meta.Kind {
 	case "IgnitionConfig":
 		c := &cabpiv1.IgnitionConfig{}
-		if err := yaml.UnmarshalStrict(doc, c); err != nil {
+		if err := utilyaml.UnmarshalStrict(doc, c); err != nil {
 			return nil, fmt.Errorf("reading the IgnitionConfig: %w", err)
 		}
 		return &c.Spec, nil
 	case "IgnitionConfigTemplate":
 		t := &cabpiv1.IgnitionConfigTemplate{}
-		if err := yaml.UnmarshalStrict(doc, t); err != nil {
+		if err := utilyaml.UnmarshalStrict(doc, t); err != nil {
 			return nil, fmt.Errorf("reading the IgnitionConfigTemplate: %w", err)
 		}
 		return &t.Spec.Template.Spec, nil
