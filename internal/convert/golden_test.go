@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	butane "github.com/coreos/butane/config"
-	"github.com/coreos/butane/config/common"
+	butanecommon "github.com/coreos/butane/config/common"
 	ignconfig "github.com/coreos/ignition/v2/config"
 	exptypes "github.com/coreos/ignition/v2/config/v3_7_experimental/types"
 	clcconfig "github.com/flatcar/container-linux-config-transpiler/config"
@@ -214,7 +214,7 @@ func expectations(t *testing.T, spec *cabpiv1.IgnitionConfigSpec) expected {
 		want.files[f.Path] = w
 	}
 	if doc := spec.Butane.Inline; doc != "" {
-		data, rpt, err := butane.TranslateBytes([]byte(doc), common.TranslateBytesOptions{})
+		data, rpt, err := butane.TranslateBytes([]byte(doc), butanecommon.TranslateBytesOptions{})
 		require.NoError(t, err, rpt.String())
 		cfg, rpt, err := ignconfig.Parse(data)
 		require.NoError(t, err, rpt.String())
