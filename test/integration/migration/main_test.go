@@ -1,6 +1,6 @@
 // Package migration_test is issue 13's "done when" for moving from CABPK: a Flatcar worker
 // KubeadmConfigTemplate as a cloud provider's docs show it (the CAPA flavor of
-// internal/convertcmd/testdata) goes through `cabpi convert`, is applied to a real API server
+// internal/convert/testdata) goes through `cabpi convert`, is applied to a real API server
 // with cabpi's webhooks, is cloned for a Machine by Cluster API's own MachineDeployment and
 // MachineSet controllers, is rendered by cabpi's controller, and boots in the simulation; every
 // warning on the way is visible to the user.
