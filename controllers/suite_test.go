@@ -11,7 +11,6 @@ import (
 	"k8s.io/klog/v2/textlogger"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -25,8 +24,6 @@ var env *testenv.Environment
 // MachineSet, MachineDeployment and MachinePool controllers and ClusterCache next to ours; the
 // API server doubles as every test cluster's workload cluster.
 func TestMain(m *testing.M) {
-	// The boot simulator re-runs this binary inside its namespaces; that run is no test run.
-	bootsim.RunChildIfRequested()
 	os.Exit(run(m))
 }
 

@@ -14,14 +14,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
-	bootsim.RunChildIfRequested()
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		panic(err)
