@@ -1,7 +1,7 @@
-// Package capitest runs the harness with every CAPI controller it can wire (Cluster, Machine,
+// Package capi_test runs the harness with every CAPI controller it can wire (Cluster, Machine,
 // MachineSet, MachineDeployment, MachinePool, ClusterCache): a MachineDeployment of
 // IgnitionConfigTemplate-based workers and a Cluster of stand-alone control-plane Machines.
-package capitest
+package capi_test
 
 import (
 	"context"

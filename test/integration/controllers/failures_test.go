@@ -18,7 +18,6 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/controllers"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -135,7 +134,7 @@ func TestTokenOfAnInterruptedRenderIsReused(t *testing.T) {
 	f := newCluster(t, clusterSetup{})
 	f.addConfig(t, "w0", cabpiv1.IgnitionConfigSpec{})
 	cfg := getConfig(t, f.ns, "w0")
-	id := controllers.TokenIDFor(cfg.UID, "")
+	id := tokenIDFor(cfg.UID, "")
 	left := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id},
 		Type:       bootstrapapi.SecretTypeBootstrapToken,
