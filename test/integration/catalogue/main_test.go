@@ -41,12 +41,6 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(testenv.Run(m, opts, func(e *testenv.Environment) error {
 		env = e
-		return setup.SetupControllers(e.Context(), e.Manager, e.ClusterCache, setup.Options{
-			// Any port but 0 registers the webhooks; the server itself was configured by the
-			// harness from the envtest webhook options, on this port.
-			WebhookPort:       e.TestEnv.WebhookInstallOptions.LocalServingPort,
-			Concurrency:       5,
-			BootstrapTokenTTL: tokenTTL,
-		})
+		return e.SetupCabpi(setup.Options{Concurrency: 5, BootstrapTokenTTL: tokenTTL})
 	}))
 }

@@ -57,11 +57,7 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, err)
 		}
 	}()
-	err := setup.SetupControllers(e.Context(), e.Manager, e.ClusterCache, setup.Options{
-		WebhookPort:       0,
-		Concurrency:       5,
-		BootstrapTokenTTL: tokenTTL,
-	})
+	err := e.SetupCabpi(setup.Options{Concurrency: 5, BootstrapTokenTTL: tokenTTL})
 	if err == nil {
 		err = e.StartManager(e.Context())
 	}

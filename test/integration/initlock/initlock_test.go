@@ -18,18 +18,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -124,22 +120,10 @@ func startManager(t *testing.T, killOnCreate func(client.Object) bool) *cabpiMan
 			},
 		}), nil
 	}
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// Two managers in one test process register controllers of the same names.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Client: client.Options{Cache: &client.CacheOptions{
-			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}},
-		}},
-		NewClient: newClient,
-	})
+	opts := testenv.CabpiOptions()
+	opts.Concurrency, opts.BootstrapTokenTTL = 3, 15*time.Minute
+	mgr, err := testenv.NewCabpiManager(ctx, env.Config, opts, func(o *ctrl.Options) { o.NewClient = newClient })
 	require.NoError(t, err)
-	opts := setup.Options{Concurrency: 3, BootstrapTokenTTL: 15 * time.Minute}
-	cc, err := setup.NewClusterCache(ctx, mgr, opts)
-	require.NoError(t, err)
-	require.NoError(t, setup.SetupControllers(ctx, mgr, cc, opts))
 	m := &cabpiManager{cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- mgr.Start(ctx) }()
 	t.Cleanup(m.stop)

@@ -86,9 +86,8 @@ func startCabpi(ctx context.Context) (stop func() error, err error) {
 	if metricsAddress, err = testenv.FreeLocalAddress(); err != nil {
 		return nil, err
 	}
-	opts := setup.DefaultOptions()
+	opts := testenv.CabpiOptions()
 	opts.Diagnostics.DiagnosticsAddress = metricsAddress // secure, as the flags default to
-	opts.WebhookPort, opts.HealthProbeAddress = 0, "0"
 	opts.Concurrency = 5
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -34,9 +34,6 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(testenv.Run(m, opts, func(e *testenv.Environment) error {
 		env = e
-		return setup.SetupControllers(e.Context(), e.Manager, e.ClusterCache, setup.Options{
-			WebhookPort: e.TestEnv.WebhookInstallOptions.LocalServingPort,
-			Concurrency: 5,
-		})
+		return e.SetupCabpi(setup.Options{Concurrency: 5})
 	}))
 }

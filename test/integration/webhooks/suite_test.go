@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/webhooks"
 )
 
 var env *testenv.Environment
@@ -36,9 +35,6 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(testenv.Run(m, opts, func(e *testenv.Environment) error {
 		env = e
-		if err := webhooks.SetupIgnitionConfigWebhookWithManager(e.Manager); err != nil {
-			return err
-		}
-		return webhooks.SetupIgnitionConfigTemplateWebhookWithManager(e.Manager)
+		return e.SetupCabpiWebhooks()
 	}))
 }

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/webhooks"
 )
 
 var (
@@ -60,10 +59,7 @@ func run(m *testing.M) int {
 		},
 	}, func(e *testenv.Environment) error {
 		env = e
-		if err := webhooks.SetupIgnitionConfigWebhookWithManager(e.Manager); err != nil {
-			return err
-		}
-		return webhooks.SetupIgnitionConfigTemplateWebhookWithManager(e.Manager)
+		return e.SetupCabpiWebhooks()
 	})
 }
 
