@@ -49,7 +49,7 @@ func (e *Environment) SetupCabpi(opts setup.Options) error {
 // suites that look at admission without a controller. Needs Options.Webhooks; call it before
 // StartManager.
 func (e *Environment) SetupCabpiWebhooks() error {
-	if e.opts.Webhooks == nil {
+	if !e.opts.Webhooks {
 		return errors.New("testenv: SetupCabpiWebhooks needs Options.Webhooks")
 	}
 	if err := setup.SetupWebhooks(e.Manager, setup.Options{WebhookPort: e.webhookPort()}); err != nil {
@@ -61,7 +61,7 @@ func (e *Environment) SetupCabpiWebhooks() error {
 // webhookPort is the port of the webhook server envtest configured, 0 without Options.Webhooks
 // (setup registers no webhook then).
 func (e *Environment) webhookPort() int {
-	if e.opts.Webhooks == nil {
+	if !e.opts.Webhooks {
 		return 0
 	}
 	return e.TestEnv.WebhookInstallOptions.LocalServingPort

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -70,10 +69,12 @@ type Options struct {
 	// AddToScheme registers further types in the Scheme.
 	AddToScheme []func(*runtime.Scheme) error
 
-	// Webhooks, when set, is passed to envtest (which installs the webhook configurations and
-	// creates serving certificates) and the Manager's webhook server is configured from it
-	// (LocalServingHost/Port/CertDir). Without it, do not register webhooks with the Manager.
-	Webhooks *envtest.WebhookInstallOptions
+	// Webhooks installs cabpi's webhook configurations (config/webhook/manifests.yaml, what
+	// `make manifests` generates), which envtest points at the Manager's webhook server: envtest
+	// creates its serving certificates and the Manager serves on them. SetupCabpi then registers
+	// the webhooks with the controller, SetupCabpiWebhooks without it. Without Webhooks, register
+	// none.
+	Webhooks bool
 
 	// ClusterCacheConnectionRetryInterval is how soon the ClusterCache retries a failed connection
 	// (e.g. Cluster marked provisioned before its kubeconfig Secret exists). Default 1s (CAPI: 30s).
@@ -170,15 +171,6 @@ func NewScheme(extra ...func(*runtime.Scheme) error) (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// New is Start for TestMain: it panics on error.
-func New(opts Options) *Environment {
-	e, err := Start(context.Background(), opts)
-	if err != nil {
-		panic(err)
-	}
-	return e
-}
-
 // Start starts etcd and kube-apiserver, installs the CRDs, creates the Manager and sets up the
 // CAPI controllers selected in opts. The Manager is not started: call StartManager. ctx bounds
 // the life of what is set up (CAPI's reconcilers get it); Stop cancels it too.
@@ -245,8 +237,10 @@ func Start(ctx context.Context, opts Options) (_ *Environment, retErr error) {
 		BinaryAssetsDirectory:    assets,
 		AttachControlPlaneOutput: logV >= 6,
 	}
-	if opts.Webhooks != nil {
-		te.WebhookInstallOptions = *opts.Webhooks
+	if opts.Webhooks {
+		te.WebhookInstallOptions = envtest.WebhookInstallOptions{
+			Paths: []string{filepath.Join(root, "config", "webhook", "manifests.yaml")},
+		}
 	}
 	for flag, values := range opts.APIServerArgs {
 		te.ControlPlane.GetAPIServer().Configure().Set(flag, values...)
@@ -304,14 +298,14 @@ func Start(ctx context.Context, opts Options) (_ *Environment, retErr error) {
 // scheme, no metrics endpoint or health probes, controller names allowed again (a process may
 // run one Environment after another) and, with Options.Webhooks, the webhook server on the host,
 // port and certificates envtest configured (install is what te.Start filled in).
-func managerOptions(scheme *runtime.Scheme, webhooks *envtest.WebhookInstallOptions, install envtest.WebhookInstallOptions) (ctrl.Options, error) {
+func managerOptions(scheme *runtime.Scheme, webhooks bool, install envtest.WebhookInstallOptions) (ctrl.Options, error) {
 	mgrOpts, err := setup.ManagerOptions(CabpiOptions()) // the webhook server is envtest's, below
 	if err != nil {
 		return ctrl.Options{}, fmt.Errorf("testenv: the manager's options: %w", err)
 	}
 	mgrOpts.Scheme = scheme
 	mgrOpts.Controller.SkipNameValidation = ptr.To(true)
-	if webhooks != nil {
+	if webhooks {
 		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{
 			Host:    install.LocalServingHost,
 			Port:    install.LocalServingPort,
@@ -338,7 +332,7 @@ func (e *Environment) StartManager(ctx context.Context) error {
 	e.mu.Unlock()
 
 	var srv webhook.Server
-	if e.opts.Webhooks != nil {
+	if e.opts.Webhooks {
 		srv = e.Manager.GetWebhookServer() // adds it to the Manager's runnables
 	}
 	go func() { done <- e.Manager.Start(mgrCtx) }()
@@ -395,28 +389,4 @@ func (e *Environment) Stop() error {
 		e.stopErr = kerrors.NewAggregate(errs)
 	})
 	return e.stopErr
-}
-
-// Run is a whole TestMain: Start (panics on error), setup (register your reconcilers; may be
-// nil), StartManager, m.Run, Stop. Returns the exit code for os.Exit.
-func Run(m *testing.M, opts Options, setup func(*Environment) error) int {
-	e := New(opts)
-	if setup != nil {
-		if err := setup(e); err != nil {
-			_ = e.Stop()
-			panic(fmt.Sprintf("testenv: setup: %v", err))
-		}
-	}
-	if err := e.StartManager(e.ctx); err != nil {
-		_ = e.Stop()
-		panic(err)
-	}
-	code := m.Run()
-	if err := e.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
 }

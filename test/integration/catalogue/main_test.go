@@ -7,11 +7,8 @@ package catalogue_test
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
@@ -29,18 +26,14 @@ var env *testenv.Environment
 // webhook port), and Cluster API's Machine controller with its ClusterCache. The API server
 // doubles as every test cluster's workload cluster: join tokens land in its kube-system.
 func TestMain(m *testing.M) {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		panic(err)
-	}
-	opts := testenv.Options{
-		MachineController: true,
-		Webhooks: &envtest.WebhookInstallOptions{
-			Paths: []string{filepath.Join(root, "config", "webhook", "manifests.yaml")},
+	os.Exit(testenv.Run(m, testenv.Suite{
+		Options: testenv.Options{
+			MachineController: true,
+			Webhooks:          true,
 		},
-	}
-	os.Exit(testenv.Run(m, opts, func(e *testenv.Environment) error {
-		env = e
-		return e.SetupCabpi(setup.Options{Concurrency: 5, BootstrapTokenTTL: tokenTTL})
+		Setup: func(e *testenv.Environment) error {
+			env = e
+			return e.SetupCabpi(setup.Options{Concurrency: 5, BootstrapTokenTTL: tokenTTL})
+		},
 	}))
 }

@@ -46,8 +46,9 @@ var (
 // TestMain runs the API server with Cluster API's Cluster, Machine and MachinePool controllers
 // in-process; cabpi runs as its own process, which the test kills.
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, testenv.Options{ClusterController: true, MachineController: true, MachinePoolController: true},
-		func(e *testenv.Environment) error {
+	os.Exit(testenv.Run(m, testenv.Suite{
+		Options: testenv.Options{ClusterController: true, MachineController: true, MachinePoolController: true},
+		Setup: func(e *testenv.Environment) error {
 			env = e
 			dir, err := os.MkdirTemp("", "cabpi-crash-")
 			if err != nil {
@@ -60,7 +61,8 @@ func TestMain(m *testing.M) {
 				return fmt.Errorf("building the manager: %w", err)
 			}
 			return nil
-		}))
+		},
+	}))
 }
 
 const (

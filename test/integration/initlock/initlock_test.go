@@ -34,8 +34,10 @@ var env *testenv.Environment
 // TestMain runs the API server with Cluster API's Cluster and Machine controllers only: the
 // test starts and kills cabpi managers itself.
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, testenv.Options{ClusterController: true, MachineController: true},
-		func(e *testenv.Environment) error { env = e; return nil }))
+	os.Exit(testenv.Run(m, testenv.Suite{
+		Options: testenv.Options{ClusterController: true, MachineController: true},
+		Setup:   func(e *testenv.Environment) error { env = e; return nil },
+	}))
 }
 
 // errKilled is what every call of a killed manager's client returns: a SIGKILLed process writes

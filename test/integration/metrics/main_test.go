@@ -28,42 +28,28 @@ var (
 	metricsAddress string
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) (code int) {
-	// Cluster API's Machine controller runs in the Environment's manager; cabpi's is a manager
-	// of its own, as in production.
-	e, err := testenv.Start(context.Background(), testenv.Options{MachineController: true})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	env = e
-	defer func() {
-		if err := e.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-	}()
-	if err := e.StartManager(e.Context()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := installMetricsReader(e.Context()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	stop, err := startCabpi(e.Context())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code = m.Run()
-	if err := stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "cabpi manager:", err)
-		code = 1
-	}
-	return code
+// TestMain runs the Environment with Cluster API's Machine controller in its Manager; cabpi's is
+// a manager of its own, as in production, started once the Environment's runs.
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m, testenv.Suite{
+		Options: testenv.Options{MachineController: true},
+		Setup:   func(e *testenv.Environment) error { env = e; return nil },
+		Started: func(e *testenv.Environment) (func() error, error) {
+			if err := installMetricsReader(e.Context()); err != nil {
+				return nil, err
+			}
+			stop, err := startCabpi(e.Context())
+			if err != nil {
+				return nil, err
+			}
+			return func() error {
+				if err := stop(); err != nil {
+					return fmt.Errorf("cabpi manager: %w", err)
+				}
+				return nil
+			}, nil
+		},
+	}))
 }
 
 // installMetricsReader creates config/rbac's metrics-reader ClusterRole, as shipped.

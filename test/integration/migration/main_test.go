@@ -8,10 +8,7 @@ package migration_test
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
-
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
@@ -20,20 +17,16 @@ import (
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		panic(err)
-	}
-	opts := testenv.Options{
-		MachineController:           true,
-		MachineSetController:        true,
-		MachineDeploymentController: true,
-		Webhooks: &envtest.WebhookInstallOptions{
-			Paths: []string{filepath.Join(root, "config", "webhook", "manifests.yaml")},
+	os.Exit(testenv.Run(m, testenv.Suite{
+		Options: testenv.Options{
+			MachineController:           true,
+			MachineSetController:        true,
+			MachineDeploymentController: true,
+			Webhooks:                    true,
 		},
-	}
-	os.Exit(testenv.Run(m, opts, func(e *testenv.Environment) error {
-		env = e
-		return e.SetupCabpi(setup.Options{Concurrency: 5})
+		Setup: func(e *testenv.Environment) error {
+			env = e
+			return e.SetupCabpi(setup.Options{Concurrency: 5})
+		},
 	}))
 }

@@ -30,9 +30,9 @@ const (
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, testenv.Options{MachineController: true, ClusterCache: true}, func(e *testenv.Environment) error {
-		env = e
-		return nil
+	os.Exit(testenv.Run(m, testenv.Suite{
+		Options: testenv.Options{MachineController: true, ClusterCache: true},
+		Setup:   func(e *testenv.Environment) error { env = e; return nil },
 	}))
 }
 

@@ -31,14 +31,17 @@ const (
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, testenv.Options{
-		ClusterController:           true,
-		MachineController:           true,
-		MachineSetController:        true,
-		MachineDeploymentController: true,
-		MachinePoolController:       true,
-		KubeadmCRDs:                 true,
-	}, func(e *testenv.Environment) error { env = e; return nil }))
+	os.Exit(testenv.Run(m, testenv.Suite{
+		Options: testenv.Options{
+			ClusterController:           true,
+			MachineController:           true,
+			MachineSetController:        true,
+			MachineDeploymentController: true,
+			MachinePoolController:       true,
+			KubeadmCRDs:                 true,
+		},
+		Setup: func(e *testenv.Environment) error { env = e; return nil },
+	}))
 }
 
 func readyCluster(t *testing.T, ctx context.Context, ns string) *clusterv1.Cluster {
