@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -18,7 +19,10 @@ import (
 // expires nor rotates while the test looks at it.
 const tokenTTL = 10 * time.Minute
 
-var env *testenv.Environment
+var (
+	env *testenv.Environment
+	fx  *fixtures.Kit
+)
 
 // TestMain runs one kube-apiserver + etcd for the package with the webhook configurations of
 // config/webhook/manifests.yaml pointed at the manager's webhook server, cabpi's controller and
@@ -32,7 +36,7 @@ func TestMain(m *testing.M) {
 			Webhooks:          true,
 		},
 		Setup: func(e *testenv.Environment) error {
-			env = e
+			env, fx = e, &fixtures.Kit{Env: e, NamespacePrefix: "catalogue", Eventually: eventually, Tick: tick}
 			return e.SetupCabpi(setup.Options{Concurrency: 5, BootstrapTokenTTL: tokenTTL})
 		},
 	}))

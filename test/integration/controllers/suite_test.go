@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -18,7 +19,10 @@ import (
 // at tokens every TTL/3 and extends them once less than 5/6 of the TTL is left.
 const tokenTTL = 9 * time.Second
 
-var env *testenv.Environment
+var (
+	env *testenv.Environment
+	fx  *fixtures.Kit
+)
 
 // TestMain runs the suite's Environment, cabpi's controller registered the way the binary
 // registers it, and, after the tests, the leak check: nothing the suite created may show up in
@@ -32,7 +36,7 @@ func TestMain(m *testing.M) {
 		},
 		LeakCheck: true,
 		Setup: func(e *testenv.Environment) error {
-			env = e
+			env, fx = e, &fixtures.Kit{Env: e, NamespacePrefix: "cabpi", Eventually: eventually, Tick: tick}
 			if referenceRecheck == 0 {
 				return errors.New("controllers.referenceRecheck is not linked (renamed?): see internals_test.go")
 			}

@@ -26,17 +26,24 @@ import (
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
-var env *testenv.Environment
+var (
+	env *testenv.Environment
+	fx  *fixtures.Kit
+)
 
 // TestMain runs the API server with Cluster API's Cluster and Machine controllers only: the
 // test starts and kills cabpi managers itself.
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, testenv.Suite{
 		Options: testenv.Options{ClusterController: true, MachineController: true},
-		Setup:   func(e *testenv.Environment) error { env = e; return nil },
+		Setup: func(e *testenv.Environment) error {
+			env, fx = e, &fixtures.Kit{Env: e, NamespacePrefix: "initlock"} // waits here are the test's own
+			return nil
+		},
 	}))
 }
 
@@ -151,24 +158,13 @@ func (m *cabpiManager) waitStopped(t *testing.T) {
 
 func TestInitLockSurvivesManagerRestart(t *testing.T) {
 	ctx := t.Context()
-	ns := env.CreateNamespace(t, "initlock").Name
-	cluster := env.NewCluster(ns, "c1")
-	require.NoError(t, env.Client.Create(ctx, testenv.NewGenericInfraCluster(ns, "c1")))
-	require.NoError(t, env.Client.Create(ctx, cluster))
-	_, err := env.CreateWorkloadKubeconfigSecret(ctx, cluster)
-	require.NoError(t, err)
-	require.NoError(t, env.MarkInfrastructureProvisioned(ctx, cluster))
+	f := fx.NewCluster(t, fixtures.BeforeInit())
+	ns, cluster := f.Namespace, f.Cluster
 
 	controlPlanes := []string{"cp-0", "cp-1", "cp-2"}
 	machines := map[string]*clusterv1.Machine{}
 	for _, name := range controlPlanes {
-		cfg := &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{
-			Namespace: ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster.Name},
-		}}
-		require.NoError(t, env.Client.Create(ctx, cfg))
-		require.NoError(t, env.Client.Create(ctx, testenv.NewGenericInfraMachine(ns, name)))
-		machines[name] = testenv.NewMachine(cluster, name, true)
-		require.NoError(t, env.Client.Create(ctx, machines[name]))
+		machines[name] = f.AddMachine(t, name, true, cabpiv1.IgnitionConfigSpec{})
 	}
 
 	// Manager A takes the init lock and dies as it writes the init data.
@@ -209,7 +205,7 @@ func TestInitLockSurvivesManagerRestart(t *testing.T) {
 	}
 
 	// The first node joins; the others render control-plane joins, never a second init.
-	_, err = env.MarkMachineNodeJoined(ctx, machines[holder.MachineName])
+	_, err := env.MarkMachineNodeJoined(ctx, machines[holder.MachineName])
 	require.NoError(t, err)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Len(c, dataSecrets(t, ns), len(controlPlanes))

@@ -19,11 +19,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
 var (
 	env *testenv.Environment
+	fx  *fixtures.Kit
 	// metricsAddress is where the cabpi manager serves its metrics (host:port).
 	metricsAddress string
 )
@@ -33,7 +35,10 @@ var (
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, testenv.Suite{
 		Options: testenv.Options{MachineController: true},
-		Setup:   func(e *testenv.Environment) error { env = e; return nil },
+		Setup: func(e *testenv.Environment) error {
+			env, fx = e, &fixtures.Kit{Env: e, NamespacePrefix: "metrics", Eventually: eventually, Tick: tick}
+			return nil
+		},
 		Started: func(e *testenv.Environment) (func() error, error) {
 			if err := installMetricsReader(e.Context()); err != nil {
 				return nil, err

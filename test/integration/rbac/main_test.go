@@ -42,6 +42,7 @@ import (
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/controllers"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -54,6 +55,7 @@ const (
 
 var (
 	env *testenv.Environment
+	fx  *fixtures.Kit
 	// cabpi is the manager running as the ServiceAccount of config/rbac.
 	cabpi *cabpiManager
 )
@@ -76,7 +78,10 @@ func TestMain(m *testing.M) {
 				"enable-admission-plugins": {"OwnerReferencesPermissionEnforcement"},
 			},
 		},
-		Setup: func(e *testenv.Environment) error { env = e; return nil },
+		Setup: func(e *testenv.Environment) error {
+			env, fx = e, &fixtures.Kit{Env: e, NamespacePrefix: "rbac", Eventually: eventually, Tick: tick}
+			return nil
+		},
 		Started: func(e *testenv.Environment) (func() error, error) {
 			user, err := installRBAC(e.Context())
 			if err != nil {
