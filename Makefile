@@ -85,8 +85,22 @@ lint: $(STATICCHECK) ## Check the layers and import aliases (hack/layers) and fi
 	go run ./hack/layers
 	$(STATICCHECK) -checks U1000 ./...
 
+# The test layers (docs/adr/021-test-layers.md). The packages under test/integration and
+# test/release start a kube-apiserver (test/framework/testenv); every other package's tests are
+# unit tests, and test-unit runs all of them, with KUBEBUILDER_ASSETS pointing where there is no
+# kube-apiserver: a test that starts one fails there, loudly, instead of slowing the layer down.
+INTEGRATION_PKGS := /test/(integration|release)/
+UNIT_PKGS = $(shell go list ./... | grep -Ev '$(INTEGRATION_PKGS)')
+NO_APISERVER := $(CURDIR)/.no-kube-apiserver-in-unit-tests
+
+.PHONY: test-unit
+test-unit: ignition-apply ## Run the unit tests: no kube-apiserver (renderer, inputs, webhook and controller logic, commands, boot simulator).
+	KUBEBUILDER_ASSETS="$(NO_APISERVER)" \
+	CABPI_IGNITION_APPLY="$$(IGNITION_VER=$(IGNITION_VER) bash hack/ignition-apply.sh)" \
+		go test $(GO_TEST_FLAGS) $(UNIT_PKGS)
+
 .PHONY: test
-test: tools clusterctl ## Run all tests against a real kube-apiserver, etcd, CAPI controllers and ignition-apply.
+test: tools clusterctl ## Run all tests (unit and integration) against a real kube-apiserver, etcd, CAPI controllers and ignition-apply.
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest-assets.sh)" \
 	CABPI_IGNITION_APPLY="$$(IGNITION_VER=$(IGNITION_VER) bash hack/ignition-apply.sh)" \
 	CABPI_KUSTOMIZE="$(KUSTOMIZE)" \
@@ -113,11 +127,10 @@ FUZZMINIMIZETIME ?= 1s
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 60s; a release needs 10m each, no crasher).
-	@assets="$$(bash hack/envtest-assets.sh)"; \
-	for t in $(FUZZ_TARGETS); do \
+	@for t in $(FUZZ_TARGETS); do \
 		pkg="$${t%%:*}"; name="$${t##*:}"; \
 		echo "--- fuzz $$name ($$pkg) for $(FUZZTIME)"; \
-		KUBEBUILDER_ASSETS="$$assets" go test "$$pkg" -run '^$$' -fuzz "^$$name\$$" \
+		KUBEBUILDER_ASSETS="$(NO_APISERVER)" go test "$$pkg" -run '^$$' -fuzz "^$$name\$$" \
 			-fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 || exit 1; \
 	done
 

@@ -38,12 +38,12 @@ const TokenDescriptionPrefix = "join token created by cabpi for IgnitionConfig "
 // tokenIDAlphabet is what a bootstrap token ID is made of ([a-z0-9]{6}).
 const tokenIDAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
 
-// tokenIDFor derives the ID (the public half) of the join token the config's next data carries,
+// JoinTokenID derives the ID (the public half) of the join token the config's next data carries,
 // from the config's UID and the ID of the token that data replaces ("" for the first). A
 // manager that dies after creating the token and before storing the data computes the same ID
 // on its next try and reuses that token: retries never leave a second token behind. The secret
 // half stays random.
-func tokenIDFor(uid types.UID, previous string) string {
+func JoinTokenID(uid types.UID, previous string) string {
 	sum := sha256.Sum256([]byte(string(uid) + "/" + previous))
 	id := make([]byte, 6)
 	for i := range id {
@@ -53,12 +53,12 @@ func tokenIDFor(uid types.UID, previous string) string {
 }
 
 // ensureJoinToken returns the join token for the config's next data, replacing previous: the
-// token of ID tokenIDFor(config, previous) in the workload cluster's kube-system, created, or,
+// token of ID JoinTokenID(config, previous) in the workload cluster's kube-system, created, or,
 // when an earlier try created it already, reused with a fresh expiration. Creating first keeps
 // the common case at one request. A token of that ID made for something else (an ID collision)
 // is left alone, and a random ID used instead.
 func ensureJoinToken(ctx context.Context, remote client.Client, config *cabpiv1.IgnitionConfig, previous string, ttl time.Duration, now time.Time) (joinToken, error) {
-	id := tokenIDFor(config.UID, previous)
+	id := JoinTokenID(config.UID, previous)
 	description := tokenDescription(client.ObjectKeyFromObject(config))
 	token, err := createJoinToken(ctx, remote, id, description, ttl, now)
 	if !apierrors.IsAlreadyExists(err) {

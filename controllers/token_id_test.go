@@ -11,14 +11,14 @@ import (
 // Token IDs are kubeadm token IDs, the same for the same config and predecessor (so a retry
 // finds the token an earlier try made), and different for another config or predecessor (so a
 // rotation gets a new token while the old one lives on).
-func TestTokenIDFor(t *testing.T) {
+func TestJoinTokenID(t *testing.T) {
 	valid := regexp.MustCompile(`^[a-z0-9]{6}$`)
 	seen := map[string]bool{}
 	for _, uid := range []types.UID{"8f1e0f6c-0000-4000-8000-000000000001", "8f1e0f6c-0000-4000-8000-000000000002"} {
 		for _, previous := range []string{"", "abc123", "def456"} {
-			id := tokenIDFor(uid, previous)
+			id := JoinTokenID(uid, previous)
 			assert.Regexp(t, valid, id)
-			assert.Equal(t, id, tokenIDFor(uid, previous), "deterministic")
+			assert.Equal(t, id, JoinTokenID(uid, previous), "deterministic")
 			assert.False(t, seen[id], "distinct for %s after %q", uid, previous)
 			seen[id] = true
 		}

@@ -15,12 +15,6 @@ import (
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
 )
 
-// TestMain lets the boot simulator re-run this test binary inside its namespaces.
-func TestMain(m *testing.M) {
-	bootsim.RunChildIfRequested()
-	os.Exit(m.Run())
-}
-
 // kubeadmDirs are where images put kubeadm: the Kubernetes sysext in /usr/bin, images and guides
 // that add binaries to Flatcar's read-only /usr in /opt/bin.
 var kubeadmDirs = []string{"/usr/bin", "/opt/bin"}

@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -40,16 +39,12 @@ type contender struct {
 var cabpi = contender{
 	name: "cabpi",
 	start: func(ctx context.Context, env *testenv.Environment) (func(), error) {
-		opts := setup.DefaultOptions()
-		opts.WebhookPort, opts.Diagnostics.DiagnosticsAddress, opts.HealthProbeAddress = 0, "0", "0"
+		opts := testenv.CabpiOptions()
 		cfg := rest.CopyConfig(env.Config)
 		cfg.QPS, cfg.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
 		requests["cabpi"].wrap(cfg)
-		mgr, err := setup.NewManager(cfg, opts, skipNameValidation)
+		mgr, err := testenv.NewCabpiManager(ctx, cfg, opts)
 		if err != nil {
-			return nil, err
-		}
-		if err := setup.Setup(ctx, mgr, opts); err != nil {
 			return nil, err
 		}
 		return startManager(ctx, mgr)

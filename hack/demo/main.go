@@ -77,7 +77,7 @@ func run(variant, out string) error {
 			fmt.Fprintln(os.Stderr, "stopping:", err)
 		}
 	}()
-	if err := setup.SetupControllers(env.Context(), env.Manager, env.ClusterCache, setup.Options{Concurrency: 5, BootstrapTokenTTL: 15 * time.Minute}); err != nil {
+	if err := env.SetupCabpi(setup.Options{Concurrency: 5, BootstrapTokenTTL: 15 * time.Minute}); err != nil {
 		return err
 	}
 	if err := env.StartManager(ctx); err != nil {

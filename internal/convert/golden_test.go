@@ -30,12 +30,6 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-// TestMain lets the boot simulator re-run this test binary inside its namespaces.
-func TestMain(m *testing.M) {
-	bootsim.RunChildIfRequested()
-	os.Exit(m.Run())
-}
-
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	file := filepath.Join("testdata", "golden", name)

@@ -176,13 +176,33 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 }
 
 // NewManager creates the controller-runtime manager with the cache and client set-up of the
-// cabpi manager (hack/bench measures exactly this); Setup registers the controllers on it.
-// adjust changes the options before the manager is created (hack/bench runs several managers in
-// one process, which needs controller name validation off).
+// cabpi manager (ManagerOptions; hack/bench measures exactly this); Setup registers the
+// controllers on it. adjust changes the options before the manager is created (hack/bench and
+// the test harness run several managers in one process, which needs controller name validation
+// off).
 func NewManager(cfg *rest.Config, opts Options, adjust ...func(*ctrl.Options)) (ctrl.Manager, error) {
+	mgrOpts, err := ManagerOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range adjust {
+		a(&mgrOpts)
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	return mgr, nil
+}
+
+// ManagerOptions are the options NewManager creates the manager with: the scheme, leader
+// election, the probes, the diagnostics (metrics) endpoint, the webhook server and the cache and
+// client set-up. The test harness (test/framework/testenv) builds its manager from them too, so
+// the reconciler under test reads through the caches the binary configures.
+func ManagerOptions(opts Options) (ctrl.Options, error) {
 	tlsOpts, metricsOpts, err := capiflags.GetManagerOptions(opts.Diagnostics)
 	if err != nil {
-		return nil, fmt.Errorf("diagnostics and TLS flags: %w", err)
+		return ctrl.Options{}, fmt.Errorf("diagnostics and TLS flags: %w", err)
 	}
 	mgrOpts := ctrl.Options{
 		Scheme:                  Scheme(),
@@ -215,14 +235,7 @@ func NewManager(cfg *rest.Config, opts Options, adjust ...func(*ctrl.Options)) (
 	if opts.WebhookPort != 0 {
 		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{Port: opts.WebhookPort, CertDir: opts.WebhookCertDir, TLSOpts: tlsOpts})
 	}
-	for _, a := range adjust {
-		a(&mgrOpts)
-	}
-	mgr, err := ctrl.NewManager(cfg, mgrOpts)
-	if err != nil {
-		return nil, fmt.Errorf("creating manager: %w", err)
-	}
-	return mgr, nil
+	return mgrOpts, nil
 }
 
 // Setup registers the ClusterCache, the IgnitionConfig controller and (when the manager has a
@@ -283,5 +296,5 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cc clustercache.Clu
 	if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: max(opts.Concurrency, 1)}); err != nil {
 		return err
 	}
-	return setupWebhooks(mgr, opts)
+	return SetupWebhooks(mgr, opts)
 }

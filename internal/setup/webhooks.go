@@ -8,9 +8,11 @@ import (
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/webhooks"
 )
 
-// setupWebhooks registers the admission webhooks when the webhook server is enabled
-// (--webhook-port other than 0; the server's port and certificate directory are set in Run).
-func setupWebhooks(mgr ctrl.Manager, opts Options) error {
+// SetupWebhooks registers the admission webhooks when the webhook server is enabled
+// (--webhook-port other than 0; the server's port and certificate directory are set in
+// ManagerOptions). SetupControllers calls it; suites that look at admission alone call it
+// without the controller.
+func SetupWebhooks(mgr ctrl.Manager, opts Options) error {
 	if opts.WebhookPort == 0 {
 		return nil
 	}

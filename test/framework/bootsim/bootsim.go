@@ -6,8 +6,9 @@
 // called.
 //
 // The sandbox is a set of Linux namespaces (mount, UTS, PID) entered with unshare(1): the test
-// binary re-executes itself inside them, so every test package that calls Boot must call
-// RunChildIfRequested first thing in its TestMain. Nothing the simulated boot writes reaches the
+// binary re-executes itself inside them, and this package, when it is initialized in that
+// process, runs the simulation instead of the tests (child.go): a test package that calls Boot
+// needs no TestMain for it. Nothing the simulated boot writes reaches the
 // host: every writable top-level directory is an overlay whose upper layer lives on a tmpfs that
 // disappears with the namespace.
 //
@@ -164,7 +165,7 @@ func boot(t testing.TB, opts Options) (Report, error) {
 	if err := json.Unmarshal(report, &rep); err != nil {
 		if bytes.Contains(report, []byte("PASS")) || bytes.Contains(report, []byte("no tests to run")) {
 			return Report{}, errors.New("the re-executed test binary ran its tests instead of the simulation: " +
-				"call bootsim.RunChildIfRequested() first thing in TestMain")
+				"bootsim's init did not take it over (was " + planEnv + " passed on?)")
 		}
 		return Report{}, fmt.Errorf("decoding the report: %w\n%s", err, report)
 	}

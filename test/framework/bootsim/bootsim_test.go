@@ -15,12 +15,6 @@ import (
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
 )
 
-// TestMain lets the simulator re-run this test binary inside its namespaces.
-func TestMain(m *testing.M) {
-	bootsim.RunChildIfRequested()
-	os.Exit(m.Run())
-}
-
 // ignitionConfig is a hand-made Ignition 3.3.0 config: files and units, marshalled from typed
 // structs so that the tests depend on nothing of the project's renderer.
 type ignitionConfig struct {

@@ -9,11 +9,15 @@ import (
 	"syscall"
 )
 
-// RunChildIfRequested must be called first thing in TestMain of every test package that uses
-// Boot: the simulator re-executes the test binary inside the namespaces, and this function runs
-// the child side and exits when the environment says this process is the child. Otherwise it
-// returns at once.
-func RunChildIfRequested() {
+// The simulator re-executes the test binary inside the namespaces; that process is the child. It
+// is taken over here, when this package is initialized: before the test package's own
+// initialization and TestMain, so that no test package has anything to remember, and nothing of
+// the test binary runs in the sandbox but the simulation. In any other process this does nothing.
+func init() { runChildIfRequested() }
+
+// runChildIfRequested runs the child side and exits when the environment says this process is
+// the child; otherwise it returns at once.
+func runChildIfRequested() {
 	planPath := os.Getenv(planEnv)
 	if planPath == "" {
 		return

@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,37 +8,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/controllers"
 )
 
-// JoinTokens lists the join tokens cabpi made, by the IgnitionConfig they were made for
-// ("namespace/name", from the token's description), in the workload cluster r reads (here the
-// envtest API server).
-func JoinTokens(ctx context.Context, r client.Reader) (map[string][]corev1.Secret, error) {
-	list := &corev1.SecretList{}
-	if err := r.List(ctx, list, client.InNamespace(metav1.NamespaceSystem)); err != nil {
-		return nil, fmt.Errorf("testenv: listing join tokens: %w", err)
-	}
-	out := map[string][]corev1.Secret{}
-	for _, s := range list.Items {
-		if s.Type != bootstrapapi.SecretTypeBootstrapToken {
-			continue
-		}
-		if config, ok := strings.CutPrefix(string(s.Data[bootstrapapi.BootstrapTokenDescriptionKey]), controllers.TokenDescriptionPrefix); ok {
-			out[config] = append(out[config], s)
-		}
-	}
-	return out, nil
-}
-
 // Cause is an admission error cause a test expects: the field path and part of the message.
-type Cause struct{ Field, Msg string }
+// It is an alias of a struct type, not a defined type, so that a suite's tables can name it
+// (type cause = testenv.Cause) and write it unkeyed, {"spec.files[0].path", "absolute"},
+// without vet's complaint about unkeyed fields of another package's struct.
+type Cause = struct{ Field, Msg string }
 
 // RequireRejected asserts err is the API's error of reason (Invalid, Forbidden) with at least
 // the causes in want.

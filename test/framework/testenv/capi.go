@@ -13,7 +13,7 @@ import (
 	machinedeploymentcontroller "sigs.k8s.io/cluster-api/core/reconcilers/machinedeployment"
 	machinepoolcontroller "sigs.k8s.io/cluster-api/core/reconcilers/machinepool"
 	machinesetcontroller "sigs.k8s.io/cluster-api/core/reconcilers/machineset"
-	"sigs.k8s.io/cluster-api/core/setup"
+	capisetup "sigs.k8s.io/cluster-api/core/setup"
 	"sigs.k8s.io/cluster-api/util/index"
 )
 
@@ -32,14 +32,14 @@ func (e *Environment) setupCAPI(ctx context.Context, name string) error {
 	}
 
 	if opts.clusterCacheNeeded() {
-		secretCachingClient, err := setup.CreateSecretCachingClient(mgr)
+		secretCachingClient, err := capisetup.CreateSecretCachingClient(mgr)
 		if err != nil {
 			return fmt.Errorf("testenv: creating secret caching client: %w", err)
 		}
 		cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
 			SecretClient: secretCachingClient,
-			Cache:        setup.ClusterCacheCacheOptions(),
-			Client:       setup.ClusterCacheClientOptions(name, 1000, 2000),
+			Cache:        capisetup.ClusterCacheCacheOptions(),
+			Client:       capisetup.ClusterCacheClientOptions(name, 1000, 2000),
 		}, controller.Options{MaxConcurrentReconciles: 10})
 		if err != nil {
 			return fmt.Errorf("testenv: setting up ClusterCache: %w", err)

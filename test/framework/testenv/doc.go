@@ -8,28 +8,33 @@
 // writes a "<cluster>-kubeconfig" Secret pointing at it, so CAPI's ClusterCache connects to it and
 // CAPI's Machine controller finds Nodes created in it (MarkMachineNodeJoined).
 //
-// Typical TestMain:
+// The Manager is built from the cabpi manager's own options (setup.ManagerOptions: the same caches
+// and client), and cabpi's reconciler is registered through internal/setup too (SetupCabpi, or
+// NewCabpiManager for a manager of its own), so that a test cannot pass on wiring the binary does
+// not use.
+//
+// A suite's TestMain hands Run what it needs; Run starts and stops everything around the tests:
 //
 //	var env *testenv.Environment
 //
 //	func TestMain(m *testing.M) {
-//		os.Exit(testenv.Run(m, testenv.Options{MachineController: true}, func(e *testenv.Environment) error {
-//			env = e
-//			return (&controllers.IgnitionConfigReconciler{...}).SetupWithManager(e.Context(), e.Manager)
+//		os.Exit(testenv.Run(m, testenv.Suite{
+//			Options: testenv.Options{MachineController: true},
+//			Setup: func(e *testenv.Environment) error {
+//				env = e
+//				return e.SetupCabpi(setup.Options{Concurrency: 5})
+//			},
+//			LeakCheck: true, // no secret material in the Manager's log or any event
 //		}))
 //	}
 //
-// or, spelled out:
-//
-//	env = testenv.New(testenv.Options{MachineController: true})
-//	// register reconcilers with env.Manager
-//	if err := env.StartManager(ctx); err != nil { ... }
-//	code := m.Run()
-//	env.Stop()
-//	os.Exit(code)
+// Only packages under test/integration and test/release use this package in their tests: they
+// are the tests that need an API server (docs/adr/021-test-layers.md).
 //
 // Binaries: KUBEBUILDER_ASSETS when set, else the directory printed by hack/envtest-assets.sh
-// (which builds kube-apiserver and etcd once and caches them).
+// (which builds kube-apiserver and etcd once and caches them). `make test-unit` sets
+// KUBEBUILDER_ASSETS to a directory without them, so that a unit test starting an Environment
+// fails at once.
 //
 // Logs: silent by default. CABPI_TEST_LOG=<verbosity> (e.g. 2, 4) logs controllers (CAPI's and
 // yours) and client-go to stderr; CABPI_TEST_LOG>=6 also attaches etcd/kube-apiserver output.

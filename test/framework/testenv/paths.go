@@ -120,9 +120,15 @@ func goModCache() string {
 }
 
 // AssetsDir returns the directory with kube-apiserver and etcd: $KUBEBUILDER_ASSETS, else the
-// output of `bash <repoRoot>/hack/envtest-assets.sh` (builds them once, then cached).
+// output of `bash <repoRoot>/hack/envtest-assets.sh` (builds them once, then cached). A
+// KUBEBUILDER_ASSETS without kube-apiserver is an error: `make test-unit` sets one, so that a
+// unit test that starts an API server fails there.
 func AssetsDir(repoRoot string) (string, error) {
 	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "kube-apiserver")); err != nil {
+			return "", fmt.Errorf("testenv: KUBEBUILDER_ASSETS=%s has no kube-apiserver (%w): under `make test-unit` that means "+
+				"a unit test started an API server; such a test belongs under test/integration (docs/adr/021-test-layers.md)", d, err)
+		}
 		return d, nil
 	}
 	script := filepath.Join(repoRoot, "hack", "envtest-assets.sh")

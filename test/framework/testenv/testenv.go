@@ -9,11 +9,9 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -24,21 +22,17 @@ import (
 	"k8s.io/klog/v2/textlogger"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
-	"sigs.k8s.io/cluster-api/core/setup"
 	"sigs.k8s.io/cluster-api/feature"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/secretcache"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
 )
 
 // Options configures an Environment. The zero value gives an API server with all CRDs and an
@@ -75,10 +69,12 @@ type Options struct {
 	// AddToScheme registers further types in the Scheme.
 	AddToScheme []func(*runtime.Scheme) error
 
-	// Webhooks, when set, is passed to envtest (which installs the webhook configurations and
-	// creates serving certificates) and the Manager's webhook server is configured from it
-	// (LocalServingHost/Port/CertDir). Without it, do not register webhooks with the Manager.
-	Webhooks *envtest.WebhookInstallOptions
+	// Webhooks installs cabpi's webhook configurations (config/webhook/manifests.yaml, what
+	// `make manifests` generates), which envtest points at the Manager's webhook server: envtest
+	// creates its serving certificates and the Manager serves on them. SetupCabpi then registers
+	// the webhooks with the controller, SetupCabpiWebhooks without it. Without Webhooks, register
+	// none.
+	Webhooks bool
 
 	// ClusterCacheConnectionRetryInterval is how soon the ClusterCache retries a failed connection
 	// (e.g. Cluster marked provisioned before its kubeconfig Secret exists). Default 1s (CAPI: 30s).
@@ -89,9 +85,6 @@ type Options struct {
 	// in CAPI: at most one reconcile per object per second, which makes a Machine take seconds
 	// to go through its first reconciles). By default the harness turns it off, process-wide.
 	KeepReconcilerRateLimiting bool
-
-	// ManagerOptions may adjust the Manager options before the Manager is created.
-	ManagerOptions func(*ctrl.Options)
 
 	// APIServerArgs sets kube-apiserver flags (name without the leading dashes, e.g.
 	// "enable-admission-plugins"), each replacing envtest's default for that flag, if any.
@@ -118,8 +111,9 @@ type Environment struct {
 	// Scheme has client-go, apiextensions/v1, CAPI core v1beta2, CAPI kubeadm bootstrap v1beta2
 	// and cabpi v1alpha1 types (plus Options.AddToScheme).
 	Scheme *runtime.Scheme
-	// Manager is created but not started: register reconcilers, then call StartManager.
-	// Its client caches reads (Secrets and ConfigMaps are always read live, as in CAPI).
+	// Manager is created but not started: register reconcilers (SetupCabpi), then call
+	// StartManager. Its options are the cabpi manager's (setup.ManagerOptions): the same caches,
+	// and Secrets and ConfigMaps read live.
 	Manager ctrl.Manager
 	// ClusterCache is CAPI's ClusterCache, nil unless enabled in Options.
 	ClusterCache clustercache.ClusterCache
@@ -175,15 +169,6 @@ func NewScheme(extra ...func(*runtime.Scheme) error) (*runtime.Scheme, error) {
 		}
 	}
 	return s, nil
-}
-
-// New is Start for TestMain: it panics on error.
-func New(opts Options) *Environment {
-	e, err := Start(context.Background(), opts)
-	if err != nil {
-		panic(err)
-	}
-	return e
 }
 
 // Start starts etcd and kube-apiserver, installs the CRDs, creates the Manager and sets up the
@@ -252,8 +237,10 @@ func Start(ctx context.Context, opts Options) (_ *Environment, retErr error) {
 		BinaryAssetsDirectory:    assets,
 		AttachControlPlaneOutput: logV >= 6,
 	}
-	if opts.Webhooks != nil {
-		te.WebhookInstallOptions = *opts.Webhooks
+	if opts.Webhooks {
+		te.WebhookInstallOptions = envtest.WebhookInstallOptions{
+			Paths: []string{filepath.Join(root, "config", "webhook", "manifests.yaml")},
+		}
 	}
 	for flag, values := range opts.APIServerArgs {
 		te.ControlPlane.GetAPIServer().Configure().Set(flag, values...)
@@ -290,60 +277,42 @@ func Start(ctx context.Context, opts Options) (_ *Environment, retErr error) {
 		return nil, err
 	}
 
-	// Same cache/client set-up as CAPI's own manager and envtest suites: Secrets are cached only
-	// when they carry the cluster-name label (kubeconfig, certificate and data Secrets), and the
-	// Manager's client reads Secrets and ConfigMaps live.
-	name := fmt.Sprintf("cabpi-testenv-%d", envSeq.Add(1)) // informer names must be unique per process
-	mgrOpts := ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		LeaderElection:         false,
-		Cache:                  managerCacheOptions(scheme, name),
-		Client:                 setup.ManagerClientOptions(),
-		Controller: config.Controller{
-			// Controller names are unique per process; allow a second Environment in one binary.
-			SkipNameValidation: ptr.To(true),
-			UsePriorityQueue:   ptr.To(feature.Gates.Enabled(feature.PriorityQueue)),
-		},
-		GracefulShutdownTimeout: ptr.To(30 * time.Second),
-	}
-	if opts.Webhooks != nil {
-		w := te.WebhookInstallOptions // filled in by te.Start (port, cert dir)
-		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{
-			Host:    w.LocalServingHost,
-			Port:    w.LocalServingPort,
-			CertDir: w.LocalServingCertDir,
-		})
-	}
-	if opts.ManagerOptions != nil {
-		opts.ManagerOptions(&mgrOpts)
+	mgrOpts, err := managerOptions(scheme, opts.Webhooks, te.WebhookInstallOptions)
+	if err != nil {
+		return nil, err
 	}
 	if e.Manager, err = ctrl.NewManager(cfg, mgrOpts); err != nil {
 		return nil, fmt.Errorf("testenv: creating manager: %w", err)
 	}
+	// Names Cluster API's ClusterCache client (user agent); unique per Environment of a process.
+	name := fmt.Sprintf("cabpi-testenv-%d", envSeq.Add(1))
 	if err := e.setupCAPI(ctx, name); err != nil {
 		return nil, err
 	}
 	return e, nil
 }
 
-// managerCacheOptions is CAPI's cache set-up with the Secret and ConfigMap caches as the cabpi
-// manager configures them: CAPI's drops the data of the certificate Secrets, which cabpi reads
-// through the cache, and a ConfigMap watch would otherwise cache every ConfigMap. ByObject is keyed by object pointers, so CAPI's Secret entry is removed, not shadowed:
-// with two entries for one kind, which one controller-runtime applies depends on map order, and
-// now and then the cached <cluster>-ca had no data and joins waited for it forever.
-func managerCacheOptions(scheme *runtime.Scheme, name string) cache.Options {
-	opts := setup.ManagerCacheOptions(scheme, name, "", 10*time.Minute)
-	for obj := range opts.ByObject {
-		switch obj.(type) {
-		case *corev1.Secret, *corev1.ConfigMap:
-			delete(opts.ByObject, obj)
-		}
+// managerOptions are the cabpi manager's options (setup.ManagerOptions of CabpiOptions: the
+// flags' defaults, so its cache and client set-up, which the reconciler under test and Cluster
+// API's controllers next to it read through) with what envtest needs instead: the harness
+// scheme, no metrics endpoint or health probes, controller names allowed again (a process may
+// run one Environment after another) and, with Options.Webhooks, the webhook server on the host,
+// port and certificates envtest configured (install is what te.Start filled in).
+func managerOptions(scheme *runtime.Scheme, webhooks bool, install envtest.WebhookInstallOptions) (ctrl.Options, error) {
+	mgrOpts, err := setup.ManagerOptions(CabpiOptions()) // the webhook server is envtest's, below
+	if err != nil {
+		return ctrl.Options{}, fmt.Errorf("testenv: the manager's options: %w", err)
 	}
-	opts.ByObject[&corev1.Secret{}] = secretcache.ByObject()
-	opts.ByObject[&corev1.ConfigMap{}] = secretcache.ConfigMapByObject()
-	return opts
+	mgrOpts.Scheme = scheme
+	mgrOpts.Controller.SkipNameValidation = ptr.To(true)
+	if webhooks {
+		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{
+			Host:    install.LocalServingHost,
+			Port:    install.LocalServingPort,
+			CertDir: install.LocalServingCertDir,
+		})
+	}
+	return mgrOpts, nil
 }
 
 // Context is the Environment's context, cancelled by Stop; pass it to SetupWithManager.
@@ -363,7 +332,7 @@ func (e *Environment) StartManager(ctx context.Context) error {
 	e.mu.Unlock()
 
 	var srv webhook.Server
-	if e.opts.Webhooks != nil {
+	if e.opts.Webhooks {
 		srv = e.Manager.GetWebhookServer() // adds it to the Manager's runnables
 	}
 	go func() { done <- e.Manager.Start(mgrCtx) }()
@@ -420,28 +389,4 @@ func (e *Environment) Stop() error {
 		e.stopErr = kerrors.NewAggregate(errs)
 	})
 	return e.stopErr
-}
-
-// Run is a whole TestMain: Start (panics on error), setup (register your reconcilers; may be
-// nil), StartManager, m.Run, Stop. Returns the exit code for os.Exit.
-func Run(m *testing.M, opts Options, setup func(*Environment) error) int {
-	e := New(opts)
-	if setup != nil {
-		if err := setup(e); err != nil {
-			_ = e.Stop()
-			panic(fmt.Sprintf("testenv: setup: %v", err))
-		}
-	}
-	if err := e.StartManager(e.ctx); err != nil {
-		_ = e.Stop()
-		panic(err)
-	}
-	code := m.Run()
-	if err := e.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -50,7 +51,7 @@ type badInput struct {
 	setup func(t *testing.T, ns, name string)
 	// cluster gives the case a Cluster of its own set up this way; nil is the shared healthy
 	// Cluster (reconcile-side cases only: admission cases need no Cluster).
-	cluster *clusterSetup
+	cluster *fixtures.ClusterSetup
 	// machine edits the Machine of a reconcile-side case (its version, labels).
 	machine func(*clusterv1.Machine)
 
@@ -578,18 +579,18 @@ func catalogue() []badInput {
 
 		// ---- Reconcile: the Cluster. ----
 		{name: "cluster CA Secret without a certificate",
-			cluster: &clusterSetup{ca: map[string][]byte{"tls.crt": []byte("not a certificate"), "tls.key": []byte("n0t-a-k3y")}},
+			cluster: &fixtures.ClusterSetup{CA: map[string][]byte{"tls.crt": []byte("not a certificate"), "tls.key": []byte("n0t-a-k3y")}},
 			reason:  cabpiv1.InvalidClusterCertificateReason, message: "Secret c1-ca does not hold a PEM certificate in tls.crt",
 			secret: "n0t-a-k3y"},
 		{name: "cluster CA Secret with a truncated PEM",
-			cluster: &clusterSetup{ca: map[string][]byte{"tls.crt": []byte("-----BEGIN CERTIFICATE-----\nMIIB\n"), "tls.key": []byte("x")}},
+			cluster: &fixtures.ClusterSetup{CA: map[string][]byte{"tls.crt": []byte("-----BEGIN CERTIFICATE-----\nMIIB\n"), "tls.key": []byte("x")}},
 			reason:  cabpiv1.InvalidClusterCertificateReason, message: "Secret c1-ca does not hold a PEM certificate in tls.crt"},
 		{name: "cluster CA Secret with an empty tls.crt",
-			cluster: &clusterSetup{ca: map[string][]byte{"tls.crt": {}, "tls.key": []byte("x")}},
+			cluster: &fixtures.ClusterSetup{CA: map[string][]byte{"tls.crt": {}, "tls.key": []byte("x")}},
 			reason:  cabpiv1.WaitingForClusterCAReason, message: "Secret c1-ca"},
-		{name: "no cluster CA Secret", cluster: &clusterSetup{ca: map[string][]byte{}},
+		{name: "no cluster CA Secret", cluster: &fixtures.ClusterSetup{Certificates: fixtures.NoCertificates},
 			reason: cabpiv1.WaitingForClusterCAReason, message: "Secret c1-ca"},
-		{name: "no control-plane endpoint", cluster: &clusterSetup{noEndpoint: true},
+		{name: "no control-plane endpoint", cluster: &fixtures.ClusterSetup{Certificates: fixtures.AllCertificates, NoEndpoint: true},
 			reason: cabpiv1.WaitingForControlPlaneEndpointReason, message: "spec.controlPlaneEndpoint"},
 
 		// ---- Reconcile: a Secret with the data Secret's name that is not the config's. ----
@@ -638,7 +639,7 @@ func TestBadInputCatalogue(t *testing.T) {
 	}
 	t.Logf("catalogue: %d cases, %d rejected at admission, %d refused by the controller", len(cases), admission, reconcile)
 
-	shared := newCluster(t, clusterSetup{})
+	shared := fx.NewCluster(t, fixtures.ClusterSetup{Certificates: fixtures.AllCertificates})
 	panicsBefore := panics(t)
 
 	// Every config a case created or tried to create, for the final sweep.
@@ -653,36 +654,36 @@ func TestBadInputCatalogue(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				f := shared
 				if tc.cluster != nil {
-					f = newCluster(t, *tc.cluster)
+					f = fx.NewCluster(t, *tc.cluster)
 				}
 				name := objectName(i, tc.name)
 				ctx := t.Context()
 
 				for obj, data := range tc.secrets {
 					require.NoError(t, env.Client.Create(ctx, &corev1.Secret{
-						ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: obj}, StringData: data}))
+						ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: obj}, StringData: data}))
 				}
 				for obj, data := range tc.configMaps {
 					require.NoError(t, env.Client.Create(ctx, &corev1.ConfigMap{
-						ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: obj}, Data: data}))
+						ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: obj}, Data: data}))
 				}
 				if tc.foreign != nil {
 					s := tc.foreign.DeepCopy()
-					s.Namespace, s.Name = f.ns, name
+					s.Namespace, s.Name = f.Namespace, name
 					require.NoError(t, env.Client.Create(ctx, s))
 				}
 				if tc.setup != nil {
-					tc.setup(t, f.ns, name)
+					tc.setup(t, f.Namespace, name)
 				}
-				foreign, _ := dataSecret(t, f.ns, name)
-				all = append(all, submitted{ns: f.ns, name: name, foreign: foreign})
+				foreign, _ := fx.DataSecret(t, f.Namespace, name)
+				all = append(all, submitted{ns: f.Namespace, name: name, foreign: foreign})
 
-				cfg := newConfig(f, name, tc.spec)
+				cfg := f.NewConfig(name, tc.spec)
 				if tc.controlPlaneLabel {
 					cfg.Labels[clusterv1.MachineControlPlaneLabel] = ""
 				}
 				if tc.ownerVersion != "" {
-					m := testenv.NewMachine(f.cluster, name, false)
+					m := testenv.NewMachine(f.Cluster, name, false)
 					m.Spec.Version = tc.ownerVersion
 					require.NoError(t, env.Client.Create(ctx, m))
 					cfg.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: m.Name, UID: m.UID}}
@@ -694,7 +695,7 @@ func TestBadInputCatalogue(t *testing.T) {
 					if status == "" {
 						status = metav1.StatusReasonInvalid
 					}
-					requireRejected(t, err, status, tc.rejected...)
+					testenv.RequireRejected(t, err, status, tc.rejected...)
 					t.Logf("rejected: %v", err)
 					assert.NotContains(t, err.Error(), "panic", "the webhook did not panic")
 					if tc.secret != "" {
@@ -702,18 +703,18 @@ func TestBadInputCatalogue(t *testing.T) {
 					}
 					getErr := env.Client.Get(ctx, client.ObjectKeyFromObject(cfg), &cabpiv1.IgnitionConfig{})
 					assert.True(t, apierrors.IsNotFound(getErr), "a rejected config is not stored: %v", getErr)
-					assertNoData(t, f.ns, name, foreign)
+					assertNoData(t, f.Namespace, name, foreign)
 					assert.Equal(t, panicsBefore, panics(t), "no panic since the catalogue started")
 					return
 				}
 
 				require.NoError(t, err, "the webhook must let this config through: only the controller can see what is wrong with it")
-				f.addMachine(t, name, tc.machine)
+				f.AddMachineFor(t, name, false, tc.machine)
 
 				// The controller works on every submitted config at once; wait for the outcome
 				// once all are submitted.
 				t.Parallel()
-				if got := waitForRefusal(t, f.ns, name, tc.reason); got != nil {
+				if got := waitForRefusal(t, f.Namespace, name, tc.reason); got != nil {
 					cond := conditions.Get(got, cabpiv1.DataSecretAvailableCondition)
 					t.Logf("%s: %s", cond.Reason, cond.Message)
 					assert.Contains(t, cond.Message, tc.message)
@@ -726,7 +727,7 @@ func TestBadInputCatalogue(t *testing.T) {
 					assert.Nil(t, got.Status.Initialization.DataSecretCreated, "no data Secret is reported")
 					assert.Empty(t, got.Status.DataSecretName)
 				}
-				assertNoData(t, f.ns, name, foreign)
+				assertNoData(t, f.Namespace, name, foreign)
 				assert.Equal(t, panicsBefore, panics(t), "no panic since the catalogue started")
 			})
 		}
@@ -735,10 +736,10 @@ func TestBadInputCatalogue(t *testing.T) {
 	// A join token created and removed again within a reconcile would slip between the checks
 	// above: watch all cases' tokens (one List per poll) for a little while more.
 	t.Run("no join token appears for any case", func(t *testing.T) {
-		never(t, 2*time.Second, 200*time.Millisecond, func() bool {
-			tokens := joinTokens(t)
+		fixtures.Never(t, 2*time.Second, 200*time.Millisecond, func() bool {
+			tokens := fx.JoinTokens(t)
 			for _, s := range all {
-				if ids := tokens[s.ns+"/"+s.name]; len(ids) > 0 {
+				if ids := fixtures.TokenIDs(tokens[s.ns+"/"+s.name]); len(ids) > 0 {
 					t.Logf("join tokens %v for IgnitionConfig %s/%s", ids, s.ns, s.name)
 					return true
 				}
@@ -758,18 +759,18 @@ func TestBadInputCatalogue(t *testing.T) {
 	// token: it kept running, and the token check above looks where tokens are.
 	t.Run("the manager still renders a good config", func(t *testing.T) {
 		name := "good"
-		require.NoError(t, env.Client.Create(t.Context(), newConfig(shared, name, cabpiv1.IgnitionConfigSpec{
+		require.NoError(t, env.Client.Create(t.Context(), shared.NewConfig(name, cabpiv1.IgnitionConfigSpec{
 			Butane:             cabpiv1.ButaneSpec{Inline: fileWith("/etc/motd", "hello")},
 			Files:              []cabpiv1.File{file("/etc/app.conf", "a=1")},
 			PreKubeadmCommands: []string{"echo pre"},
 		})))
-		shared.addMachine(t, name, nil)
-		waitForCondition(t, shared.ns, name, cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
-		s, ok := dataSecret(t, shared.ns, name)
+		shared.AddMachineFor(t, name, false)
+		fx.WaitForCondition(t, shared.Namespace, name, cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
+		s, ok := fx.DataSecret(t, shared.Namespace, name)
 		require.True(t, ok, "the good config's data Secret exists")
 		assert.Equal(t, "ignition", string(s.Data["format"]))
 		id := s.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
-		assert.Equal(t, []string{id}, tokensOf(t, shared.ns, name), "its join token is found by its description")
+		assert.Equal(t, []string{id}, fixtures.TokenIDs(fx.TokensOf(t, shared.Namespace, name)), "its join token is found by its description")
 	})
 	t.Logf("catalogue ran in %s", time.Since(start).Round(time.Millisecond))
 }
@@ -779,7 +780,7 @@ func TestBadInputCatalogue(t *testing.T) {
 // join token names the config.
 func assertNoData(t *testing.T, ns, name string, foreign *corev1.Secret) {
 	t.Helper()
-	s, exists := dataSecret(t, ns, name)
+	s, exists := fx.DataSecret(t, ns, name)
 	if foreign == nil {
 		assert.False(t, exists, "no data Secret for bad input")
 	} else if assert.True(t, exists, "the foreign Secret stays") {
@@ -787,5 +788,5 @@ func assertNoData(t *testing.T, ns, name string, foreign *corev1.Secret) {
 		assert.Equal(t, foreign.Data, s.Data)
 		assert.Equal(t, foreign.OwnerReferences, s.OwnerReferences, "the foreign Secret is not adopted")
 	}
-	assert.Empty(t, tokensOf(t, ns, name), "no join token for bad input")
+	assert.Empty(t, fixtures.TokenIDs(fx.TokensOf(t, ns, name)), "no join token for bad input")
 }

@@ -7,13 +7,11 @@ package catalogue_test
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -21,7 +19,10 @@ import (
 // expires nor rotates while the test looks at it.
 const tokenTTL = 10 * time.Minute
 
-var env *testenv.Environment
+var (
+	env *testenv.Environment
+	fx  *fixtures.Kit
+)
 
 // TestMain runs one kube-apiserver + etcd for the package with the webhook configurations of
 // config/webhook/manifests.yaml pointed at the manager's webhook server, cabpi's controller and
@@ -29,24 +30,14 @@ var env *testenv.Environment
 // webhook port), and Cluster API's Machine controller with its ClusterCache. The API server
 // doubles as every test cluster's workload cluster: join tokens land in its kube-system.
 func TestMain(m *testing.M) {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		panic(err)
-	}
-	opts := testenv.Options{
-		MachineController: true,
-		Webhooks: &envtest.WebhookInstallOptions{
-			Paths: []string{filepath.Join(root, "config", "webhook", "manifests.yaml")},
+	os.Exit(testenv.Run(m, testenv.Suite{
+		Options: testenv.Options{
+			MachineController: true,
+			Webhooks:          true,
 		},
-	}
-	os.Exit(testenv.Run(m, opts, func(e *testenv.Environment) error {
-		env = e
-		return setup.SetupControllers(e.Context(), e.Manager, e.ClusterCache, setup.Options{
-			// Any port but 0 registers the webhooks; the server itself was configured by the
-			// harness from the envtest webhook options, on this port.
-			WebhookPort:       e.TestEnv.WebhookInstallOptions.LocalServingPort,
-			Concurrency:       5,
-			BootstrapTokenTTL: tokenTTL,
-		})
+		Setup: func(e *testenv.Environment) error {
+			env, fx = e, &fixtures.Kit{Env: e, NamespacePrefix: "catalogue", Eventually: eventually, Tick: tick}
+			return e.SetupCabpi(setup.Options{Concurrency: 5, BootstrapTokenTTL: tokenTTL})
+		},
 	}))
 }

@@ -30,15 +30,16 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
-	"sigs.k8s.io/cluster-api/util/test/builder"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
 var (
 	env *testenv.Environment
+	fx  *fixtures.Kit
 	// managerBinary is the cabpi binary built from this checkout.
 	managerBinary string
 )
@@ -46,9 +47,10 @@ var (
 // TestMain runs the API server with Cluster API's Cluster, Machine and MachinePool controllers
 // in-process; cabpi runs as its own process, which the test kills.
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, testenv.Options{ClusterController: true, MachineController: true, MachinePoolController: true},
-		func(e *testenv.Environment) error {
-			env = e
+	os.Exit(testenv.Run(m, testenv.Suite{
+		Options: testenv.Options{ClusterController: true, MachineController: true, MachinePoolController: true},
+		Setup: func(e *testenv.Environment) error {
+			env, fx = e, &fixtures.Kit{Env: e, NamespacePrefix: "crash"} // waits here are the tests' own
 			dir, err := os.MkdirTemp("", "cabpi-crash-")
 			if err != nil {
 				return err
@@ -60,7 +62,8 @@ func TestMain(m *testing.M) {
 				return fmt.Errorf("building the manager: %w", err)
 			}
 			return nil
-		}))
+		},
+	}))
 }
 
 const (
@@ -85,12 +88,8 @@ func TestCrashConsistency(t *testing.T) {
 	t.Logf("%d kills, CABPI_CRASH_SEED=%d", kills, seed)
 	rnd := rand.New(rand.NewPCG(seed, 0))
 
-	ns := env.CreateNamespace(t, "crash").Name
-	cluster, err := env.CreateCluster(ctx, ns, "c1")
-	require.NoError(t, err)
-	_, err = env.CreateWorkloadKubeconfigSecret(ctx, cluster)
-	require.NoError(t, err)
-	require.NoError(t, env.MarkInfrastructureProvisioned(ctx, cluster))
+	f := fx.NewCluster(t, fixtures.BeforeInit())
+	ns, cluster := f.Namespace, f.Cluster
 
 	// The configs arrive in batches while the managers are killed, so that kills land while
 	// there is work in flight, not only on an idle manager.
@@ -98,12 +97,7 @@ func TestCrashConsistency(t *testing.T) {
 	var pending []func()
 	addMachine := func(name string, controlPlane bool) {
 		names = append(names, name)
-		pending = append(pending, func() {
-			require.NoError(t, env.Client.Create(ctx, &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{
-				Namespace: ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster.Name}}}))
-			require.NoError(t, env.Client.Create(ctx, testenv.NewGenericInfraMachine(ns, name)))
-			require.NoError(t, env.Client.Create(ctx, testenv.NewMachine(cluster, name, controlPlane)))
-		})
+		pending = append(pending, func() { f.AddMachine(t, name, controlPlane, cabpiv1.IgnitionConfigSpec{}) })
 	}
 	for i := range controlPlanes {
 		addMachine(fmt.Sprintf("cp-%d", i), true)
@@ -112,7 +106,7 @@ func TestCrashConsistency(t *testing.T) {
 		addMachine(fmt.Sprintf("w-%d", i), false)
 	}
 	names = append(names, "pool")
-	pending = append(pending, func() { addPool(t, cluster, "pool") })
+	pending = append(pending, func() { f.AddMachinePool(t, "pool", cabpiv1.IgnitionConfigSpec{}) })
 	batch := max(len(pending)/max(kills, 1), 1) + 1
 	createBatch := func(n int) {
 		for ; n > 0 && len(pending) > 0; n-- {
@@ -189,7 +183,7 @@ func TestCrashConsistency(t *testing.T) {
 	assert.LessOrEqual(t, nodes.initsSeen(), 1, "no second init was ever rendered, even for a moment")
 
 	// At most one join token per config whose node has not joined (none of the workers has).
-	tokens, err := testenv.JoinTokens(ctx, env.Client)
+	tokens, err := fixtures.JoinTokens(ctx, env.Client)
 	require.NoError(t, err)
 	perConfig := map[string]int{}
 	for config, list := range tokens {
@@ -201,15 +195,6 @@ func TestCrashConsistency(t *testing.T) {
 		assert.LessOrEqual(t, n, 1, "join tokens of %s", name)
 	}
 	assert.Len(t, perConfig, workers+controlPlanes-1+1, "every join (workers, control-plane joins, the pool) has its token")
-}
-
-// addPool creates a MachinePool of 2 replicas with its IgnitionConfig.
-func addPool(t *testing.T, cluster *clusterv1.Cluster, name string) {
-	ctx := t.Context()
-	require.NoError(t, env.Client.Create(ctx, &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{
-		Namespace: cluster.Namespace, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster.Name}}}))
-	require.NoError(t, env.Client.Create(ctx, builder.InfrastructureMachinePool(cluster.Namespace, name).Build()))
-	require.NoError(t, env.Client.Create(ctx, testenv.NewMachinePool(cluster, name, 2)))
 }
 
 // manager is one run of the cabpi binary.

@@ -13,15 +13,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 )
 
 // An API server that goes away while configs reconcile (a restart, etcd kept) and comes back:
@@ -47,8 +45,7 @@ func TestAPIServerOutage(t *testing.T) {
 	require.NoError(t, os.WriteFile(kubeconfig, data, 0o600))
 
 	ns := env.CreateNamespace(t, "outage").Name
-	cluster, err := env.CreateJoinableCluster(ctx, ns, "c1")
-	require.NoError(t, err)
+	f := fx.CreateCluster(t, ns, "c1", fixtures.ClusterSetup{})
 
 	m := startManager(t, kubeconfig, filepath.Join(t.TempDir(), "manager.log"))
 	defer m.kill(t)
@@ -57,10 +54,7 @@ func TestAPIServerOutage(t *testing.T) {
 		for range n {
 			name := fmt.Sprintf("w-%d", len(names))
 			names = append(names, name)
-			require.NoError(t, env.Client.Create(ctx, &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{
-				Namespace: ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster.Name}}}))
-			require.NoError(t, env.Client.Create(ctx, testenv.NewGenericInfraMachine(ns, name)))
-			require.NoError(t, env.Client.Create(ctx, testenv.NewMachine(cluster, name, false)))
+			f.AddMachine(t, name, false, cabpiv1.IgnitionConfigSpec{})
 		}
 	}
 	add(10)
@@ -80,7 +74,7 @@ func TestAPIServerOutage(t *testing.T) {
 		}
 	}, 2*time.Minute, 500*time.Millisecond)
 	assert.Positive(t, proxy.cutConnections(), "the cut broke live connections of the manager")
-	tokens, err := testenv.JoinTokens(ctx, env.Client)
+	tokens, err := fixtures.JoinTokens(ctx, env.Client)
 	require.NoError(t, err)
 	for _, name := range names {
 		assert.LessOrEqual(t, len(tokens[ns+"/"+name]), 1, "join tokens of %s", name)

@@ -18,28 +18,33 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
-var env *testenv.Environment
+var (
+	env *testenv.Environment
+	fx  *fixtures.Kit
+)
 
 // TestMain runs the API server with Cluster API's Cluster and Machine controllers only: the
 // test starts and kills cabpi managers itself.
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, testenv.Options{ClusterController: true, MachineController: true},
-		func(e *testenv.Environment) error { env = e; return nil }))
+	os.Exit(testenv.Run(m, testenv.Suite{
+		Options: testenv.Options{ClusterController: true, MachineController: true},
+		Setup: func(e *testenv.Environment) error {
+			env, fx = e, &fixtures.Kit{Env: e, NamespacePrefix: "initlock"} // waits here are the test's own
+			return nil
+		},
+	}))
 }
 
 // errKilled is what every call of a killed manager's client returns: a SIGKILLed process writes
@@ -124,22 +129,10 @@ func startManager(t *testing.T, killOnCreate func(client.Object) bool) *cabpiMan
 			},
 		}), nil
 	}
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// Two managers in one test process register controllers of the same names.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Client: client.Options{Cache: &client.CacheOptions{
-			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}},
-		}},
-		NewClient: newClient,
-	})
+	opts := testenv.CabpiOptions()
+	opts.Concurrency, opts.BootstrapTokenTTL = 3, 15*time.Minute
+	mgr, err := testenv.NewCabpiManager(ctx, env.Config, opts, func(o *ctrl.Options) { o.NewClient = newClient })
 	require.NoError(t, err)
-	opts := setup.Options{Concurrency: 3, BootstrapTokenTTL: 15 * time.Minute}
-	cc, err := setup.NewClusterCache(ctx, mgr, opts)
-	require.NoError(t, err)
-	require.NoError(t, setup.SetupControllers(ctx, mgr, cc, opts))
 	m := &cabpiManager{cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- mgr.Start(ctx) }()
 	t.Cleanup(m.stop)
@@ -165,24 +158,13 @@ func (m *cabpiManager) waitStopped(t *testing.T) {
 
 func TestInitLockSurvivesManagerRestart(t *testing.T) {
 	ctx := t.Context()
-	ns := env.CreateNamespace(t, "initlock").Name
-	cluster := env.NewCluster(ns, "c1")
-	require.NoError(t, env.Client.Create(ctx, testenv.NewGenericInfraCluster(ns, "c1")))
-	require.NoError(t, env.Client.Create(ctx, cluster))
-	_, err := env.CreateWorkloadKubeconfigSecret(ctx, cluster)
-	require.NoError(t, err)
-	require.NoError(t, env.MarkInfrastructureProvisioned(ctx, cluster))
+	f := fx.NewCluster(t, fixtures.BeforeInit())
+	ns, cluster := f.Namespace, f.Cluster
 
 	controlPlanes := []string{"cp-0", "cp-1", "cp-2"}
 	machines := map[string]*clusterv1.Machine{}
 	for _, name := range controlPlanes {
-		cfg := &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{
-			Namespace: ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster.Name},
-		}}
-		require.NoError(t, env.Client.Create(ctx, cfg))
-		require.NoError(t, env.Client.Create(ctx, testenv.NewGenericInfraMachine(ns, name)))
-		machines[name] = testenv.NewMachine(cluster, name, true)
-		require.NoError(t, env.Client.Create(ctx, machines[name]))
+		machines[name] = f.AddMachine(t, name, true, cabpiv1.IgnitionConfigSpec{})
 	}
 
 	// Manager A takes the init lock and dies as it writes the init data.
@@ -223,7 +205,7 @@ func TestInitLockSurvivesManagerRestart(t *testing.T) {
 	}
 
 	// The first node joins; the others render control-plane joins, never a second init.
-	_, err = env.MarkMachineNodeJoined(ctx, machines[holder.MachineName])
+	_, err := env.MarkMachineNodeJoined(ctx, machines[holder.MachineName])
 	require.NoError(t, err)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Len(c, dataSecrets(t, ns), len(controlPlanes))

@@ -19,51 +19,42 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
 var (
 	env *testenv.Environment
+	fx  *fixtures.Kit
 	// metricsAddress is where the cabpi manager serves its metrics (host:port).
 	metricsAddress string
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) (code int) {
-	// Cluster API's Machine controller runs in the Environment's manager; cabpi's is a manager
-	// of its own, as in production.
-	e, err := testenv.Start(context.Background(), testenv.Options{MachineController: true})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	env = e
-	defer func() {
-		if err := e.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-	}()
-	if err := e.StartManager(e.Context()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := installMetricsReader(e.Context()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	stop, err := startCabpi(e.Context())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code = m.Run()
-	if err := stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "cabpi manager:", err)
-		code = 1
-	}
-	return code
+// TestMain runs the Environment with Cluster API's Machine controller in its Manager; cabpi's is
+// a manager of its own, as in production, started once the Environment's runs.
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m, testenv.Suite{
+		Options: testenv.Options{MachineController: true},
+		Setup: func(e *testenv.Environment) error {
+			env, fx = e, &fixtures.Kit{Env: e, NamespacePrefix: "metrics", Eventually: eventually, Tick: tick}
+			return nil
+		},
+		Started: func(e *testenv.Environment) (func() error, error) {
+			if err := installMetricsReader(e.Context()); err != nil {
+				return nil, err
+			}
+			stop, err := startCabpi(e.Context())
+			if err != nil {
+				return nil, err
+			}
+			return func() error {
+				if err := stop(); err != nil {
+					return fmt.Errorf("cabpi manager: %w", err)
+				}
+				return nil
+			}, nil
+		},
+	}))
 }
 
 // installMetricsReader creates config/rbac's metrics-reader ClusterRole, as shipped.
@@ -86,9 +77,8 @@ func startCabpi(ctx context.Context) (stop func() error, err error) {
 	if metricsAddress, err = testenv.FreeLocalAddress(); err != nil {
 		return nil, err
 	}
-	opts := setup.DefaultOptions()
+	opts := testenv.CabpiOptions()
 	opts.Diagnostics.DiagnosticsAddress = metricsAddress // secure, as the flags default to
-	opts.WebhookPort, opts.HealthProbeAddress = 0, "0"
 	opts.Concurrency = 5
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -15,10 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util/conditions"
-
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -43,18 +41,17 @@ func TestWorkerFlowMovesCounters(t *testing.T) {
 		before = scrape(ctx, c, token)
 	}, eventually, tick)
 
-	cluster, err := env.CreateJoinableCluster(ctx, ns, "c1")
-	require.NoError(t, err)
+	f := fx.CreateCluster(t, ns, "c1", fixtures.ClusterSetup{})
 
-	addWorker(t, cluster, "w-0", cabpiv1.IgnitionConfigSpec{Variant: cabpiv1.VariantFlatcar})
-	addWorker(t, cluster, "w-missing", cabpiv1.IgnitionConfigSpec{
+	f.AddMachine(t, "w-0", false, cabpiv1.IgnitionConfigSpec{Variant: cabpiv1.VariantFlatcar})
+	f.AddMachine(t, "w-missing", false, cabpiv1.IgnitionConfigSpec{
 		Variant: cabpiv1.VariantFlatcar,
 		Butane: cabpiv1.ButaneSpec{ContentFrom: &cabpiv1.ButaneSource{
 			ConfigMap: &cabpiv1.KeyReference{Name: "not-there", Key: "config.bu"},
 		}},
 	})
-	waitForDataSecretAvailable(t, ns, "w-0", metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
-	waitForDataSecretAvailable(t, ns, "w-missing", metav1.ConditionFalse, cabpiv1.ReferenceNotFoundReason)
+	fx.WaitForCondition(t, ns, "w-0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+	fx.WaitForCondition(t, ns, "w-missing", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.ReferenceNotFoundReason)
 
 	worker := map[string]string{"role": "worker-join", "variant": "flatcar"}
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -155,34 +152,3 @@ func sample(families map[string]*dto.MetricFamily, name string, labels map[strin
 func counter(m *dto.Metric) float64        { return m.GetCounter().GetValue() }
 func histogramCount(m *dto.Metric) float64 { return float64(m.GetHistogram().GetSampleCount()) }
 func histogramSum(m *dto.Metric) float64   { return m.GetHistogram().GetSampleSum() }
-
-// addWorker creates an IgnitionConfig with spec, its infrastructure machine and a worker Machine
-// referencing both; Cluster API's Machine controller then makes the Machine own the config.
-func addWorker(t *testing.T, cluster *clusterv1.Cluster, name string, spec cabpiv1.IgnitionConfigSpec) {
-	t.Helper()
-	ctx := t.Context()
-	require.NoError(t, env.Client.Create(ctx, &cabpiv1.IgnitionConfig{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: cluster.Namespace, Name: name,
-			Labels: map[string]string{clusterv1.ClusterNameLabel: cluster.Name},
-		},
-		Spec: spec,
-	}))
-	require.NoError(t, env.Client.Create(ctx, testenv.NewGenericInfraMachine(cluster.Namespace, name)))
-	require.NoError(t, env.Client.Create(ctx, testenv.NewMachine(cluster, name, false)))
-}
-
-// waitForDataSecretAvailable waits until the config's DataSecretAvailable has status and reason.
-func waitForDataSecretAvailable(t *testing.T, ns, name string, status metav1.ConditionStatus, reason string) {
-	t.Helper()
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cfg := &cabpiv1.IgnitionConfig{}
-		if !assert.NoError(c, env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, cfg)) {
-			return
-		}
-		got := conditions.Get(cfg, cabpiv1.DataSecretAvailableCondition)
-		if assert.NotNil(c, got, "DataSecretAvailable of %s not set yet", name) {
-			assert.Equal(c, string(status)+"/"+reason, string(got.Status)+"/"+got.Reason, "%s: %s", name, got.Message)
-		}
-	}, eventually, tick)
-}

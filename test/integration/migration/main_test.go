@@ -1,6 +1,6 @@
 // Package migration_test is issue 13's "done when" for moving from CABPK: a Flatcar worker
 // KubeadmConfigTemplate as a cloud provider's docs show it (the CAPA flavor of
-// internal/convertcmd/testdata) goes through `cabpi convert`, is applied to a real API server
+// internal/convert/testdata) goes through `cabpi convert`, is applied to a real API server
 // with cabpi's webhooks, is cloned for a Machine by Cluster API's own MachineDeployment and
 // MachineSet controllers, is rendered by cabpi's controller, and boots in the simulation; every
 // warning on the way is visible to the user.
@@ -8,37 +8,25 @@ package migration_test
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
-	bootsim.RunChildIfRequested()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		panic(err)
-	}
-	opts := testenv.Options{
-		MachineController:           true,
-		MachineSetController:        true,
-		MachineDeploymentController: true,
-		Webhooks: &envtest.WebhookInstallOptions{
-			Paths: []string{filepath.Join(root, "config", "webhook", "manifests.yaml")},
+	os.Exit(testenv.Run(m, testenv.Suite{
+		Options: testenv.Options{
+			MachineController:           true,
+			MachineSetController:        true,
+			MachineDeploymentController: true,
+			Webhooks:                    true,
 		},
-	}
-	os.Exit(testenv.Run(m, opts, func(e *testenv.Environment) error {
-		env = e
-		return setup.SetupControllers(e.Context(), e.Manager, e.ClusterCache, setup.Options{
-			WebhookPort: e.TestEnv.WebhookInstallOptions.LocalServingPort,
-			Concurrency: 5,
-		})
+		Setup: func(e *testenv.Environment) error {
+			env = e
+			return e.SetupCabpi(setup.Options{Concurrency: 5})
+		},
 	}))
 }

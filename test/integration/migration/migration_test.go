@@ -36,7 +36,7 @@ func providerTemplate(t *testing.T, clusterName string) []byte {
 	t.Helper()
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
-	raw, err := os.ReadFile(filepath.Join(root, "internal", "convertcmd", "testdata", "capa-flatcar.yaml"))
+	raw, err := os.ReadFile(filepath.Join(root, "internal", "convert", "testdata", "capa-flatcar.yaml"))
 	require.NoError(t, err)
 	vars := map[string]string{"$": "$", "CLUSTER_NAME": clusterName, "KUBERNETES_VERSION": testenv.KubernetesVersion,
 		"CONTROL_PLANE_MACHINE_COUNT": "1", "WORKER_MACHINE_COUNT": "1"}

@@ -1,7 +1,6 @@
 package rbac_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -16,11 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util/conditions"
-
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 )
 
 const (
@@ -36,16 +32,12 @@ const (
 // event is written, and the API server refuses none of its requests.
 func TestClusterBootstrapsAsServiceAccount(t *testing.T) {
 	ctx := t.Context()
-	ns := env.CreateNamespace(t, "rbac").Name
-	cluster, err := env.CreateCluster(ctx, ns, "c1")
-	require.NoError(t, err)
-	_, err = env.CreateWorkloadKubeconfigSecret(ctx, cluster)
-	require.NoError(t, err)
-	require.NoError(t, env.MarkInfrastructureProvisioned(ctx, cluster))
+	f := fx.NewCluster(t, fixtures.BeforeInit())
+	ns, cluster := f.Namespace, f.Cluster
 
 	// kubeadm init: the manager takes the init lock and generates the cluster certificates.
-	addMachine(t, cluster, "cp-0", true, cabpiv1.IgnitionConfigSpec{})
-	waitForCondition(t, ns, "cp-0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+	f.AddMachine(t, "cp-0", true, cabpiv1.IgnitionConfigSpec{})
+	fx.WaitForCondition(t, ns, "cp-0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 	for _, suffix := range []string{"ca", "etcd", "proxy", "sa"} {
 		s := &corev1.Secret{}
 		require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.Name + "-" + suffix}, s))
@@ -53,7 +45,9 @@ func TestClusterBootstrapsAsServiceAccount(t *testing.T) {
 	}
 	config := &cabpiv1.IgnitionConfig{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cp-0"}, config))
-	assertBlockingControllerRef(t, dataSecret(t, ns, "cp-0"), "IgnitionConfig", config.UID)
+	initData, ok := fx.DataSecret(t, ns, "cp-0")
+	require.True(t, ok, "the data Secret of cp-0 exists")
+	assertBlockingControllerRef(t, initData, "IgnitionConfig", config.UID)
 	lock := &corev1.ConfigMap{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster.Name + "-lock"}, lock),
 		"the init lock is held until the control plane is initialized")
@@ -65,7 +59,7 @@ func TestClusterBootstrapsAsServiceAccount(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "files"},
 		Data:       map[string][]byte{"motd": []byte("hello")},
 	}))
-	addMachine(t, cluster, "w-0", false, cabpiv1.IgnitionConfigSpec{
+	f.AddMachine(t, "w-0", false, cabpiv1.IgnitionConfigSpec{
 		Variant: cabpiv1.VariantFlatcar,
 		Files: []cabpiv1.File{{Path: "/etc/motd.d/cabpi.conf", ContentFrom: &cabpiv1.FileSource{
 			Secret: cabpiv1.KeyReference{Name: "files", Key: "motd"},
@@ -74,7 +68,7 @@ func TestClusterBootstrapsAsServiceAccount(t *testing.T) {
 			ConfigMap: &cabpiv1.KeyReference{Name: "butane", Key: "config.bu"},
 		}},
 	})
-	waitForCondition(t, ns, "w-0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.ReferenceNotFoundReason)
+	fx.WaitForCondition(t, ns, "w-0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.ReferenceNotFoundReason)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		list := &eventsv1.EventList{}
 		if !assert.NoError(c, env.Client.List(ctx, list, client.InNamespace(ns))) {
@@ -97,9 +91,10 @@ func TestClusterBootstrapsAsServiceAccount(t *testing.T) {
 	require.NoError(t, env.Client.Patch(ctx, config, client.MergeFrom(before)))
 
 	for _, name := range []string{"cp-0", "w-0"} {
-		waitForCondition(t, ns, name, cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+		fx.WaitForCondition(t, ns, name, cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 	}
-	worker := dataSecret(t, ns, "w-0")
+	worker, ok := fx.DataSecret(t, ns, "w-0")
+	require.True(t, ok, "the data Secret of w-0 exists")
 	assertBlockingControllerRef(t, worker, "IgnitionConfig", config.UID)
 	tokenID := worker.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 	require.NotEmpty(t, tokenID, "the worker joins with a token of ours")
@@ -131,44 +126,6 @@ func TestLeaderElectionAsServiceAccount(t *testing.T) {
 		}
 		assert.True(c, found, "the leader election event was recorded")
 	}, eventually, tick)
-}
-
-// addMachine creates an IgnitionConfig with spec, its infrastructure machine and a Machine
-// referencing both; Cluster API's Machine controller then makes the Machine own the config.
-func addMachine(t *testing.T, cluster *clusterv1.Cluster, name string, controlPlane bool, spec cabpiv1.IgnitionConfigSpec) {
-	t.Helper()
-	ctx := t.Context()
-	require.NoError(t, env.Client.Create(ctx, &cabpiv1.IgnitionConfig{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: cluster.Namespace, Name: name,
-			Labels: map[string]string{clusterv1.ClusterNameLabel: cluster.Name},
-		},
-		Spec: spec,
-	}))
-	require.NoError(t, env.Client.Create(ctx, testenv.NewGenericInfraMachine(cluster.Namespace, name)))
-	require.NoError(t, env.Client.Create(ctx, testenv.NewMachine(cluster, name, controlPlane)))
-}
-
-// waitForCondition waits until the config's condition has status and reason.
-func waitForCondition(t *testing.T, ns, name, condType string, status metav1.ConditionStatus, reason string) {
-	t.Helper()
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cfg := &cabpiv1.IgnitionConfig{}
-		if !assert.NoError(c, env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cfg)) {
-			return
-		}
-		got := conditions.Get(cfg, condType)
-		if assert.NotNil(c, got, "condition %s of %s not set yet", condType, name) {
-			assert.Equal(c, string(status)+"/"+reason, string(got.Status)+"/"+got.Reason, "%s: %s", name, got.Message)
-		}
-	}, eventually, tick)
-}
-
-func dataSecret(t *testing.T, ns, name string) *corev1.Secret {
-	t.Helper()
-	s := &corev1.Secret{}
-	require.NoError(t, env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, s))
-	return s
 }
 
 // assertBlockingControllerRef checks that obj's controller is the kind with uid, and that the

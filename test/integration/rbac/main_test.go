@@ -42,6 +42,7 @@ import (
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/controllers"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -54,59 +55,53 @@ const (
 
 var (
 	env *testenv.Environment
+	fx  *fixtures.Kit
 	// cabpi is the manager running as the ServiceAccount of config/rbac.
 	cabpi *cabpiManager
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	e, err := testenv.Start(context.Background(), testenv.Options{
-		// Cluster API's Machine controller (admin) makes Machines own their configs; our manager
-		// brings its own ClusterCache.
-		MachineController: true,
-		APIServerArgs: map[string][]string{
-			// Added to the plugins the API server enables by default (envtest disables only
-			// ServiceAccount), as on OpenShift and hardened clusters: setting
-			// blockOwnerDeletion then needs update on the owner's finalizers, and changing an
-			// object's ownerReferences needs delete on it.
-			"enable-admission-plugins": {"OwnerReferencesPermissionEnforcement"},
+// TestMain runs the Environment with the admission plugin and Cluster API's Machine controller
+// (as admin); once it runs, config/rbac is installed and the cabpi manager started as its
+// ServiceAccount. After the tests: whatever test was running, the manager never lacked a
+// permission.
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m, testenv.Suite{
+		Options: testenv.Options{
+			// Cluster API's Machine controller (admin) makes Machines own their configs; our
+			// manager brings its own ClusterCache.
+			MachineController: true,
+			APIServerArgs: map[string][]string{
+				// Added to the plugins the API server enables by default (envtest disables only
+				// ServiceAccount), as on OpenShift and hardened clusters: setting
+				// blockOwnerDeletion then needs update on the owner's finalizers, and changing an
+				// object's ownerReferences needs delete on it.
+				"enable-admission-plugins": {"OwnerReferencesPermissionEnforcement"},
+			},
 		},
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	env = e
-	defer func() {
-		if err := e.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}()
-	if err := e.StartManager(e.Context()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	user, err := installRBAC(e.Context())
-	if err == nil {
-		cabpi, err = startCabpi(e.Context(), user)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-
-	code := m.Run()
-	if err := cabpi.stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "cabpi manager:", err)
-		code = 1
-	}
-	// Whatever test was running: the manager never lacks a permission.
-	if denied := cabpi.denied(); len(denied) > 0 {
-		fmt.Fprintf(os.Stderr, "--- FAIL: the API server refused %d requests of the manager:\n  %s\n", len(denied), strings.Join(denied, "\n  "))
-		code = 1
-	}
-	return code
+		Setup: func(e *testenv.Environment) error {
+			env, fx = e, &fixtures.Kit{Env: e, NamespacePrefix: "rbac", Eventually: eventually, Tick: tick}
+			return nil
+		},
+		Started: func(e *testenv.Environment) (func() error, error) {
+			user, err := installRBAC(e.Context())
+			if err != nil {
+				return nil, err
+			}
+			if cabpi, err = startCabpi(e.Context(), user); err != nil {
+				return nil, err
+			}
+			return func() error {
+				var errs []error
+				if err := cabpi.stop(); err != nil {
+					errs = append(errs, fmt.Errorf("cabpi manager: %w", err))
+				}
+				if denied := cabpi.denied(); len(denied) > 0 {
+					errs = append(errs, fmt.Errorf("--- FAIL: the API server refused %d requests of the manager:\n  %s", len(denied), strings.Join(denied, "\n  ")))
+				}
+				return errors.Join(errs...)
+			}, nil
+		},
+	}))
 }
 
 // installRBAC creates config/rbac's objects as kustomize would put them into managerNamespace

@@ -85,14 +85,17 @@ func run(m *testing.M) int {
 		return 1
 	}
 
-	return testenv.Run(m, testenv.Options{
-		KubeadmCRDs:             true,
-		KubeadmControlPlaneCRDs: true,
-		AdditionalCRDPaths: []string{
-			capdCRDDir(),
-			capvCRDDir(),
+	return testenv.Run(m, testenv.Suite{
+		Options: testenv.Options{
+			KubeadmCRDs:             true,
+			KubeadmControlPlaneCRDs: true,
+			AdditionalCRDPaths: []string{
+				capdCRDDir(),
+				capvCRDDir(),
+			},
 		},
-	}, func(e *testenv.Environment) error { env = e; return nil })
+		Setup: func(e *testenv.Environment) error { env = e; return nil },
+	})
 }
 
 func capdCRDDir() string {

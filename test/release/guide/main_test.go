@@ -15,10 +15,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/webhooks"
 )
 
 var (
@@ -52,18 +49,16 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	return testenv.Run(m, testenv.Options{
-		// Cluster API's kubeadm CRDs: the input examples of cabpi convert are KubeadmConfigTemplates.
-		KubeadmCRDs: true,
-		Webhooks: &envtest.WebhookInstallOptions{
-			Paths: []string{filepath.Join(repoRoot, "config", "webhook", "manifests.yaml")},
+	return testenv.Run(m, testenv.Suite{
+		Options: testenv.Options{
+			// Cluster API's kubeadm CRDs: the input examples of cabpi convert are KubeadmConfigTemplates.
+			KubeadmCRDs: true,
+			Webhooks:    true,
 		},
-	}, func(e *testenv.Environment) error {
-		env = e
-		if err := webhooks.SetupIgnitionConfigWebhookWithManager(e.Manager); err != nil {
-			return err
-		}
-		return webhooks.SetupIgnitionConfigTemplateWebhookWithManager(e.Manager)
+		Setup: func(e *testenv.Environment) error {
+			env = e
+			return e.SetupCabpiWebhooks()
+		},
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 )
 
 // Once converged, events on the Machines and the Cluster make no writes: configs, data Secrets
@@ -23,11 +24,11 @@ import (
 // joined changes only by its scheduled refresh (the expiration).
 func TestNoChurnAfterConvergence(t *testing.T) {
 	ctx := t.Context()
-	f := newCluster(t, clusterSetup{})
-	joined := f.addMachine(t, "joined", false, cabpiv1.IgnitionConfigSpec{})
-	waiting := f.addMachine(t, "waiting", false, cabpiv1.IgnitionConfigSpec{})
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
+	joined := f.AddMachine(t, "joined", false, cabpiv1.IgnitionConfigSpec{})
+	waiting := f.AddMachine(t, "waiting", false, cabpiv1.IgnitionConfigSpec{})
 	for _, name := range []string{"joined", "waiting"} {
-		waitForCondition(t, f.ns, name, cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
+		fx.WaitForCondition(t, f.Namespace, name, cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 	}
 	joinNode(t, joined)
 	// Let the reconciles the join caused settle.
@@ -40,11 +41,11 @@ func TestNoChurnAfterConvergence(t *testing.T) {
 	take := func() snapshot {
 		s := snapshot{configs: map[string]string{}, dataSecrets: map[string]string{}, tokens: map[string]corev1.Secret{}}
 		for _, name := range []string{"joined", "waiting"} {
-			s.configs[name] = getConfig(t, f.ns, name).ResourceVersion
-			d, ok := dataSecret(t, f.ns, name)
+			s.configs[name] = getConfig(t, f.Namespace, name).ResourceVersion
+			d, ok := fx.DataSecret(t, f.Namespace, name)
 			require.True(t, ok)
 			s.dataSecrets[name] = d.ResourceVersion
-			maps.Copy(s.tokens, tokensOf(t, f.ns, name))
+			maps.Copy(s.tokens, fx.TokensOf(t, f.Namespace, name))
 		}
 		return s
 	}
@@ -63,7 +64,7 @@ func TestNoChurnAfterConvergence(t *testing.T) {
 			require.NoError(t, env.Client.Patch(ctx, m, p))
 		}
 		c := &clusterv1.Cluster{}
-		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(f.cluster), c))
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(f.Cluster), c))
 		p := client.MergeFrom(c.DeepCopy())
 		if c.Labels == nil {
 			c.Labels = map[string]string{}
@@ -78,7 +79,7 @@ func TestNoChurnAfterConvergence(t *testing.T) {
 	assert.Equal(t, before.configs, after.configs, "no config writes")
 	assert.Equal(t, before.dataSecrets, after.dataSecrets, "no data Secret writes")
 	require.Len(t, after.tokens, 2)
-	joinedData, _ := dataSecret(t, f.ns, "joined")
+	joinedData, _ := fx.DataSecret(t, f.Namespace, "joined")
 	joinedID := joinedData.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 	for id, tok := range after.tokens {
 		was := before.tokens[id]

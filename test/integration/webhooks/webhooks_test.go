@@ -29,19 +29,9 @@ const flatcarButane = "variant: flatcar\nversion: 1.0.0\n"
 const flatcarCLC = "storage:\n  files:\n  - path: /etc/motd\n    mode: 0644\n    contents:\n      inline: hello\n" +
 	"networkd:\n  units:\n  - name: 00-eth0.network\n    contents: \"[Match]\\nName=eth0\\n\"\n"
 
-// cause is one expected entry of an Invalid error's causes: the exact field and a substring of
-// the message.
-// cause is an admission error cause a case expects: the field path and part of the message.
-type cause struct{ field, msg string }
-
-// asTestenvCauses converts causes for testenv.RequireRejected.
-func asTestenvCauses(causes []cause) []testenv.Cause {
-	out := make([]testenv.Cause, 0, len(causes))
-	for _, c := range causes {
-		out = append(out, testenv.Cause{Field: c.field, Msg: c.msg})
-	}
-	return out
-}
+// cause is an admission error cause a case expects: the exact field and a substring of the
+// message.
+type cause = testenv.Cause
 
 // newConfig returns an IgnitionConfig in ns with a generated name, edited by mutate.
 func newConfig(ns string, mutate func(*cabpiv1.IgnitionConfig)) *cabpiv1.IgnitionConfig {
@@ -80,7 +70,7 @@ func createMachine(t *testing.T, ns, name, version string, controlPlane bool) me
 // requireInvalid asserts err is the API's Invalid error with (at least) the causes in want.
 func requireInvalid(t *testing.T, err error, want ...cause) {
 	t.Helper()
-	testenv.RequireRejected(t, err, metav1.StatusReasonInvalid, asTestenvCauses(want)...)
+	testenv.RequireRejected(t, err, metav1.StatusReasonInvalid, want...)
 }
 
 // assertDiffLine asserts that the spec.template.spec cause of err has a line matching pattern

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 )
 
 // A data Secret deleted before the node joined is rendered again (the infrastructure may still
@@ -24,39 +25,39 @@ import (
 // not (the node needs it no more).
 func TestDeletedDataSecret(t *testing.T) {
 	ctx := t.Context()
-	f := newCluster(t, clusterSetup{})
-	f.addMachine(t, "pending", false, cabpiv1.IgnitionConfigSpec{})
-	joined := f.addMachine(t, "joined", false, cabpiv1.IgnitionConfigSpec{})
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
+	f.AddMachine(t, "pending", false, cabpiv1.IgnitionConfigSpec{})
+	joined := f.AddMachine(t, "joined", false, cabpiv1.IgnitionConfigSpec{})
 	for _, name := range []string{"pending", "joined"} {
-		waitForCondition(t, f.ns, name, cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+		fx.WaitForCondition(t, f.Namespace, name, cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 	}
 	joinNode(t, joined)
 
-	pending, _ := dataSecret(t, f.ns, "pending")
+	pending, _ := fx.DataSecret(t, f.Namespace, "pending")
 	for _, name := range []string{"pending", "joined"} {
-		s, ok := dataSecret(t, f.ns, name)
+		s, ok := fx.DataSecret(t, f.Namespace, name)
 		require.True(t, ok)
 		require.NoError(t, env.Client.Delete(ctx, s))
-		touch(t, getConfig(t, f.ns, name))
+		touch(t, getConfig(t, f.Namespace, name))
 	}
 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		s := &corev1.Secret{}
-		if assert.NoError(c, env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "pending"}, s)) {
+		if assert.NoError(c, env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: "pending"}, s)) {
 			assert.NotEqual(c, pending.UID, s.UID, "a new Secret")
 			// The config's token is still valid: the new data carries it rather than a second one.
 			id := pending.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 			assert.Equal(c, id, s.Annotations[cabpiv1.BootstrapTokenIDAnnotation], "with the config's join token")
-			assert.Equal(c, []string{id}, tokenIDs(tokensOf(t, f.ns, "pending")), "and no second token")
+			assert.Equal(c, []string{id}, fixtures.TokenIDs(fx.TokensOf(t, f.Namespace, "pending")), "and no second token")
 		}
 	}, eventually, tick, "the data Secret of a Machine whose node has not joined is rendered again")
-	waitForCondition(t, f.ns, "pending", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+	fx.WaitForCondition(t, f.Namespace, "pending", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 
-	never(t, 3*time.Second, 200*time.Millisecond, func() bool {
-		_, ok := dataSecret(t, f.ns, "joined")
+	fixtures.Never(t, 3*time.Second, 200*time.Millisecond, func() bool {
+		_, ok := fx.DataSecret(t, f.Namespace, "joined")
 		return ok
 	}, "the data Secret of a joined node is not rendered again")
-	cfg := getConfig(t, f.ns, "joined")
+	cfg := getConfig(t, f.Namespace, "joined")
 	assert.Equal(t, ptr.To(true), cfg.Status.Initialization.DataSecretCreated)
 	assert.Equal(t, "joined", cfg.Status.DataSecretName)
 }
@@ -66,55 +67,55 @@ func TestDeletedDataSecret(t *testing.T) {
 // owner reference and cluster-name label.
 func TestRestoredDataSecretIsAdopted(t *testing.T) {
 	ctx := t.Context()
-	f := newCluster(t, clusterSetup{})
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
 	restored := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "w0"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: "w0"},
 		Type:       clusterv1.ClusterSecretType,
 		Data:       map[string][]byte{"value": []byte(`{"ignition":{"version":"3.3.0"}}`), "format": []byte("ignition")},
 	}
 	require.NoError(t, env.Client.Create(ctx, restored))
-	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
+	f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
 
-	waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+	fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 	// Cluster API's patch helper writes the conditions first, then the rest of the status.
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		cfg := getConfig(t, f.ns, "w0")
+		cfg := getConfig(t, f.Namespace, "w0")
 		assert.Equal(c, ptr.To(true), cfg.Status.Initialization.DataSecretCreated)
 		assert.Equal(c, "w0", cfg.Status.DataSecretName)
 	}, eventually, tick)
 
-	s, ok := dataSecret(t, f.ns, "w0")
+	s, ok := fx.DataSecret(t, f.Namespace, "w0")
 	require.True(t, ok)
 	assert.Equal(t, restored.Data["value"], s.Data["value"], "an adopted Secret is not rendered again")
-	assert.Equal(t, f.cluster.Name, s.Labels[clusterv1.ClusterNameLabel])
+	assert.Equal(t, f.Cluster.Name, s.Labels[clusterv1.ClusterNameLabel])
 	ctl := metav1.GetControllerOf(s)
 	require.NotNil(t, ctl, "the config controls the adopted Secret")
-	assert.Equal(t, getConfig(t, f.ns, "w0").UID, ctl.UID)
-	assert.Empty(t, tokenIDs(tokensOf(t, f.ns, "w0")), "no join token for data that is not rendered")
+	assert.Equal(t, getConfig(t, f.Namespace, "w0").UID, ctl.UID)
+	assert.Empty(t, fixtures.TokenIDs(fx.TokensOf(t, f.Namespace, "w0")), "no join token for data that is not rendered")
 }
 
 // A Secret with the data Secret's name that another object controls is never overwritten: the
 // config says so in its condition.
 func TestForeignDataSecretIsNotOverwritten(t *testing.T) {
 	ctx := t.Context()
-	f := newCluster(t, clusterSetup{})
-	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "someone-else"}}
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: "someone-else"}}
 	require.NoError(t, env.Client.Create(ctx, owner))
 	foreign := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "w0", OwnerReferences: []metav1.OwnerReference{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: "w0", OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true),
 		}}},
 		Data: map[string][]byte{"value": []byte("not ours")},
 	}
 	require.NoError(t, env.Client.Create(ctx, foreign))
-	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
+	f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
 
-	cond := waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.DataSecretConflictReason)
+	cond := fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.DataSecretConflictReason)
 	assert.Contains(t, cond.Message, "ConfigMap someone-else")
-	s, ok := dataSecret(t, f.ns, "w0")
+	s, ok := fx.DataSecret(t, f.Namespace, "w0")
 	require.True(t, ok)
 	assert.Equal(t, []byte("not ours"), s.Data["value"])
-	assert.Nil(t, getConfig(t, f.ns, "w0").Status.Initialization.DataSecretCreated)
+	assert.Nil(t, getConfig(t, f.Namespace, "w0").Status.Initialization.DataSecretCreated)
 }
 
 // An uncontrolled Secret with the data Secret's name is adopted only when it is bootstrap data in
@@ -135,19 +136,19 @@ func TestUncontrolledSecretNotOursIsNotAdopted(t *testing.T) {
 	}
 	for name, foreign := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := newCluster(t, clusterSetup{})
-			foreign.ObjectMeta = metav1.ObjectMeta{Namespace: f.ns, Name: "w0"}
+			f := fx.NewCluster(t, fixtures.ClusterSetup{})
+			foreign.ObjectMeta = metav1.ObjectMeta{Namespace: f.Namespace, Name: "w0"}
 			require.NoError(t, env.Client.Create(ctx, foreign))
-			f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
+			f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
 
-			cond := waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.DataSecretConflictReason)
+			cond := fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.DataSecretConflictReason)
 			assert.Contains(t, cond.Message, "is not bootstrap data of this kind")
-			s, ok := dataSecret(t, f.ns, "w0")
+			s, ok := fx.DataSecret(t, f.Namespace, "w0")
 			require.True(t, ok)
 			assert.Equal(t, foreign.Data, s.Data, "left as it is")
 			assert.Nil(t, metav1.GetControllerOf(s), "not adopted")
-			assert.Nil(t, getConfig(t, f.ns, "w0").Status.Initialization.DataSecretCreated)
-			assert.Empty(t, tokensOf(t, f.ns, "w0"))
+			assert.Nil(t, getConfig(t, f.Namespace, "w0").Status.Initialization.DataSecretCreated)
+			assert.Empty(t, fx.TokensOf(t, f.Namespace, "w0"))
 		})
 	}
 }
@@ -156,16 +157,16 @@ func TestUncontrolledSecretNotOursIsNotAdopted(t *testing.T) {
 // (around a clusterctl move): only data not rendered yet waits for the infrastructure.
 func TestDeliveredDataSurvivesInfrastructureNotProvisioned(t *testing.T) {
 	ctx := t.Context()
-	f := newCluster(t, clusterSetup{})
-	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
-	waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
+	f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
+	fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 	// A Cluster controller reconcile that read the Cluster before it was marked provisioned writes
 	// infrastructureProvisioned=true when it ends, which can be after the flip below (it was, in
 	// CI). Its status patch sets the phase too: once the manager's cache has the phase and the
 	// condition, the reconciles that follow read a provisioned Cluster and leave the field alone.
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		cached := &clusterv1.Cluster{}
-		if !assert.NoError(c, env.Manager.GetClient().Get(ctx, client.ObjectKeyFromObject(f.cluster), cached)) {
+		if !assert.NoError(c, env.Manager.GetClient().Get(ctx, client.ObjectKeyFromObject(f.Cluster), cached)) {
 			return
 		}
 		assert.Equal(c, string(clusterv1.ClusterPhaseProvisioned), cached.Status.Phase)
@@ -174,7 +175,7 @@ func TestDeliveredDataSurvivesInfrastructureNotProvisioned(t *testing.T) {
 
 	// Both the infrastructure cluster and the Cluster say not provisioned (CAPI's Cluster
 	// controller, running here, would otherwise set the Cluster's field back from the former).
-	infra, err := external.GetObjectFromContractVersionedRef(ctx, env.Client, f.cluster.Spec.InfrastructureRef, f.ns)
+	infra, err := external.GetObjectFromContractVersionedRef(ctx, env.Client, f.Cluster.Spec.InfrastructureRef, f.Namespace)
 	require.NoError(t, err)
 	infraBefore := infra.DeepCopy()
 	require.NoError(t, unstructured.SetNestedField(infra.Object, false, "status", "initialization", "provisioned"))
@@ -192,7 +193,7 @@ func TestDeliveredDataSurvivesInfrastructureNotProvisioned(t *testing.T) {
 		assert.True(c, found && !provisioned, "the manager's cache still shows the infrastructure provisioned")
 	}, eventually, tick)
 	cluster := &clusterv1.Cluster{}
-	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(f.cluster), cluster))
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(f.Cluster), cluster))
 	before := cluster.DeepCopy()
 	cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(false)
 	require.NoError(t, env.Client.Status().Patch(ctx, cluster, client.MergeFrom(before)))
@@ -200,23 +201,23 @@ func TestDeliveredDataSurvivesInfrastructureNotProvisioned(t *testing.T) {
 	// has the change, or it renders against the old value.
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		cached := &clusterv1.Cluster{}
-		if !assert.NoError(c, env.Manager.GetClient().Get(ctx, client.ObjectKeyFromObject(f.cluster), cached)) {
+		if !assert.NoError(c, env.Manager.GetClient().Get(ctx, client.ObjectKeyFromObject(f.Cluster), cached)) {
 			return
 		}
 		assert.False(c, ptr.Deref(cached.Status.Initialization.InfrastructureProvisioned, true))
 	}, eventually, tick)
 	// A new config, not rendered yet, waits; its reconcile also proves the controller saw the flip.
-	f.addMachine(t, "w1", false, cabpiv1.IgnitionConfigSpec{})
-	waitForCondition(t, f.ns, "w1", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.WaitingForClusterInfrastructureReason)
+	f.AddMachine(t, "w1", false, cabpiv1.IgnitionConfigSpec{})
+	fx.WaitForCondition(t, f.Namespace, "w1", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.WaitingForClusterInfrastructureReason)
 
 	// Make the delivered config reconcile after the flip, then check it kept its data.
-	cfg := getConfig(t, f.ns, "w0")
+	cfg := getConfig(t, f.Namespace, "w0")
 	patch := client.MergeFrom(cfg.DeepCopy())
 	cfg.Annotations = map[string]string{"example.com/touch": "1"}
 	require.NoError(t, env.Client.Patch(ctx, cfg, patch))
-	never(t, 3*time.Second, tick, func() bool {
-		c := conditions.Get(getConfig(t, f.ns, "w0"), cabpiv1.DataSecretAvailableCondition)
+	fixtures.Never(t, 3*time.Second, tick, func() bool {
+		c := conditions.Get(getConfig(t, f.Namespace, "w0"), cabpiv1.DataSecretAvailableCondition)
 		return c == nil || c.Status != metav1.ConditionTrue
 	}, "delivered data stays available")
-	assert.True(t, conditions.IsTrue(getConfig(t, f.ns, "w0"), cabpiv1.ReadyCondition))
+	assert.True(t, conditions.IsTrue(getConfig(t, f.Namespace, "w0"), cabpiv1.ReadyCondition))
 }

@@ -20,6 +20,7 @@ import (
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
 )
 
@@ -34,8 +35,8 @@ type delivered struct {
 
 func deliveredData(t *testing.T, ns, name string) delivered {
 	t.Helper()
-	waitForCondition(t, ns, name, cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
-	s, ok := dataSecret(t, ns, name)
+	fx.WaitForCondition(t, ns, name, cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+	s, ok := fx.DataSecret(t, ns, name)
 	require.True(t, ok)
 	d := delivered{uid: s.UID, tokenID: s.Annotations[cabpiv1.BootstrapTokenIDAnnotation], value: s.Data["value"]}
 	if d.tokenID != "" {
@@ -56,7 +57,7 @@ func waitForRerender(t *testing.T, ns, name string, before delivered) delivered 
 	t.Helper()
 	var after delivered
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		s, ok := dataSecret(t, ns, name)
+		s, ok := fx.DataSecret(t, ns, name)
 		// Compared, never printed: the data carries the join token.
 		if !assert.True(c, ok) || !assert.False(c, bytes.Equal(before.value, s.Data["value"]), "the data is rendered again") {
 			return
@@ -72,10 +73,10 @@ func waitForRerender(t *testing.T, ns, name string, before delivered) delivered 
 	if before.tokenID != "" {
 		after.token = before.token
 		assert.Contains(t, fileIn(t, after.value, "/etc/kubeadm.yml"), "token: "+before.token, "the same join token in the data")
-		assert.Equal(t, []string{before.tokenID}, tokenIDs(tokensOf(t, ns, name)), "no second token")
+		assert.Equal(t, []string{before.tokenID}, fixtures.TokenIDs(fx.TokensOf(t, ns, name)), "no second token")
 	}
-	waitForCondition(t, ns, name, cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
-	waitForCondition(t, ns, name, cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
+	fx.WaitForCondition(t, ns, name, cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+	fx.WaitForCondition(t, ns, name, cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 	return after
 }
 
@@ -135,28 +136,28 @@ func withUserToken(spec cabpiv1.IgnitionConfigSpec) cabpiv1.IgnitionConfigSpec {
 // key, renders the data again in place: same Secret, same join token, new digest, and the new
 // data applies with the real ignition-apply.
 func TestRerenderBeforeProvisioning(t *testing.T) {
-	f := newCluster(t, clusterSetup{})
-	setSecretKey(t, f.ns, "app-secret", "key", "secret-1", f.cluster.Name)
-	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
+	setSecretKey(t, f.Namespace, "app-secret", "key", "secret-1", f.Cluster.Name)
+	f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{
 		{Path: "/etc/app/plain.conf", Content: "plain-1"},
 		{Path: "/etc/app/from-secret.conf", ContentFrom: &cabpiv1.FileSource{Secret: cabpiv1.KeyReference{Name: "app-secret", Key: "key"}}},
 	}})
-	first := deliveredData(t, f.ns, "w0")
+	first := deliveredData(t, f.Namespace, "w0")
 	require.NotEmpty(t, first.tokenID)
 	assert.Equal(t, "plain-1", fileIn(t, first.value, "/etc/app/plain.conf"))
 
-	patchSpec(t, f.ns, "w0", func(s *cabpiv1.IgnitionConfigSpec) { s.Files[0].Content = "plain-2" })
-	second := waitForRerender(t, f.ns, "w0", first)
+	patchSpec(t, f.Namespace, "w0", func(s *cabpiv1.IgnitionConfigSpec) { s.Files[0].Content = "plain-2" })
+	second := waitForRerender(t, f.Namespace, "w0", first)
 	root := ignitionapply.Apply(t, second.value)
 	assert.Equal(t, "plain-2", readFile(t, root, "/etc/app/plain.conf", 0o644))
 	assert.Equal(t, "secret-1", readFile(t, root, "/etc/app/from-secret.conf", 0o644))
 	assert.Contains(t, readFile(t, root, "/etc/kubeadm.yml", 0o600), "token: "+first.token)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.NotEmpty(c, eventsFor(c, f.ns, "w0", cabpiv1.RerenderedEventReason), "a Normal event says the data was rendered again")
+		assert.NotEmpty(c, eventsFor(c, f.Namespace, "w0", cabpiv1.RerenderedEventReason), "a Normal event says the data was rendered again")
 	}, eventually, tick)
 
-	setSecretKey(t, f.ns, "app-secret", "key", "secret-2", f.cluster.Name)
-	third := waitForRerender(t, f.ns, "w0", second)
+	setSecretKey(t, f.Namespace, "app-secret", "key", "secret-2", f.Cluster.Name)
+	third := waitForRerender(t, f.Namespace, "w0", second)
 	root = ignitionapply.Apply(t, third.value)
 	assert.Equal(t, "plain-2", readFile(t, root, "/etc/app/plain.conf", 0o644))
 	assert.Equal(t, "secret-2", readFile(t, root, "/etc/app/from-secret.conf", 0o644))
@@ -167,30 +168,30 @@ func TestRerenderBeforeProvisioning(t *testing.T) {
 // nothing else looking at the config (a token of the user's: no token refresh requeues it). An
 // unlabelled one is looked at periodically (every ReferenceRecheckInterval, shortened for the suite).
 func TestReferencedSecretChangeIsSeen(t *testing.T) {
-	f := newCluster(t, clusterSetup{})
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
 	fileFrom := func(secret string) cabpiv1.IgnitionConfigSpec {
 		return withUserToken(cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{
 			{Path: "/etc/app/value", ContentFrom: &cabpiv1.FileSource{Secret: cabpiv1.KeyReference{Name: secret, Key: "key"}}},
 		}})
 	}
-	setSecretKey(t, f.ns, "labelled", "key", "labelled-1", f.cluster.Name)
-	setSecretKey(t, f.ns, "unlabelled", "key", "unlabelled-1", "")
-	f.addMachine(t, "watched", false, fileFrom("labelled"))
-	f.addMachine(t, "polled", false, fileFrom("unlabelled"))
-	watched, polled := deliveredData(t, f.ns, "watched"), deliveredData(t, f.ns, "polled")
+	setSecretKey(t, f.Namespace, "labelled", "key", "labelled-1", f.Cluster.Name)
+	setSecretKey(t, f.Namespace, "unlabelled", "key", "unlabelled-1", "")
+	f.AddMachine(t, "watched", false, fileFrom("labelled"))
+	f.AddMachine(t, "polled", false, fileFrom("unlabelled"))
+	watched, polled := deliveredData(t, f.Namespace, "watched"), deliveredData(t, f.Namespace, "polled")
 	assert.Empty(t, watched.tokenID, "the user's token: none of ours")
 	// The writes that follow a first render (the status, CAPI taking the data into the Machine)
 	// each reconcile the config; once they are over, only a watch or a requeue does.
 	for _, name := range []string{"watched", "polled"} {
-		settled(t, &cabpiv1.IgnitionConfig{}, client.ObjectKey{Namespace: f.ns, Name: name})
-		settled(t, &clusterv1.Machine{}, client.ObjectKey{Namespace: f.ns, Name: name})
+		settled(t, &cabpiv1.IgnitionConfig{}, client.ObjectKey{Namespace: f.Namespace, Name: name})
+		settled(t, &clusterv1.Machine{}, client.ObjectKey{Namespace: f.Namespace, Name: name})
 	}
 
-	setSecretKey(t, f.ns, "labelled", "key", "labelled-2", f.cluster.Name)
-	setSecretKey(t, f.ns, "unlabelled", "key", "unlabelled-2", "")
-	watched = waitForRerender(t, f.ns, "watched", watched)
+	setSecretKey(t, f.Namespace, "labelled", "key", "labelled-2", f.Cluster.Name)
+	setSecretKey(t, f.Namespace, "unlabelled", "key", "unlabelled-2", "")
+	watched = waitForRerender(t, f.Namespace, "watched", watched)
 	assert.Equal(t, "labelled-2", fileIn(t, watched.value, "/etc/app/value"))
-	polled = waitForRerender(t, f.ns, "polled", polled)
+	polled = waitForRerender(t, f.Namespace, "polled", polled)
 	assert.Equal(t, "unlabelled-2", fileIn(t, polled.value, "/etc/app/value"))
 	assert.Contains(t, fileIn(t, polled.value, "/etc/kubeadm.yml"), "token: "+userToken)
 }
@@ -199,23 +200,23 @@ func TestReferencedSecretChangeIsSeen(t *testing.T) {
 // its change renders the data again with nothing else looking at the config.
 func TestReferencedConfigMapChangeIsSeen(t *testing.T) {
 	ctx := t.Context()
-	f := newCluster(t, clusterSetup{})
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
 	butane := func(motd string) map[string]string {
 		return map[string]string{"config.bu": "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n  - path: /etc/motd\n    contents:\n      inline: " + motd + "\n"}
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "butane",
-		Labels: map[string]string{clusterv1.ClusterNameLabel: f.cluster.Name}}, Data: butane("first")}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: "butane",
+		Labels: map[string]string{clusterv1.ClusterNameLabel: f.Cluster.Name}}, Data: butane("first")}
 	require.NoError(t, env.Client.Create(ctx, cm))
-	f.addMachine(t, "watched", false, withUserToken(cabpiv1.IgnitionConfigSpec{Butane: cabpiv1.ButaneSpec{
+	f.AddMachine(t, "watched", false, withUserToken(cabpiv1.IgnitionConfigSpec{Butane: cabpiv1.ButaneSpec{
 		ContentFrom: &cabpiv1.ButaneSource{ConfigMap: &cabpiv1.KeyReference{Name: "butane", Key: "config.bu"}}}}))
-	before := deliveredData(t, f.ns, "watched")
+	before := deliveredData(t, f.Namespace, "watched")
 	assert.Equal(t, "first", fileIn(t, before.value, "/etc/motd"))
-	settled(t, &cabpiv1.IgnitionConfig{}, client.ObjectKey{Namespace: f.ns, Name: "watched"})
-	settled(t, &clusterv1.Machine{}, client.ObjectKey{Namespace: f.ns, Name: "watched"})
+	settled(t, &cabpiv1.IgnitionConfig{}, client.ObjectKey{Namespace: f.Namespace, Name: "watched"})
+	settled(t, &clusterv1.Machine{}, client.ObjectKey{Namespace: f.Namespace, Name: "watched"})
 
 	cm.Data = butane("second")
 	require.NoError(t, env.Client.Update(ctx, cm))
-	after := waitForRerender(t, f.ns, "watched", before)
+	after := waitForRerender(t, f.Namespace, "watched", before)
 	assert.Equal(t, "second", fileIn(t, after.value, "/etc/motd"))
 }
 
@@ -224,9 +225,9 @@ func TestReferencedConfigMapChangeIsSeen(t *testing.T) {
 // digest stay, and a warning event says so once.
 func TestNoRerenderAfterProvisioning(t *testing.T) {
 	ctx := t.Context()
-	f := newCluster(t, clusterSetup{})
-	m := f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{{Path: "/etc/app/plain.conf", Content: "plain-1"}}})
-	before := deliveredData(t, f.ns, "w0")
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
+	m := f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{{Path: "/etc/app/plain.conf", Content: "plain-1"}}})
+	before := deliveredData(t, f.Namespace, "w0")
 
 	providerID, err := env.MarkMachineInfrastructureProvisioned(ctx, m)
 	require.NoError(t, err)
@@ -237,23 +238,23 @@ func TestNoRerenderAfterProvisioning(t *testing.T) {
 		assert.True(c, ptr.Deref(latest.Status.Initialization.InfrastructureProvisioned, false))
 	}, eventually, tick, "CAPI's Machine controller records the provisioned infrastructure")
 
-	patchSpec(t, f.ns, "w0", func(s *cabpiv1.IgnitionConfigSpec) { s.Files[0].Content = "plain-2" })
+	patchSpec(t, f.Namespace, "w0", func(s *cabpiv1.IgnitionConfigSpec) { s.Files[0].Content = "plain-2" })
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.Len(c, eventsFor(c, f.ns, "w0", cabpiv1.NotRerenderedEventReason), 1, "a warning event says the change is not rendered")
+		assert.Len(c, eventsFor(c, f.Namespace, "w0", cabpiv1.NotRerenderedEventReason), 1, "a warning event says the change is not rendered")
 	}, eventually, tick)
 	// Token checks reconcile the config every TTL/3: several of them see the changed spec.
-	never(t, tokenTTL, 200*time.Millisecond, func() bool {
-		s, ok := dataSecret(t, f.ns, "w0")
+	fixtures.Never(t, tokenTTL, 200*time.Millisecond, func() bool {
+		s, ok := fx.DataSecret(t, f.Namespace, "w0")
 		require.True(t, ok)
 		return string(s.Data["value"]) != string(before.value)
 	}, "the data of a provisioned Machine is never rendered again")
-	cfg := getConfig(t, f.ns, "w0")
+	cfg := getConfig(t, f.Namespace, "w0")
 	assert.Equal(t, before.hash, cfg.Status.DataInputsHash, "the digest of the data as delivered")
 	assert.Equal(t, cfg.Generation, cfg.Status.ObservedGeneration)
-	current, ok := dataSecret(t, f.ns, "w0")
+	current, ok := fx.DataSecret(t, f.Namespace, "w0")
 	require.True(t, ok)
 	assert.Equal(t, "plain-1", fileIn(t, current.Data["value"], "/etc/app/plain.conf"))
-	list := eventsFor(t, f.ns, "w0", cabpiv1.NotRerenderedEventReason)
+	list := eventsFor(t, f.Namespace, "w0", cabpiv1.NotRerenderedEventReason)
 	require.Len(t, list, 1)
 	assert.Nil(t, list[0].Series, "said once, not at every reconcile")
 	assert.Equal(t, corev1.EventTypeWarning, list[0].Type)
@@ -264,18 +265,18 @@ func TestNoRerenderAfterProvisioning(t *testing.T) {
 // wrong value, the fix is rendered in place, and the simulated boot of the Secret's data writes
 // the fixed one, with the same join token.
 func TestFixedConfigBootsFixedData(t *testing.T) {
-	f := newCluster(t, clusterSetup{})
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
 	write := func(value string) []string {
 		return []string{"mkdir -p /etc/app", "printf " + value + " > /etc/app/value"}
 	}
-	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{PreKubeadmCommands: write("wrong")})
-	first := deliveredData(t, f.ns, "w0")
+	f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{PreKubeadmCommands: write("wrong")})
+	first := deliveredData(t, f.Namespace, "w0")
 
-	patchSpec(t, f.ns, "w0", func(s *cabpiv1.IgnitionConfigSpec) { s.PreKubeadmCommands = write("fixed") })
-	waitForRerender(t, f.ns, "w0", first)
+	patchSpec(t, f.Namespace, "w0", func(s *cabpiv1.IgnitionConfigSpec) { s.PreKubeadmCommands = write("fixed") })
+	waitForRerender(t, f.Namespace, "w0", first)
 
 	// The infrastructure provider reads the data when it provisions the machine: now.
-	data, ok := dataSecret(t, f.ns, "w0")
+	data, ok := fx.DataSecret(t, f.Namespace, "w0")
 	require.True(t, ok)
 	rep := bootsim.Boot(t, bootsim.Options{Config: data.Data["value"], KubeadmDir: "/opt/bin", Inspect: []string{"/etc/app/value"}})
 	require.Equal(t, "success", rep.Result, "%s %+v", rep.FailedStep, rep.Steps)
@@ -290,36 +291,36 @@ func TestFixedConfigBootsFixedData(t *testing.T) {
 // still boots, so DataSecretAvailable stays True with reason RerenderFailed and the error, and
 // a warning event says it once. Fixing the input renders it.
 func TestRerenderFailureKeepsData(t *testing.T) {
-	f := newCluster(t, clusterSetup{})
-	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
-	before := deliveredData(t, f.ns, "w0")
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
+	f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
+	before := deliveredData(t, f.Namespace, "w0")
 
-	patchSpec(t, f.ns, "w0", func(s *cabpiv1.IgnitionConfigSpec) {
+	patchSpec(t, f.Namespace, "w0", func(s *cabpiv1.IgnitionConfigSpec) {
 		s.Butane.Inline = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files: {\n"
 	})
-	c := waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.RerenderFailedReason)
+	c := fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.RerenderFailedReason)
 	assert.Contains(t, c.Message, cabpiv1.InvalidButaneReason)
 	assert.Contains(t, c.Message, "line")
 	assert.Contains(t, c.Message, "keeps the data rendered before")
-	waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
+	fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.NotEmpty(c, eventsFor(c, f.ns, "w0", cabpiv1.RerenderFailedReason), "a warning event")
+		assert.NotEmpty(c, eventsFor(c, f.Namespace, "w0", cabpiv1.RerenderFailedReason), "a warning event")
 	}, eventually, tick)
 	// Token checks reconcile it every TTL/3; the bad input is neither stored nor reported again.
-	never(t, tokenTTL, 200*time.Millisecond, func() bool {
-		s, ok := dataSecret(t, f.ns, "w0")
+	fixtures.Never(t, tokenTTL, 200*time.Millisecond, func() bool {
+		s, ok := fx.DataSecret(t, f.Namespace, "w0")
 		require.True(t, ok)
 		return string(s.Data["value"]) != string(before.value)
 	}, "the delivered data is kept")
-	assert.Equal(t, before.hash, getConfig(t, f.ns, "w0").Status.DataInputsHash, "the digest of the data that is there")
-	for _, e := range eventsFor(t, f.ns, "w0", cabpiv1.RerenderFailedReason) {
+	assert.Equal(t, before.hash, getConfig(t, f.Namespace, "w0").Status.DataInputsHash, "the digest of the data that is there")
+	for _, e := range eventsFor(t, f.Namespace, "w0", cabpiv1.RerenderFailedReason) {
 		assert.Nil(t, e.Series, "the failure is reported once, not at every reconcile")
 	}
 
-	patchSpec(t, f.ns, "w0", func(s *cabpiv1.IgnitionConfigSpec) {
+	patchSpec(t, f.Namespace, "w0", func(s *cabpiv1.IgnitionConfigSpec) {
 		s.Butane.Inline = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n  - path: /etc/app/fixed\n    contents:\n      inline: fixed\n"
 	})
-	after := waitForRerender(t, f.ns, "w0", before)
+	after := waitForRerender(t, f.Namespace, "w0", before)
 	assert.Equal(t, "fixed", fileIn(t, after.value, "/etc/app/fixed"))
 }
 
@@ -327,25 +328,25 @@ func TestRerenderFailureKeepsData(t *testing.T) {
 // gets the digest of its current inputs recorded, and is not rendered again for it.
 func TestDataDeliveredWithoutDigestIsNotRendered(t *testing.T) {
 	ctx := t.Context()
-	f := newCluster(t, clusterSetup{})
-	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{{Path: "/etc/app/plain.conf", Content: "plain-1"}}})
-	before := deliveredData(t, f.ns, "w0")
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
+	f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{{Path: "/etc/app/plain.conf", Content: "plain-1"}}})
+	before := deliveredData(t, f.Namespace, "w0")
 
 	// As an older cabpi left it: no digest, and a spec that no longer matches the data.
-	setPaused(t, f.cluster, true)
-	waitForCondition(t, f.ns, "w0", cabpiv1.PausedCondition, metav1.ConditionTrue, clusterv1.PausedReason)
-	patchSpec(t, f.ns, "w0", func(s *cabpiv1.IgnitionConfigSpec) { s.Files[0].Content = "plain-2" })
-	cfg := getConfig(t, f.ns, "w0")
+	setPaused(t, f.Cluster, true)
+	fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.PausedCondition, metav1.ConditionTrue, clusterv1.PausedReason)
+	patchSpec(t, f.Namespace, "w0", func(s *cabpiv1.IgnitionConfigSpec) { s.Files[0].Content = "plain-2" })
+	cfg := getConfig(t, f.Namespace, "w0")
 	require.NoError(t, env.Client.Status().Patch(ctx, cfg, client.RawPatch(types.MergePatchType, []byte(`{"status":{"dataInputsHash":null}}`))))
-	setPaused(t, f.cluster, false)
+	setPaused(t, f.Cluster, false)
 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		h := getConfig(t, f.ns, "w0").Status.DataInputsHash
+		h := getConfig(t, f.Namespace, "w0").Status.DataInputsHash
 		assert.NotEmpty(c, h)
 		assert.NotEqual(c, before.hash, h, "the digest of the current inputs")
 	}, eventually, tick)
-	never(t, tokenTTL, 200*time.Millisecond, func() bool {
-		s, ok := dataSecret(t, f.ns, "w0")
+	fixtures.Never(t, tokenTTL, 200*time.Millisecond, func() bool {
+		s, ok := fx.DataSecret(t, f.Namespace, "w0")
 		require.True(t, ok)
 		return string(s.Data["value"]) != string(before.value)
 	}, "data delivered without a digest is not rendered again")
@@ -355,11 +356,11 @@ func TestDataDeliveredWithoutDigestIsNotRendered(t *testing.T) {
 // provisioned) gets a spec change rendered in place too. (Its token is the user's: a rotation of
 // ours, past half the TTL, would render the change as well, with a new token.)
 func TestMachinePoolRerenderBeforeProvisioning(t *testing.T) {
-	f := newCluster(t, clusterSetup{})
-	f.addMachinePool(t, "pool", withUserToken(cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{{Path: "/etc/app/plain.conf", Content: "plain-1"}}}))
-	before := deliveredData(t, f.ns, "pool")
-	patchSpec(t, f.ns, "pool", func(s *cabpiv1.IgnitionConfigSpec) { s.Files[0].Content = "plain-2" })
-	after := waitForRerender(t, f.ns, "pool", before)
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
+	f.AddMachinePool(t, "pool", withUserToken(cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{{Path: "/etc/app/plain.conf", Content: "plain-1"}}}))
+	before := deliveredData(t, f.Namespace, "pool")
+	patchSpec(t, f.Namespace, "pool", func(s *cabpiv1.IgnitionConfigSpec) { s.Files[0].Content = "plain-2" })
+	after := waitForRerender(t, f.Namespace, "pool", before)
 	assert.Equal(t, "plain-2", fileIn(t, after.value, "/etc/app/plain.conf"))
 	assert.Contains(t, fileIn(t, after.value, "/etc/kubeadm.yml"), "token: "+userToken)
 }

@@ -1,4 +1,4 @@
-package testenv
+package setup_test
 
 import (
 	"testing"
@@ -9,17 +9,19 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
 )
 
-// The manager's cache has one configuration for Secrets, cabpi's: it keeps the certificates'
-// data (read through the cache) and drops that of data Secrets. A second entry for Secrets (CAPI's
-// next to ours) would be applied or not depending on map order.
+// The manager's cache (the binary's and the test harness's: both are built from ManagerOptions)
+// has one configuration for Secrets, cabpi's: it keeps the certificates' data (read through the
+// cache) and drops that of data Secrets. A second entry for Secrets (Cluster API's next to ours)
+// would be applied or not depending on map order.
 func TestManagerCacheOptionsSecrets(t *testing.T) {
-	scheme, err := NewScheme()
+	opts, err := setup.ManagerOptions(setup.DefaultOptions())
 	require.NoError(t, err)
-	opts := managerCacheOptions(scheme, "cache-options-test")
 	var secretEntries int
-	for obj, byObject := range opts.ByObject {
+	for obj, byObject := range opts.Cache.ByObject {
 		if _, ok := obj.(*corev1.Secret); !ok {
 			continue
 		}
@@ -41,11 +43,10 @@ func TestManagerCacheOptionsSecrets(t *testing.T) {
 // ConfigMap watch is served by it (the cache picks the entry by kind), so unrelated ConfigMaps
 // of the management cluster are never listed.
 func TestManagerCacheOptionsConfigMaps(t *testing.T) {
-	scheme, err := NewScheme()
+	opts, err := setup.ManagerOptions(setup.DefaultOptions())
 	require.NoError(t, err)
-	opts := managerCacheOptions(scheme, "cache-options-test-configmaps") // CAPI names its informers once per process
 	var entries int
-	for obj, byObject := range opts.ByObject {
+	for obj, byObject := range opts.Cache.ByObject {
 		if _, ok := obj.(*corev1.ConfigMap); !ok {
 			continue
 		}

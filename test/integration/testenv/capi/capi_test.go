@@ -1,10 +1,9 @@
-// Package capitest runs the harness with every CAPI controller it can wire (Cluster, Machine,
+// Package capi_test runs the harness with every CAPI controller it can wire (Cluster, Machine,
 // MachineSet, MachineDeployment, MachinePool, ClusterCache): a MachineDeployment of
 // IgnitionConfigTemplate-based workers and a Cluster of stand-alone control-plane Machines.
-package capitest
+package capi_test
 
 import (
-	"context"
 	"os"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -28,33 +28,32 @@ const (
 	tick    = 100 * time.Millisecond
 )
 
-var env *testenv.Environment
+var (
+	env *testenv.Environment
+	fx  *fixtures.Kit
+)
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, testenv.Options{
-		ClusterController:           true,
-		MachineController:           true,
-		MachineSetController:        true,
-		MachineDeploymentController: true,
-		MachinePoolController:       true,
-		KubeadmCRDs:                 true,
-	}, func(e *testenv.Environment) error { env = e; return nil }))
-}
-
-func readyCluster(t *testing.T, ctx context.Context, ns string) *clusterv1.Cluster {
-	t.Helper()
-	cluster, err := env.CreateCluster(ctx, ns, "c1")
-	require.NoError(t, err)
-	_, err = env.CreateWorkloadKubeconfigSecret(ctx, cluster)
-	require.NoError(t, err)
-	require.NoError(t, env.MarkInfrastructureProvisioned(ctx, cluster))
-	return cluster
+	os.Exit(testenv.Run(m, testenv.Suite{
+		Options: testenv.Options{
+			ClusterController:           true,
+			MachineController:           true,
+			MachineSetController:        true,
+			MachineDeploymentController: true,
+			MachinePoolController:       true,
+			KubeadmCRDs:                 true,
+		},
+		Setup: func(e *testenv.Environment) error {
+			env, fx = e, &fixtures.Kit{Env: e, Eventually: timeout, Tick: tick}
+			return nil
+		},
+	}))
 }
 
 func TestMachineDeploymentClonesIgnitionConfigs(t *testing.T) {
 	ctx := t.Context()
 	ns := env.CreateNamespace(t, "md").Name
-	cluster := readyCluster(t, ctx, ns)
+	cluster := fx.CreateCluster(t, ns, "c1", fixtures.BeforeInit()).Cluster
 
 	tmpl := &cabpiv1.IgnitionConfigTemplate{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workers"},
@@ -91,7 +90,7 @@ func TestMachineDeploymentClonesIgnitionConfigs(t *testing.T) {
 func TestClusterControllerComputesControlPlaneInitialized(t *testing.T) {
 	ctx := t.Context()
 	ns := env.CreateNamespace(t, "cp").Name
-	cluster := readyCluster(t, ctx, ns)
+	cluster := fx.CreateCluster(t, ns, "c1", fixtures.BeforeInit()).Cluster
 	require.NoError(t, env.WaitForClusterCacheConnected(ctx, cluster, timeout))
 
 	var cps []*clusterv1.Machine
@@ -127,7 +126,7 @@ func TestClusterControllerComputesControlPlaneInitialized(t *testing.T) {
 func TestClusterControllerKeepsMarkedControlPlaneInitialized(t *testing.T) {
 	ctx := t.Context()
 	ns := env.CreateNamespace(t, "mark").Name
-	cluster := readyCluster(t, ctx, ns)
+	cluster := fx.CreateCluster(t, ns, "c1", fixtures.BeforeInit()).Cluster
 	require.NoError(t, env.MarkControlPlaneInitialized(ctx, cluster))
 
 	// Wait for the Cluster controller to have reconciled the marked Cluster at least once more

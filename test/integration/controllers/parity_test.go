@@ -13,25 +13,26 @@ import (
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 )
 
 // A user's password hash comes from a Secret (KubeadmConfig's passwdFrom): the data carries the
 // hash, the spec never did; a gzip file in a Secret reaches the node decompressed.
 func TestUsersAndEncodedFilesFromSecrets(t *testing.T) {
 	ctx := t.Context()
-	f := newCluster(t, clusterSetup{})
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
 	require.NoError(t, env.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "ops"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: "ops"},
 		Data:       map[string][]byte{"hash": []byte("$6$salt$secrethash\n"), "motd.gz": gzipData(t, []byte("hello from a Secret\n"))},
 	}))
-	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{
+	f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{
 		Users: []cabpiv1.User{{Name: "ops", Groups: []string{"sudo"},
 			PasswordHashFrom: &cabpiv1.FileSource{Secret: cabpiv1.KeyReference{Name: "ops", Key: "hash"}}}},
 		Files: []cabpiv1.File{{Path: "/etc/motd", Encoding: cabpiv1.FileEncodingGzip,
 			ContentFrom: &cabpiv1.FileSource{Secret: cabpiv1.KeyReference{Name: "ops", Key: "motd.gz"}}}},
 	})
-	waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
-	secret, ok := dataSecret(t, f.ns, "w0")
+	fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+	secret, ok := fx.DataSecret(t, f.Namespace, "w0")
 	require.True(t, ok)
 	config, err := ignition.Unwrap(secret.Data["value"])
 	require.NoError(t, err)

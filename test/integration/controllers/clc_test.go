@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
 )
 
@@ -18,7 +19,7 @@ import (
 // data Secret and no join token exist for it; a good one gives data the real Ignition applies.
 func TestContainerLinuxConfig(t *testing.T) {
 	ctx := t.Context()
-	f := newCluster(t, clusterSetup{})
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
 	const bad = `storage:
   filesystems:
     - name: oem
@@ -40,22 +41,22 @@ networkd:
       contents: "[Match]\nName=eth0\n"
 `
 	require.NoError(t, env.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "clc"}, Data: map[string][]byte{"config.yaml": []byte(bad)}}))
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: "clc"}, Data: map[string][]byte{"config.yaml": []byte(bad)}}))
 	require.NoError(t, env.Client.Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "clc"}, Data: map[string]string{"config.yaml": good}}))
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: "clc"}, Data: map[string]string{"config.yaml": good}}))
 	from := func(source cabpiv1.ButaneSource) cabpiv1.IgnitionConfigSpec {
 		return cabpiv1.IgnitionConfigSpec{ContainerLinuxConfig: cabpiv1.ContainerLinuxConfigSpec{ContentFrom: &source}}
 	}
 	ref := &cabpiv1.KeyReference{Name: "clc", Key: "config.yaml"}
-	f.addMachine(t, "bad", false, from(cabpiv1.ButaneSource{Secret: ref}))
-	f.addMachine(t, "good", false, from(cabpiv1.ButaneSource{ConfigMap: ref}))
+	f.AddMachine(t, "bad", false, from(cabpiv1.ButaneSource{Secret: ref}))
+	f.AddMachine(t, "good", false, from(cabpiv1.ButaneSource{ConfigMap: ref}))
 
-	c := waitForCondition(t, f.ns, "bad", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.InvalidContainerLinuxConfigReason)
+	c := fx.WaitForCondition(t, f.Namespace, "bad", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.InvalidContainerLinuxConfigReason)
 	assert.Contains(t, c.Message, `/grub.cfg is on filesystem "oem", which Ignition 2 mounted only to write it`)
 	assert.Contains(t, c.Message, "(line 6, column 7)")
 
-	waitForCondition(t, f.ns, "good", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
-	secret, ok := dataSecret(t, f.ns, "good")
+	fx.WaitForCondition(t, f.Namespace, "good", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
+	secret, ok := fx.DataSecret(t, f.Namespace, "good")
 	require.True(t, ok)
 	root := ignitionapply.Apply(t, secret.Data["value"])
 	assert.True(t, ignitionapply.UnitEnabled(t, root, "kubeadm.service"))
@@ -63,8 +64,8 @@ networkd:
 	assert.FileExists(t, root+"/etc/cabpi/from-clc")
 	assert.FileExists(t, root+"/etc/systemd/network/00-eth0.network")
 
-	never(t, 2*time.Second, 200*time.Millisecond, func() bool {
-		_, ok := dataSecret(t, f.ns, "bad")
-		return ok || len(tokensOf(t, f.ns, "bad")) > 0
+	fixtures.Never(t, 2*time.Second, 200*time.Millisecond, func() bool {
+		_, ok := fx.DataSecret(t, f.Namespace, "bad")
+		return ok || len(fx.TokensOf(t, f.Namespace, "bad")) > 0
 	}, "no data Secret and no join token for a Container Linux Config that does not render")
 }

@@ -17,15 +17,16 @@ import (
 	"sigs.k8s.io/cluster-api/util/secret"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 )
 
 // A workload cluster that cannot be reached (its kubeconfig points nowhere) is a condition that
 // says so, and the config converges once the cluster can be reached again.
 func TestUnreachableWorkloadClusterConverges(t *testing.T) {
 	ctx := t.Context()
-	f := newCluster(t, clusterSetup{noInfra: true})
+	f := fx.NewCluster(t, fixtures.ClusterSetup{NoInfrastructure: true})
 	kubeconfig := &corev1.Secret{}
-	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: secret.Name(f.cluster.Name, secret.Kubeconfig)}, kubeconfig))
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: secret.Name(f.Cluster.Name, secret.Kubeconfig)}, kubeconfig))
 	cfg, err := clientcmd.Load(kubeconfig.Data[secret.KubeconfigDataName])
 	require.NoError(t, err)
 	for _, c := range cfg.Clusters {
@@ -34,18 +35,18 @@ func TestUnreachableWorkloadClusterConverges(t *testing.T) {
 	kubeconfig.Data[secret.KubeconfigDataName], err = clientcmd.Write(*cfg)
 	require.NoError(t, err)
 	require.NoError(t, env.Client.Update(ctx, kubeconfig))
-	require.NoError(t, env.MarkInfrastructureProvisioned(ctx, f.cluster))
+	require.NoError(t, env.MarkInfrastructureProvisioned(ctx, f.Cluster))
 
-	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
-	c := waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.BootstrapTokenFailedReason)
+	f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
+	c := fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.BootstrapTokenFailedReason)
 	assert.Contains(t, c.Message, "Workload cluster not reachable")
-	_, ok := dataSecret(t, f.ns, "w0")
+	_, ok := fx.DataSecret(t, f.Namespace, "w0")
 	assert.False(t, ok, "no data without a token")
 
-	_, err = env.CreateWorkloadKubeconfigSecret(ctx, f.cluster)
+	_, err = env.CreateWorkloadKubeconfigSecret(ctx, f.Cluster)
 	require.NoError(t, err)
-	waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
-	d, ok := dataSecret(t, f.ns, "w0")
+	fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
+	d, ok := fx.DataSecret(t, f.Namespace, "w0")
 	require.True(t, ok)
 	assert.NotEmpty(t, d.Annotations[cabpiv1.BootstrapTokenIDAnnotation])
 }
@@ -54,9 +55,9 @@ func TestUnreachableWorkloadClusterConverges(t *testing.T) {
 // wrote: the controller patches the conditions it owns and never overwrites the status.
 func TestConcurrentStatusWritersArePatchedNotOverwritten(t *testing.T) {
 	ctx := t.Context()
-	f := newCluster(t, clusterSetup{noControlPlaneInit: true})
-	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
-	waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.WaitingForControlPlaneInitializedReason)
+	f := fx.NewCluster(t, fixtures.ClusterSetup{NoControlPlaneInit: true})
+	f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
+	fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.WaitingForControlPlaneInitializedReason)
 
 	// The other writer keeps updating its own condition while the controller renders. It
 	// writes as a well-behaved writer does, with optimistic locking (a merge patch replaces the
@@ -70,7 +71,7 @@ func TestConcurrentStatusWritersArePatchedNotOverwritten(t *testing.T) {
 		defer wg.Done()
 		for i := 0; !stop.Load() && i < 200; i++ {
 			obj := &cabpiv1.IgnitionConfig{}
-			if env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "w0"}, obj) != nil {
+			if env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: "w0"}, obj) != nil {
 				continue
 			}
 			p := client.MergeFromWithOptions(obj.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -81,13 +82,13 @@ func TestConcurrentStatusWritersArePatchedNotOverwritten(t *testing.T) {
 			}
 		}
 	}()
-	require.NoError(t, env.MarkControlPlaneInitialized(ctx, f.cluster))
-	waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
+	require.NoError(t, env.MarkControlPlaneInitialized(ctx, f.Cluster))
+	fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 	stop.Store(true)
 	wg.Wait()
 
-	got := conditions.Get(getConfig(t, f.ns, "w0"), "example.com/Audited")
+	got := conditions.Get(getConfig(t, f.Namespace, "w0"), "example.com/Audited")
 	require.NotNil(t, got, "the other writer's condition is kept")
 	assert.Equal(t, fmt.Sprint(last), got.Message, "and its last write")
-	assert.True(t, conditions.IsTrue(getConfig(t, f.ns, "w0"), cabpiv1.DataSecretAvailableCondition))
+	assert.True(t, conditions.IsTrue(getConfig(t, f.Namespace, "w0"), cabpiv1.DataSecretAvailableCondition))
 }

@@ -15,6 +15,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
 )
 
@@ -25,7 +26,7 @@ func TestControlPlaneInitAndJoins(t *testing.T) {
 	for _, variant := range []cabpiv1.Variant{cabpiv1.VariantFlatcar, cabpiv1.VariantFCOS} {
 		t.Run(string(variant), func(t *testing.T) {
 			ctx := t.Context()
-			f := newCluster(t, clusterSetup{noCA: true, noControlPlaneInit: true})
+			f := fx.NewCluster(t, fixtures.BeforeInit())
 			spec := cabpiv1.IgnitionConfigSpec{
 				Variant: variant,
 				ClusterConfiguration: kubeadmv1.ClusterConfiguration{
@@ -34,10 +35,10 @@ func TestControlPlaneInitAndJoins(t *testing.T) {
 			}
 			cps := map[string]*clusterv1.Machine{}
 			for _, name := range []string{"cp-0", "cp-1", "cp-2"} {
-				cps[name] = f.addMachine(t, name, true, spec)
+				cps[name] = f.AddMachine(t, name, true, spec)
 			}
 			for _, name := range []string{"w-0", "w-1"} {
-				f.addMachine(t, name, false, cabpiv1.IgnitionConfigSpec{Variant: variant})
+				f.AddMachine(t, name, false, cabpiv1.IgnitionConfigSpec{Variant: variant})
 			}
 
 			// Exactly one control-plane Machine renders init; the others wait for the lock.
@@ -47,7 +48,7 @@ func TestControlPlaneInitAndJoins(t *testing.T) {
 				waiting := 0
 				for name := range cps {
 					cfg := &cabpiv1.IgnitionConfig{}
-					if !assert.NoError(c, env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, cfg)) {
+					if !assert.NoError(c, env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: name}, cfg)) {
 						return
 					}
 					if ptr.Deref(cfg.Status.Initialization.DataSecretCreated, false) {
@@ -60,14 +61,14 @@ func TestControlPlaneInitAndJoins(t *testing.T) {
 				assert.Equal(c, 2, waiting, "the other two wait for the init lock")
 			}, eventually, tick)
 			for _, name := range []string{"w-0", "w-1"} {
-				waitForCondition(t, f.ns, name, cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.WaitingForControlPlaneInitializedReason)
+				fx.WaitForCondition(t, f.Namespace, name, cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.WaitingForControlPlaneInitializedReason)
 			}
-			waitForCondition(t, f.ns, initName, cabpiv1.CertificatesAvailableCondition, metav1.ConditionTrue, cabpiv1.CertificatesAvailableReason)
+			fx.WaitForCondition(t, f.Namespace, initName, cabpiv1.CertificatesAvailableCondition, metav1.ConditionTrue, cabpiv1.CertificatesAvailableReason)
 
 			// The cluster certificates were generated (no control-plane provider), owned by the Cluster.
 			for _, suffix := range []string{"ca", "etcd", "proxy", "sa"} {
 				s := &corev1.Secret{}
-				require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: f.cluster.Name + "-" + suffix}, s))
+				require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: f.Cluster.Name + "-" + suffix}, s))
 				owner := metav1.GetControllerOf(s)
 				require.NotNil(t, owner, suffix)
 				assert.Equal(t, "Cluster", owner.Kind)
@@ -76,15 +77,15 @@ func TestControlPlaneInitAndJoins(t *testing.T) {
 			// The first node joins: Cluster API marks the control plane initialized, the rest render joins.
 			_, err := env.MarkMachineNodeJoined(ctx, cps[initName])
 			require.NoError(t, err)
-			require.NoError(t, env.MarkControlPlaneInitialized(ctx, f.cluster))
+			require.NoError(t, env.MarkControlPlaneInitialized(ctx, f.Cluster))
 			for _, name := range []string{"cp-0", "cp-1", "cp-2", "w-0", "w-1"} {
-				waitForCondition(t, f.ns, name, cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
-				waitForCondition(t, f.ns, name, cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
+				fx.WaitForCondition(t, f.Namespace, name, cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+				fx.WaitForCondition(t, f.Namespace, name, cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 			}
 
 			inits := 0
 			for _, name := range []string{"cp-0", "cp-1", "cp-2", "w-0", "w-1"} {
-				secret, ok := dataSecret(t, f.ns, name)
+				secret, ok := fx.DataSecret(t, f.Namespace, name)
 				require.True(t, ok)
 				root := ignitionapply.Apply(t, secret.Data["value"])
 				kubeadmYAML := readFile(t, root, "/etc/kubeadm.yml", 0o600)
@@ -99,7 +100,7 @@ func TestControlPlaneInitAndJoins(t *testing.T) {
 				case name == initName:
 					assert.Contains(t, kubeadmYAML, "kind: ClusterConfiguration")
 					assert.Contains(t, kubeadmYAML, "kind: InitConfiguration")
-					assert.Contains(t, kubeadmYAML, "clusterName: "+f.cluster.Name)
+					assert.Contains(t, kubeadmYAML, "clusterName: "+f.Cluster.Name)
 					assert.Contains(t, kubeadmYAML, "api.example.com")
 					assert.Contains(t, script, "kubeadm init --config /etc/kubeadm.yml")
 					assertCertificates(t, root, true)
@@ -116,7 +117,7 @@ func TestControlPlaneInitAndJoins(t *testing.T) {
 					assertCertificates(t, root, false)
 				}
 				if strings.HasPrefix(name, "cp-") {
-					waitForCondition(t, f.ns, name, cabpiv1.CertificatesAvailableCondition, metav1.ConditionTrue, cabpiv1.CertificatesAvailableReason)
+					fx.WaitForCondition(t, f.Namespace, name, cabpiv1.CertificatesAvailableCondition, metav1.ConditionTrue, cabpiv1.CertificatesAvailableReason)
 				}
 			}
 			assert.Equal(t, 1, inits, "exactly one kubeadm init per cluster")

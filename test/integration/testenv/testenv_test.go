@@ -1,7 +1,6 @@
 package testenv_test
 
 import (
-	"context"
 	"os"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/secret"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -27,23 +27,26 @@ const (
 	tick    = 100 * time.Millisecond
 )
 
-var env *testenv.Environment
+var (
+	env *testenv.Environment
+	fx  *fixtures.Kit
+)
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, testenv.Options{MachineController: true, ClusterCache: true}, func(e *testenv.Environment) error {
-		env = e
-		return nil
+	os.Exit(testenv.Run(m, testenv.Suite{
+		Options: testenv.Options{MachineController: true, ClusterCache: true},
+		Setup: func(e *testenv.Environment) error {
+			env, fx = e, &fixtures.Kit{Env: e, Eventually: timeout, Tick: tick}
+			return nil
+		},
 	}))
 }
 
-// readyCluster creates a Cluster with its kubeconfig Secret, marked infrastructure provisioned.
-func readyCluster(t *testing.T, ctx context.Context, ns, name string) *clusterv1.Cluster {
+// readyCluster creates a Cluster with its kubeconfig Secret, marked infrastructure provisioned
+// (fixtures.BeforeInit), and checks the harness said so in the Cluster it returned.
+func readyCluster(t *testing.T, ns, name string) *clusterv1.Cluster {
 	t.Helper()
-	cluster, err := env.CreateCluster(ctx, ns, name)
-	require.NoError(t, err)
-	_, err = env.CreateWorkloadKubeconfigSecret(ctx, cluster)
-	require.NoError(t, err)
-	require.NoError(t, env.MarkInfrastructureProvisioned(ctx, cluster))
+	cluster := fx.CreateCluster(t, ns, name, fixtures.BeforeInit()).Cluster
 	require.True(t, ptr.Deref(cluster.Status.Initialization.InfrastructureProvisioned, false))
 	return cluster
 }
@@ -63,7 +66,7 @@ func TestCRDsCarryContractLabel(t *testing.T) {
 func TestMachineControllerAdoptsIgnitionConfig(t *testing.T) {
 	ctx := t.Context()
 	ns := env.CreateNamespace(t, "adopt").Name
-	cluster := readyCluster(t, ctx, ns, "c1")
+	cluster := readyCluster(t, ns, "c1")
 
 	// The ClusterCache connects to the envtest server through the kubeconfig Secret.
 	require.NoError(t, env.WaitForClusterCacheConnected(ctx, cluster, timeout))
@@ -124,7 +127,7 @@ func TestMarkMachineNodeJoined(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
 			ns := env.CreateNamespace(t, "join").Name
-			cluster := readyCluster(t, ctx, ns, "c1")
+			cluster := readyCluster(t, ns, "c1")
 			if tc.cpInitialized {
 				require.NoError(t, env.MarkControlPlaneInitialized(ctx, cluster))
 				assert.True(t, conditions.IsTrue(cluster, clusterv1.ClusterControlPlaneInitializedCondition))

@@ -19,6 +19,7 @@ import (
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 )
 
 // A control plane on external etcd gets the etcd CA certificate (no key: the etcd cluster is run
@@ -26,15 +27,15 @@ import (
 // Secret boots into kubeadm init.
 func TestExternalEtcdBoots(t *testing.T) {
 	ctx := t.Context()
-	f := newCluster(t, clusterSetup{noCA: true, noControlPlaneInit: true})
+	f := fx.NewCluster(t, fixtures.BeforeInit())
 	etcdCA, etcdClient := generatedCertificate(t), generatedCertificate(t)
 	for purpose, data := range map[secret.Purpose]map[string][]byte{
 		secret.EtcdCA:              {secret.TLSCrtDataName: etcdCA.Cert},
 		secret.APIServerEtcdClient: {secret.TLSCrtDataName: etcdClient.Cert, secret.TLSKeyDataName: etcdClient.Key},
 	} {
 		require.NoError(t, env.Client.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: secret.Name(f.cluster.Name, purpose),
-				Labels: map[string]string{clusterv1.ClusterNameLabel: f.cluster.Name}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: secret.Name(f.Cluster.Name, purpose),
+				Labels: map[string]string{clusterv1.ClusterNameLabel: f.Cluster.Name}},
 			Data: data,
 		}))
 	}
@@ -44,11 +45,11 @@ func TestExternalEtcdBoots(t *testing.T) {
 		CertFile:  "/etc/kubernetes/pki/apiserver-etcd-client.crt",
 		KeyFile:   "/etc/kubernetes/pki/apiserver-etcd-client.key",
 	}
-	f.addMachine(t, "cp-0", true, cabpiv1.IgnitionConfigSpec{
+	f.AddMachine(t, "cp-0", true, cabpiv1.IgnitionConfigSpec{
 		ClusterConfiguration: kubeadmv1.ClusterConfiguration{Etcd: kubeadmv1.Etcd{External: external}},
 	})
-	waitForCondition(t, f.ns, "cp-0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
-	data, ok := dataSecret(t, f.ns, "cp-0")
+	fx.WaitForCondition(t, f.Namespace, "cp-0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+	data, ok := fx.DataSecret(t, f.Namespace, "cp-0")
 	require.True(t, ok)
 
 	rep := bootsim.Boot(t, bootsim.Options{Config: data.Data["value"], KubeadmDir: "/opt/bin",
@@ -68,8 +69,8 @@ func TestExternalEtcdBoots(t *testing.T) {
 // A worker using file discovery with an exec plugin gets the kubeconfig written from the spec,
 // with the Cluster's endpoint and CA, and no bootstrap token; it boots into kubeadm join.
 func TestFileDiscoveryBoots(t *testing.T) {
-	f := newCluster(t, clusterSetup{})
-	f.addMachine(t, "w-0", false, cabpiv1.IgnitionConfigSpec{
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
+	f.AddMachine(t, "w-0", false, cabpiv1.IgnitionConfigSpec{
 		JoinConfiguration: kubeadmv1.JoinConfiguration{Discovery: kubeadmv1.Discovery{File: kubeadmv1.FileDiscovery{
 			KubeConfigPath: "/etc/kubernetes/discovery.conf",
 			KubeConfig: kubeadmv1.FileDiscoveryKubeConfig{User: kubeadmv1.KubeConfigUser{
@@ -77,11 +78,11 @@ func TestFileDiscoveryBoots(t *testing.T) {
 			}},
 		}}},
 	})
-	waitForCondition(t, f.ns, "w-0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
-	data, ok := dataSecret(t, f.ns, "w-0")
+	fx.WaitForCondition(t, f.Namespace, "w-0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+	data, ok := fx.DataSecret(t, f.Namespace, "w-0")
 	require.True(t, ok)
 	assert.Empty(t, data.Annotations[cabpiv1.BootstrapTokenIDAnnotation], "no bootstrap token for file discovery")
-	assert.Empty(t, tokensOf(t, f.ns, "w-0"))
+	assert.Empty(t, fx.TokensOf(t, f.Namespace, "w-0"))
 
 	rep := bootsim.Boot(t, bootsim.Options{Config: data.Data["value"], KubeadmDir: "/usr/bin", Inspect: []string{"/etc/kubernetes/discovery.conf"}})
 	require.Equal(t, "success", rep.Result, "%s %+v", rep.FailedStep, rep.Steps)
@@ -109,7 +110,7 @@ func TestFileDiscoveryBoots(t *testing.T) {
 	}
 	require.NoError(t, yaml.Unmarshal([]byte(discovery.Content), &kubeconfig))
 	require.Len(t, kubeconfig.Clusters, 1)
-	assert.Equal(t, "https://"+f.cluster.Spec.ControlPlaneEndpoint.String(), kubeconfig.Clusters[0].Cluster.Server)
+	assert.Equal(t, "https://"+f.Cluster.Spec.ControlPlaneEndpoint.String(), kubeconfig.Clusters[0].Cluster.Server)
 	ca, err := base64.StdEncoding.DecodeString(kubeconfig.Clusters[0].Cluster.CA)
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(ca), "-----BEGIN CERTIFICATE-----"), "the cluster CA")
@@ -130,37 +131,37 @@ func generatedCertificate(t *testing.T) *certs.KeyPair {
 func TestInvalidClusterCertificateGivesCondition(t *testing.T) {
 	ctx := t.Context()
 	t.Run("worker", func(t *testing.T) {
-		f := newCluster(t, clusterSetup{noCA: true})
+		f := fx.NewCluster(t, fixtures.ClusterSetup{Certificates: fixtures.NoCertificates})
 		require.NoError(t, env.Client.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: secret.Name(f.cluster.Name, secret.ClusterCA)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: secret.Name(f.Cluster.Name, secret.ClusterCA)},
 			Data:       map[string][]byte{secret.TLSCrtDataName: []byte("not a certificate"), secret.TLSKeyDataName: []byte("not a key")},
 		}))
-		f.addMachine(t, "w-0", false, cabpiv1.IgnitionConfigSpec{})
-		c := waitForCondition(t, f.ns, "w-0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.InvalidClusterCertificateReason)
+		f.AddMachine(t, "w-0", false, cabpiv1.IgnitionConfigSpec{})
+		c := fx.WaitForCondition(t, f.Namespace, "w-0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.InvalidClusterCertificateReason)
 		assert.Contains(t, c.Message, "Secret c1-ca does not hold a PEM certificate in tls.crt")
 		assert.NotContains(t, c.Message, "not a key")
-		waitForCondition(t, f.ns, "w-0", cabpiv1.ReadyCondition, metav1.ConditionFalse, cabpiv1.NotReadyReason)
-		_, ok := dataSecret(t, f.ns, "w-0")
+		fx.WaitForCondition(t, f.Namespace, "w-0", cabpiv1.ReadyCondition, metav1.ConditionFalse, cabpiv1.NotReadyReason)
+		_, ok := fx.DataSecret(t, f.Namespace, "w-0")
 		assert.False(t, ok)
-		assert.Empty(t, tokensOf(t, f.ns, "w-0"), "no join token for data never rendered")
+		assert.Empty(t, fx.TokensOf(t, f.Namespace, "w-0"), "no join token for data never rendered")
 	})
 	t.Run("external etcd CA on a control plane", func(t *testing.T) {
-		f := newCluster(t, clusterSetup{noCA: true, noControlPlaneInit: true})
+		f := fx.NewCluster(t, fixtures.BeforeInit())
 		client := generatedCertificate(t)
 		for purpose, data := range map[secret.Purpose]map[string][]byte{
 			secret.EtcdCA:              {secret.TLSCrtDataName: []byte("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n")},
 			secret.APIServerEtcdClient: {secret.TLSCrtDataName: client.Cert, secret.TLSKeyDataName: client.Key},
 		} {
 			require.NoError(t, env.Client.Create(ctx, &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: secret.Name(f.cluster.Name, purpose)}, Data: data}))
+				ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: secret.Name(f.Cluster.Name, purpose)}, Data: data}))
 		}
-		f.addMachine(t, "cp-0", true, cabpiv1.IgnitionConfigSpec{
+		f.AddMachine(t, "cp-0", true, cabpiv1.IgnitionConfigSpec{
 			ClusterConfiguration: kubeadmv1.ClusterConfiguration{Etcd: kubeadmv1.Etcd{External: kubeadmv1.ExternalEtcd{
 				Endpoints: []string{"https://etcd:2379"}, CAFile: "/etc/etcd/ca.crt", CertFile: "/etc/etcd/client.crt", KeyFile: "/etc/etcd/client.key",
 			}}},
 		})
-		c := waitForCondition(t, f.ns, "cp-0", cabpiv1.CertificatesAvailableCondition, metav1.ConditionFalse, cabpiv1.InvalidClusterCertificateReason)
+		c := fx.WaitForCondition(t, f.Namespace, "cp-0", cabpiv1.CertificatesAvailableCondition, metav1.ConditionFalse, cabpiv1.InvalidClusterCertificateReason)
 		assert.Contains(t, c.Message, "Secret c1-etcd")
-		waitForCondition(t, f.ns, "cp-0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.InvalidClusterCertificateReason)
+		fx.WaitForCondition(t, f.Namespace, "cp-0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.InvalidClusterCertificateReason)
 	})
 }

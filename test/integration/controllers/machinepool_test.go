@@ -14,21 +14,20 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
-	"sigs.k8s.io/cluster-api/util/test/builder"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 )
 
 // A MachinePool keeps creating instances from one data Secret, so its join token is rotated
 // before it expires and the Secret rewritten in place; the rotated data still parses.
 func TestMachinePoolTokenRotation(t *testing.T) {
 	ctx := t.Context()
-	f := newCluster(t, clusterSetup{})
-	pool := f.addMachinePool(t, "pool", cabpiv1.IgnitionConfigSpec{})
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
+	pool := f.AddMachinePool(t, "pool", cabpiv1.IgnitionConfigSpec{})
 
-	waitForCondition(t, f.ns, "pool", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
-	first, _ := dataSecret(t, f.ns, "pool")
+	fx.WaitForCondition(t, f.Namespace, "pool", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+	first, _ := fx.DataSecret(t, f.Namespace, "pool")
 	firstID := first.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 	require.NotEmpty(t, firstID)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -41,12 +40,12 @@ func TestMachinePoolTokenRotation(t *testing.T) {
 	var rotatedID string
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		s := &corev1.Secret{}
-		if assert.NoError(c, env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "pool"}, s), "the Secret stays") {
+		if assert.NoError(c, env.Client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: "pool"}, s), "the Secret stays") {
 			rotatedID = s.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 			assert.NotEqual(c, firstID, rotatedID)
 		}
 	}, 3*tokenTTL, tick, "the MachinePool's token is rotated before it expires")
-	rotated, _ := dataSecret(t, f.ns, "pool")
+	rotated, _ := fx.DataSecret(t, f.Namespace, "pool")
 	assert.Equal(t, first.UID, rotated.UID, "the Secret is rewritten in place, not recreated")
 	assert.NotEqual(t, first.Data["value"], rotated.Data["value"])
 	assert.Contains(t, fileIn(t, rotated.Data["value"], "/etc/kubeadm.yml"), "token: "+rotatedID+".", "the new token is in the data")
@@ -61,19 +60,19 @@ func TestMachinePoolTokenRotation(t *testing.T) {
 // the failure is a warning event. Once the token has expired, the condition turns False.
 func TestMachinePoolFailedRotationKeepsData(t *testing.T) {
 	ctx := t.Context()
-	f := newCluster(t, clusterSetup{})
-	f.addMachinePool(t, "pool", cabpiv1.IgnitionConfigSpec{})
-	waitForCondition(t, f.ns, "pool", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
-	before, _ := dataSecret(t, f.ns, "pool")
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
+	f.AddMachinePool(t, "pool", cabpiv1.IgnitionConfigSpec{})
+	fx.WaitForCondition(t, f.Namespace, "pool", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+	before, _ := fx.DataSecret(t, f.Namespace, "pool")
 
-	cfg := getConfig(t, f.ns, "pool")
+	cfg := getConfig(t, f.Namespace, "pool")
 	patch := client.MergeFrom(cfg.DeepCopy())
 	cfg.Spec.Butane.Inline = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files: {\n"
 	require.NoError(t, env.Client.Patch(ctx, cfg, patch))
 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		found := false
-		for _, e := range eventsFor(c, f.ns, "pool", cabpiv1.InvalidButaneReason) {
+		for _, e := range eventsFor(c, f.Namespace, "pool", cabpiv1.InvalidButaneReason) {
 			found = found || strings.Contains(e.Note, "MachinePool join token not rotated")
 		}
 		assert.True(c, found, "a warning event says the rotation failed")
@@ -81,31 +80,19 @@ func TestMachinePoolFailedRotationKeepsData(t *testing.T) {
 
 	// Read the status first, then the clock: a status read before the token expired must say
 	// the data is available.
-	cfg = getConfig(t, f.ns, "pool")
+	cfg = getConfig(t, f.Namespace, "pool")
 	tokenID := before.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 	require.True(t, time.Now().Before(tokenExpiration(t, tokenID)),
 		"the failed rotation was seen only after the token expired: the test machine is too slow for tokenTTL")
 	assert.Equal(t, ptr.To(true), cfg.Status.Initialization.DataSecretCreated)
 	assert.Equal(t, metav1.ConditionTrue, conditions.Get(cfg, cabpiv1.DataSecretAvailableCondition).Status)
-	after, ok := dataSecret(t, f.ns, "pool")
+	after, ok := fx.DataSecret(t, f.Namespace, "pool")
 	require.True(t, ok)
 	assert.Equal(t, before.Data["value"], after.Data["value"], "the current data is kept")
 	assert.Equal(t, tokenID, after.Annotations[cabpiv1.BootstrapTokenIDAnnotation])
 
 	// Once the token has expired the data joins nothing any more: now the condition says so.
-	cond := waitForCondition(t, f.ns, "pool", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.InvalidButaneReason)
+	cond := fx.WaitForCondition(t, f.Namespace, "pool", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.InvalidButaneReason)
 	assert.Contains(t, cond.Message, "join token expired")
 	assert.True(t, tokenExpiration(t, tokenID).Before(time.Now()))
-}
-
-// addMachinePool creates an IgnitionConfig with spec, a generic infrastructure machine pool and a
-// MachinePool of two replicas referencing both; CAPI's MachinePool controller then owns the config.
-func (f *clusterFixture) addMachinePool(t *testing.T, name string, spec cabpiv1.IgnitionConfigSpec) *clusterv1.MachinePool {
-	t.Helper()
-	ctx := t.Context()
-	f.addConfig(t, name, spec)
-	require.NoError(t, env.Client.Create(ctx, builder.InfrastructureMachinePool(f.ns, name).Build()))
-	pool := testenv.NewMachinePool(f.cluster, name, 2)
-	require.NoError(t, env.Client.Create(ctx, pool))
-	return pool
 }

@@ -19,6 +19,7 @@ import (
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/controllers"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -27,23 +28,23 @@ import (
 // was left out.
 func TestLongMessagesAreBounded(t *testing.T) {
 	ctx := t.Context()
-	f := newCluster(t, clusterSetup{})
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
 	var doc strings.Builder
 	doc.WriteString("variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n")
 	for i := range 1500 {
 		fmt.Fprintf(&doc, "    - path: relative/path/number/%d\n", i)
 	}
 	require.NoError(t, env.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "butane"}, Data: map[string][]byte{"config.bu": []byte(doc.String())}}))
-	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{Butane: cabpiv1.ButaneSpec{ContentFrom: &cabpiv1.ButaneSource{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: "butane"}, Data: map[string][]byte{"config.bu": []byte(doc.String())}}))
+	f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{Butane: cabpiv1.ButaneSpec{ContentFrom: &cabpiv1.ButaneSource{
 		Secret: &cabpiv1.KeyReference{Name: "butane", Key: "config.bu"}}}})
 
-	c := waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.InvalidButaneReason)
+	c := fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.InvalidButaneReason)
 	assert.LessOrEqual(t, len(c.Message), 8*1024)
 	assert.Regexp(t, `… and \d+ more$`, c.Message)
 	assert.Contains(t, c.Message, "error at $.storage.files.0.path", "the first errors are kept")
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		events := eventsFor(c, f.ns, "w0", cabpiv1.InvalidButaneReason)
+		events := eventsFor(c, f.Namespace, "w0", cabpiv1.InvalidButaneReason)
 		assert.NotEmpty(c, events, "a warning event reached the API server")
 		for _, e := range events {
 			assert.LessOrEqual(c, len(e.Note), 1024)
@@ -54,7 +55,7 @@ func TestLongMessagesAreBounded(t *testing.T) {
 // Data larger than a Secret holds is refused before any join token exists: a DataTooLarge
 // condition with the sizes, no Secret, no token, however often it is retried.
 func TestOversizeDataIsRefusedWithoutTokens(t *testing.T) {
-	f := newCluster(t, clusterSetup{})
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
 	// Random text: gzip would shrink a repeated byte to nothing (file contents are compressed).
 	rnd := rand.New(rand.NewPCG(12, 1))
 	big := func() string {
@@ -64,13 +65,13 @@ func TestOversizeDataIsRefusedWithoutTokens(t *testing.T) {
 		}
 		return base64.StdEncoding.EncodeToString(raw)
 	}
-	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{
+	f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{
 		{Path: "/opt/big-1", Content: big()}, {Path: "/opt/big-2", Content: big()},
 	}})
-	c := waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.DataTooLargeReason)
+	c := fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.DataTooLargeReason)
 	assert.Contains(t, c.Message, "over the 1048568 a Secret holds")
-	never(t, 3*time.Second, 200*time.Millisecond, func() bool { return len(tokensOf(t, f.ns, "w0")) > 0 }, "no join token for data that cannot be stored")
-	_, ok := dataSecret(t, f.ns, "w0")
+	fixtures.Never(t, 3*time.Second, 200*time.Millisecond, func() bool { return len(fx.TokensOf(t, f.Namespace, "w0")) > 0 }, "no join token for data that cannot be stored")
+	_, ok := fx.DataSecret(t, f.Namespace, "w0")
 	assert.False(t, ok)
 }
 
@@ -85,45 +86,45 @@ func TestLostJoinToken(t *testing.T) {
 			Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id}}))
 	}
 	t.Run("machine not provisioned: new data, fresh token", func(t *testing.T) {
-		f := newCluster(t, clusterSetup{})
-		f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
-		waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
-		before, _ := dataSecret(t, f.ns, "w0")
+		f := fx.NewCluster(t, fixtures.ClusterSetup{})
+		f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
+		fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
+		before, _ := fx.DataSecret(t, f.Namespace, "w0")
 		oldID := before.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 		deleteToken(t, oldID)
 
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
-			after, ok := dataSecret(t, f.ns, "w0")
+			after, ok := fx.DataSecret(t, f.Namespace, "w0")
 			if !assert.True(c, ok) {
 				return
 			}
 			newID := after.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 			assert.NotEqual(c, oldID, newID, "a fresh token")
-			assert.Equal(c, []string{newID}, tokenIDs(tokensOf(t, f.ns, "w0")), "the fresh token exists, and only it")
+			assert.Equal(c, []string{newID}, fixtures.TokenIDs(fx.TokensOf(t, f.Namespace, "w0")), "the fresh token exists, and only it")
 			assert.Contains(c, fileIn(t, after.Data["value"], "/etc/kubeadm.yml"), "token: "+newID+".")
 		}, 3*tokenTTL, tick)
-		waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
+		fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 	})
 	t.Run("machine provisioned: JoinTokenLost", func(t *testing.T) {
-		f := newCluster(t, clusterSetup{})
-		m := f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
-		waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
+		f := fx.NewCluster(t, fixtures.ClusterSetup{})
+		m := f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
+		fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 		latest := &clusterv1.Machine{}
 		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(m), latest))
 		patch := client.MergeFrom(latest.DeepCopy())
 		latest.Spec.ProviderID = "test:///w0"
 		require.NoError(t, env.Client.Patch(ctx, latest, patch))
-		before, _ := dataSecret(t, f.ns, "w0")
+		before, _ := fx.DataSecret(t, f.Namespace, "w0")
 		id := before.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 		deleteToken(t, id)
 
-		c := waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.JoinTokenLostReason)
+		c := fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.JoinTokenLostReason)
 		assert.Contains(t, c.Message, "join token "+id)
 		assert.Contains(t, c.Message, "delete the Machine")
-		waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionFalse, cabpiv1.NotReadyReason)
-		after, _ := dataSecret(t, f.ns, "w0")
+		fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.ReadyCondition, metav1.ConditionFalse, cabpiv1.NotReadyReason)
+		after, _ := fx.DataSecret(t, f.Namespace, "w0")
 		assert.Equal(t, before.Data["value"], after.Data["value"], "the data the machine booted with is not changed")
-		assert.Empty(t, tokensOf(t, f.ns, "w0"), "no token the machine could not use")
+		assert.Empty(t, fx.TokensOf(t, f.Namespace, "w0"), "no token the machine could not use")
 	})
 }
 
@@ -132,10 +133,10 @@ func TestLostJoinToken(t *testing.T) {
 // one token per config.
 func TestTokenOfAnInterruptedRenderIsReused(t *testing.T) {
 	ctx := t.Context()
-	f := newCluster(t, clusterSetup{})
-	f.addConfig(t, "w0", cabpiv1.IgnitionConfigSpec{})
-	cfg := getConfig(t, f.ns, "w0")
-	id := controllers.TokenIDFor(cfg.UID, "")
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
+	f.AddConfig(t, "w0", cabpiv1.IgnitionConfigSpec{})
+	cfg := getConfig(t, f.Namespace, "w0")
+	id := controllers.JoinTokenID(cfg.UID, "")
 	left := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id},
 		Type:       bootstrapapi.SecretTypeBootstrapToken,
@@ -145,17 +146,17 @@ func TestTokenOfAnInterruptedRenderIsReused(t *testing.T) {
 			bootstrapapi.BootstrapTokenExpirationKey:       []byte(time.Now().Add(time.Minute).UTC().Format(time.RFC3339)),
 			bootstrapapi.BootstrapTokenUsageAuthentication: []byte("true"),
 			bootstrapapi.BootstrapTokenUsageSigningKey:     []byte("true"),
-			bootstrapapi.BootstrapTokenDescriptionKey:      []byte(fmt.Sprintf("join token created by cabpi for IgnitionConfig %s/w0", f.ns)),
+			bootstrapapi.BootstrapTokenDescriptionKey:      []byte(fmt.Sprintf("join token created by cabpi for IgnitionConfig %s/w0", f.Namespace)),
 		},
 	}
 	require.NoError(t, env.Client.Create(ctx, left))
-	require.NoError(t, env.Client.Create(ctx, testenv.NewGenericInfraMachine(f.ns, "w0")))
-	require.NoError(t, env.Client.Create(ctx, testenv.NewMachine(f.cluster, "w0", false)))
+	require.NoError(t, env.Client.Create(ctx, testenv.NewGenericInfraMachine(f.Namespace, "w0")))
+	require.NoError(t, env.Client.Create(ctx, testenv.NewMachine(f.Cluster, "w0", false)))
 
-	waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
-	data, ok := dataSecret(t, f.ns, "w0")
+	fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
+	data, ok := fx.DataSecret(t, f.Namespace, "w0")
 	require.True(t, ok)
 	assert.Equal(t, id, data.Annotations[cabpiv1.BootstrapTokenIDAnnotation])
 	assert.Contains(t, fileIn(t, data.Data["value"], "/etc/kubeadm.yml"), "token: "+id+".0123456789abcdef")
-	assert.Equal(t, []string{id}, tokenIDs(tokensOf(t, f.ns, "w0")), "one token")
+	assert.Equal(t, []string{id}, fixtures.TokenIDs(fx.TokensOf(t, f.Namespace, "w0")), "one token")
 }

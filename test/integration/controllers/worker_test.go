@@ -21,6 +21,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
 )
 
@@ -28,14 +29,14 @@ import (
 // whole contract from config to the files on the node.
 func TestWorkerJoinContract(t *testing.T) {
 	ctx := t.Context()
-	f := newCluster(t, clusterSetup{})
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
 	spec := cabpiv1.IgnitionConfigSpec{
 		Variant:             cabpiv1.VariantFlatcar,
 		PreKubeadmCommands:  []string{"echo pre"},
 		PostKubeadmCommands: []string{"echo post"},
 		Butane:              cabpiv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.1.0\nstorage:\n  files:\n  - path: /etc/hello\n    mode: 0640\n    contents:\n      inline: hi\n"},
 	}
-	machine := f.addMachine(t, "w0", false, spec)
+	machine := f.AddMachine(t, "w0", false, spec)
 
 	// CAPI's Machine controller surfaces our status on the Machine.
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -47,21 +48,21 @@ func TestWorkerJoinContract(t *testing.T) {
 		assert.True(c, ptr.Deref(m.Status.Initialization.BootstrapDataSecretCreated, false))
 	}, eventually, tick)
 
-	cfg := getConfig(t, f.ns, "w0")
+	cfg := getConfig(t, f.Namespace, "w0")
 	assert.Equal(t, "w0", cfg.Status.DataSecretName)
 	assert.True(t, ptr.Deref(cfg.Status.Initialization.DataSecretCreated, false))
 	assert.Equal(t, cfg.Generation, cfg.Status.ObservedGeneration)
-	waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
-	waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+	fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
+	fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 	owner := metav1.GetControllerOf(cfg)
 	require.NotNil(t, owner, "CAPI sets the Machine as the config's controller")
 	assert.Equal(t, "Machine", owner.Kind)
 
 	// The data Secret, as the contract and DEVELOPERS.md describe it.
-	secret, ok := dataSecret(t, f.ns, "w0")
+	secret, ok := fx.DataSecret(t, f.Namespace, "w0")
 	require.True(t, ok)
 	assert.Equal(t, clusterv1.ClusterSecretType, secret.Type)
-	assert.Equal(t, f.cluster.Name, secret.Labels[clusterv1.ClusterNameLabel])
+	assert.Equal(t, f.Cluster.Name, secret.Labels[clusterv1.ClusterNameLabel])
 	ctl := metav1.GetControllerOf(secret)
 	require.NotNil(t, ctl)
 	assert.Equal(t, "IgnitionConfig", ctl.Kind)
@@ -99,8 +100,8 @@ func TestWorkerJoinContract(t *testing.T) {
 	// The Secret is not churned by later reconciles.
 	rv := secret.ResourceVersion
 	touch(t, cfg)
-	never(t, 2*time.Second, 200*time.Millisecond, func() bool {
-		s, ok := dataSecret(t, f.ns, "w0")
+	fixtures.Never(t, 2*time.Second, 200*time.Millisecond, func() bool {
+		s, ok := fx.DataSecret(t, f.Namespace, "w0")
 		require.True(t, ok, "the data Secret must stay")
 		if s.ResourceVersion == rv {
 			return false
@@ -115,13 +116,13 @@ func TestWorkerJoinContract(t *testing.T) {
 
 // The join token is refreshed while the Machine has no node, then left to expire.
 func TestJoinTokenRefreshedUntilNodeJoins(t *testing.T) {
-	f := newCluster(t, clusterSetup{})
-	machine := f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
-	waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
-	secret, _ := dataSecret(t, f.ns, "w0")
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
+	machine := f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
+	fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+	secret, _ := fx.DataSecret(t, f.Namespace, "w0")
 	id := secret.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 	first := tokenExpiration(t, id)
-	assert.Equal(t, []string{id}, tokenIDs(tokensOf(t, f.ns, "w0")), "the token's description names its config")
+	assert.Equal(t, []string{id}, fixtures.TokenIDs(fx.TokensOf(t, f.Namespace, "w0")), "the token's description names its config")
 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		s := &corev1.Secret{}
@@ -135,10 +136,10 @@ func TestJoinTokenRefreshedUntilNodeJoins(t *testing.T) {
 	joinNode(t, machine)
 	settled := tokenExpiration(t, id)
 	// Two full check intervals (TTL/3 each) without a refresh: the token is left to expire.
-	never(t, tokenTTL*2/3+2*time.Second, 500*time.Millisecond,
+	fixtures.Never(t, tokenTTL*2/3+2*time.Second, 500*time.Millisecond,
 		func() bool { return tokenExpiration(t, id).After(settled.Add(time.Second)) }, "the token of a joined node is not refreshed")
 	// The data Secret is unchanged: a Machine's data is rendered once.
-	after, _ := dataSecret(t, f.ns, "w0")
+	after, _ := fx.DataSecret(t, f.Namespace, "w0")
 	assert.Equal(t, secret.Data["value"], after.Data["value"])
 }
 
@@ -146,7 +147,7 @@ func TestJoinTokenRefreshedUntilNodeJoins(t *testing.T) {
 func TestBadInputGivesConditionAndNoSecret(t *testing.T) {
 	cases := []struct {
 		name    string
-		setup   clusterSetup
+		setup   fixtures.ClusterSetup
 		spec    cabpiv1.IgnitionConfigSpec
 		version string
 		reason  string
@@ -163,32 +164,32 @@ func TestBadInputGivesConditionAndNoSecret(t *testing.T) {
 		{name: "unsupported Kubernetes version", reason: cabpiv1.UnsupportedKubernetesVersionReason, version: "v1.21.3", message: "1.21"},
 		{name: "pinned Ignition version the variant lacks", reason: cabpiv1.UnsupportedIgnitionVersionReason, message: "3.5.0",
 			spec: cabpiv1.IgnitionConfigSpec{IgnitionVersion: "3.5.0"}},
-		{name: "missing CA secret", setup: clusterSetup{noCA: true}, reason: cabpiv1.WaitingForClusterCAReason, message: "c1-ca"},
-		{name: "missing endpoint", setup: clusterSetup{noEndpoint: true}, reason: cabpiv1.WaitingForControlPlaneEndpointReason, message: "controlPlaneEndpoint"},
+		{name: "missing CA secret", setup: fixtures.ClusterSetup{Certificates: fixtures.NoCertificates}, reason: cabpiv1.WaitingForClusterCAReason, message: "c1-ca"},
+		{name: "missing endpoint", setup: fixtures.ClusterSetup{NoEndpoint: true}, reason: cabpiv1.WaitingForControlPlaneEndpointReason, message: "controlPlaneEndpoint"},
 		{name: "referenced Secret missing", reason: cabpiv1.ReferenceNotFoundReason, message: `Secret "nope"`,
 			spec: cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{{Path: "/etc/x", ContentFrom: &cabpiv1.FileSource{Secret: cabpiv1.KeyReference{Name: "nope", Key: "k"}}}}}},
-		{name: "infrastructure not provisioned", setup: clusterSetup{noInfra: true}, reason: cabpiv1.WaitingForClusterInfrastructureReason,
+		{name: "infrastructure not provisioned", setup: fixtures.ClusterSetup{NoInfrastructure: true}, reason: cabpiv1.WaitingForClusterInfrastructureReason,
 			message: "infrastructureProvisioned"},
-		{name: "control plane not initialized", setup: clusterSetup{noControlPlaneInit: true}, reason: cabpiv1.WaitingForControlPlaneInitializedReason,
+		{name: "control plane not initialized", setup: fixtures.ClusterSetup{NoControlPlaneInit: true}, reason: cabpiv1.WaitingForControlPlaneInitializedReason,
 			message: "ControlPlaneInitialized"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newCluster(t, tc.setup)
-			f.addMachine(t, "w0", false, tc.spec, func(m *clusterv1.Machine) {
+			f := fx.NewCluster(t, tc.setup)
+			f.AddMachine(t, "w0", false, tc.spec, func(m *clusterv1.Machine) {
 				if tc.version != "" {
 					m.Spec.Version = tc.version
 				}
 			})
-			cond := waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, tc.reason)
+			cond := fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, tc.reason)
 			require.NotEmpty(t, tc.message, "every case says what the message must mention")
 			assert.Contains(t, cond.Message, tc.message)
-			waitForCondition(t, f.ns, "w0", cabpiv1.ReadyCondition, metav1.ConditionFalse, cabpiv1.NotReadyReason)
-			_, exists := dataSecret(t, f.ns, "w0")
+			fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.ReadyCondition, metav1.ConditionFalse, cabpiv1.NotReadyReason)
+			_, exists := fx.DataSecret(t, f.Namespace, "w0")
 			assert.False(t, exists, "no data Secret for bad input")
-			assert.Nil(t, getConfig(t, f.ns, "w0").Status.Initialization.DataSecretCreated)
+			assert.Nil(t, getConfig(t, f.Namespace, "w0").Status.Initialization.DataSecretCreated)
 			// Other tests' configs share the workload cluster: count this config's tokens only.
-			assert.Empty(t, tokenIDs(tokensOf(t, f.ns, "w0")), "no join token is created for a config that cannot render")
+			assert.Empty(t, fixtures.TokenIDs(fx.TokensOf(t, f.Namespace, "w0")), "no join token is created for a config that cannot render")
 		})
 	}
 }
@@ -196,22 +197,22 @@ func TestBadInputGivesConditionAndNoSecret(t *testing.T) {
 // A paused Cluster stops reconciliation with a Paused condition; unpausing resumes it.
 func TestPausedClusterIsNotReconciled(t *testing.T) {
 	ctx := t.Context()
-	f := newCluster(t, clusterSetup{noControlPlaneInit: true})
-	f.addMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
+	f := fx.NewCluster(t, fixtures.ClusterSetup{NoControlPlaneInit: true})
+	f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
 	// Owned by its Machine and waiting: now pause the Cluster (CAPI pauses too).
-	waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.WaitingForControlPlaneInitializedReason)
-	setPaused(t, f.cluster, true)
-	waitForCondition(t, f.ns, "w0", cabpiv1.PausedCondition, metav1.ConditionTrue, clusterv1.PausedReason)
+	fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionFalse, cabpiv1.WaitingForControlPlaneInitializedReason)
+	setPaused(t, f.Cluster, true)
+	fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.PausedCondition, metav1.ConditionTrue, clusterv1.PausedReason)
 
 	// What would let it render happens while paused: nothing is rendered.
-	require.NoError(t, env.MarkControlPlaneInitialized(ctx, f.cluster))
-	touch(t, getConfig(t, f.ns, "w0"))
-	never(t, 2*time.Second, 200*time.Millisecond, func() bool { _, ok := dataSecret(t, f.ns, "w0"); return ok },
+	require.NoError(t, env.MarkControlPlaneInitialized(ctx, f.Cluster))
+	touch(t, getConfig(t, f.Namespace, "w0"))
+	fixtures.Never(t, 2*time.Second, 200*time.Millisecond, func() bool { _, ok := fx.DataSecret(t, f.Namespace, "w0"); return ok },
 		"a paused config is not rendered")
 
-	setPaused(t, f.cluster, false)
-	waitForCondition(t, f.ns, "w0", cabpiv1.PausedCondition, metav1.ConditionFalse, clusterv1.NotPausedReason)
-	waitForCondition(t, f.ns, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+	setPaused(t, f.Cluster, false)
+	fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.PausedCondition, metav1.ConditionFalse, clusterv1.NotPausedReason)
+	fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 }
 
 func setPaused(t *testing.T, cluster *clusterv1.Cluster, paused bool) {

@@ -1,0 +1,47 @@
+// Package controllers_test runs cabpi's IgnitionConfig controller (package controllers) against a
+// real kube-apiserver and etcd, next to Cluster API's own Cluster, Machine and MachinePool
+// controllers and their ClusterCache; the API server doubles as every test cluster's workload
+// cluster. The controller's unit tests stay in package controllers.
+package controllers_test
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
+)
+
+// tokenTTL is short so refresh and rotation are observable within a test: the controller looks
+// at tokens every TTL/3 and extends them once less than 5/6 of the TTL is left.
+const tokenTTL = 9 * time.Second
+
+var (
+	env *testenv.Environment
+	fx  *fixtures.Kit
+)
+
+// TestMain runs the suite's Environment, cabpi's controller registered the way the binary
+// registers it, and, after the tests, the leak check: nothing the suite created may show up in
+// a log line or an event.
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m, testenv.Suite{
+		Options: testenv.Options{
+			ClusterController:     true,
+			MachineController:     true,
+			MachinePoolController: true,
+		},
+		LeakCheck: true,
+		Setup: func(e *testenv.Environment) error {
+			env, fx = e, &fixtures.Kit{Env: e, NamespacePrefix: "cabpi", Eventually: eventually, Tick: tick}
+			return e.SetupCabpi(setup.Options{
+				Concurrency:       5,
+				BootstrapTokenTTL: tokenTTL,
+				// Configs reading unlabelled references are looked at again within seconds, not a minute.
+				ReferenceRecheckInterval: 2 * time.Second,
+			})
+		},
+	}))
+}
