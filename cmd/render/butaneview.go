@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/vincent-petithory/dataurl"
-	sigsyaml "sigs.k8s.io/yaml"
+	"sigs.k8s.io/yaml"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
@@ -48,7 +48,7 @@ func ToButane(ignitionJSON []byte, variant cabpiv1.Variant) ([]byte, error) {
 	}
 	doc["variant"] = string(variant)
 	doc["version"] = version
-	return sigsyaml.Marshal(doc)
+	return yaml.Marshal(doc)
 }
 
 // toButaneValue renames Ignition's camelCase keys to Butane's snake_case ones and inlines

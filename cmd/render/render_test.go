@@ -17,7 +17,7 @@ import (
 	ignconfig "github.com/coreos/ignition/v2/config"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	sigsyaml "sigs.k8s.io/yaml"
+	"sigs.k8s.io/yaml"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
@@ -307,7 +307,7 @@ func TestButaneWarningsOnStderr(t *testing.T) {
 			Spec: cabpiv1.IgnitionConfigSpec{Butane: cabpiv1.ButaneSpec{Strict: strict,
 				Inline: "variant: flatcar\nversion: 1.0.0\nstorage:\n  filez:\n  - path: /etc/motd\n"}},
 		}
-		b, err := sigsyaml.Marshal(cfg)
+		b, err := yaml.Marshal(cfg)
 		require.NoError(t, err)
 		p := filepath.Join(dir, fmt.Sprintf("strict-%t.yaml", strict))
 		require.NoError(t, os.WriteFile(p, b, 0o644))

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"sigs.k8s.io/cluster-api/util/conditions"
 
@@ -59,7 +59,7 @@ func waitForRefusal(t *testing.T, ns, name, reason string) *cabpiv1.IgnitionConf
 // manager (cabpi's and CAPI's) and admission webhooks. A recovered panic leaves the manager
 // running but counts here.
 func panics(t require.TestingT) float64 {
-	families, err := metrics.Registry.Gather()
+	families, err := crmetrics.Registry.Gather()
 	require.NoError(t, err)
 	counters := map[string]bool{"controller_runtime_reconcile_panics_total": false, "controller_runtime_webhook_panics_total": false}
 	total := 0.0

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	sigsyaml "sigs.k8s.io/yaml"
+	"sigs.k8s.io/yaml"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -63,12 +63,12 @@ func convertedWorkerTemplate(t *testing.T, ns, name string, src []byte) (*cabpiv
 	docs := strings.Split(string(res.Output), "\n---\n")
 	for _, doc := range docs {
 		var meta metav1.TypeMeta
-		require.NoError(t, sigsyaml.Unmarshal([]byte(doc), &meta))
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &meta))
 		if meta.Kind != "IgnitionConfigTemplate" {
 			continue
 		}
 		tpl := &cabpiv1.IgnitionConfigTemplate{}
-		require.NoError(t, sigsyaml.UnmarshalStrict([]byte(doc), tpl))
+		require.NoError(t, yaml.UnmarshalStrict([]byte(doc), tpl))
 		if tpl.Name != name {
 			continue
 		}
