@@ -39,5 +39,6 @@ for c in "${missing[@]}"; do
   go build -trimpath -ldflags "-s -w${x}" -o "$work/out/$c" "k8s.io/kubernetes/cmd/${c}"
 done
 mkdir -p "$dir"
-for c in "${missing[@]}"; do mv "$work/out/$c" "$dir/$c.tmp" && mv "$dir/$c.tmp" "$dir/$c"; done
+# Each binary lands whole (a rename): a concurrent run may replace it with its own, equal build.
+for c in "${missing[@]}"; do mv "$work/out/$c" "$dir/.$c.$$" && mv -f "$dir/.$c.$$" "$dir/$c"; done
 echo "$dir"
