@@ -113,7 +113,7 @@ func validateBounded(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, p *field.Pa
 //   - no field error echoes the join token (when it is at least fuzzMinSecretLen long): a
 //     message containing it while the same spec with another token gives none is a leak;
 //   - admission and rendering agree: validateSpec returns no error exactly when the spec renders
-//     the way the controller would (rendercmd.Render, through configinput) for every role the
+//     the way the controller would (configinput.RenderOffline) for every role the
 //     node may have.
 func FuzzValidateSpec(f *testing.F) {
 	const token = configinput.PlaceholderToken

@@ -18,7 +18,7 @@ type grant struct {
 // from the +kubebuilder:rbac markers in controllers/), and why. The role must grant exactly these.
 //
 // Read paths: the manager caches IgnitionConfigs, Machines, MachinePools and Clusters (informers:
-// list/watch, cluster-wide) and reads Secrets and ConfigMaps live, by name (internal/manager
+// list/watch, cluster-wide) and reads Secrets and ConfigMaps live, by name (internal/setup
 // disables the cache for both; the ClusterCache reads kubeconfig Secrets through the APIReader),
 // so Secrets and ConfigMaps need get only, never list or watch. Join tokens are written to the
 // workload cluster with the credentials of its kubeconfig Secret, not with this role.
