@@ -1,0 +1,216 @@
+// Package nodeimage builds the root file systems the real-node suite boots with systemd-nspawn:
+// a Debian root made by debootstrap with systemd, containerd, runc and the CNI plugins, plus
+// kubeadm and kubelet at one Kubernetes version, in one of two flavors that differ the way
+// Flatcar Container Linux and Fedora CoreOS do (docs/nodes-in-tests.md says how they differ
+// from the real systems).
+//
+// Images are built once and cached outside the repository, keyed by what goes into them; each
+// is built into a temporary directory and renamed into place only when complete, so a failed
+// or interrupted build never leaves what a later run would take for an image.
+package nodeimage
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Flavor is how the node resembles the operating system a variant runs on.
+type Flavor string
+
+const (
+	// FlavorFlatcar: kubeadm and kubelet in /opt/bin, /etc mounted noexec before
+	// kubeadm.service can run, coreos-metadata.service writing /run/metadata/flatcar.
+	FlavorFlatcar Flavor = "flatcar"
+	// FlavorFCOS: kubeadm and kubelet in /usr/bin (as a sysext or a layered image puts them),
+	// afterburn.service writing /run/metadata/afterburn.
+	FlavorFCOS Flavor = "fcos"
+)
+
+// basePackages make the Debian root a node: systemd as PID 1 and what kubeadm's preflight and
+// the kubelet need, from Debian's packages.
+var basePackages = []string{
+	"systemd", "systemd-sysv", "dbus", "bash", "iproute2",
+	"containerd", "runc", "containernetworking-plugins",
+	"iptables", "conntrack", "ethtool", "socat", "kmod", "util-linux", "mount", "ca-certificates", "procps",
+}
+
+// Builder builds and caches node images.
+type Builder struct {
+	// CacheDir holds the images (e.g. ~/.cache/cabpi/nodeimage).
+	CacheDir string
+	// Suite and Mirror are the Debian release and archive debootstrap and apt use.
+	Suite, Mirror string
+	// Log receives the build tools' output; nil discards it.
+	Log io.Writer
+}
+
+// NewBuilder is a Builder for Debian 12 (bookworm) from Debian's archive, caching in cacheDir.
+func NewBuilder(cacheDir string) Builder {
+	return Builder{CacheDir: cacheDir, Suite: "bookworm", Mirror: "http://deb.debian.org/debian"}
+}
+
+// Kubernetes is the kubeadm and kubelet an image carries.
+type Kubernetes struct {
+	Version string
+	// BinDir has kubeadm and kubelet built at Version (hack/kube-binaries.sh).
+	BinDir string
+}
+
+// Build returns the root file system of the flavor with k's kubeadm and kubelet, building
+// what is not cached yet.
+func (b Builder) Build(ctx context.Context, flavor Flavor, k Kubernetes) (string, error) {
+	base, err := b.base(ctx)
+	if err != nil {
+		return "", err
+	}
+	files, err := flavor.Files()
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "base=%s flavor=%s kubernetes=%s\n", filepath.Base(filepath.Dir(base)), flavor, k.Version)
+	for _, f := range files {
+		fmt.Fprintf(h, "%s %o %q %d\n", f.Path, f.Mode, f.LinkTarget, len(f.Data))
+		h.Write(f.Data)
+	}
+	for _, name := range []string{"kubeadm", "kubelet"} {
+		if err := hashFile(h, filepath.Join(k.BinDir, name)); err != nil {
+			return "", err
+		}
+	}
+	dir := filepath.Join(b.CacheDir, fmt.Sprintf("%s-%s-%s", flavor, k.Version, short(h.Sum(nil))))
+	return b.cached(dir, func(root string) error {
+		if err := run(ctx, b.Log, "cp", "-a", base+"/.", root); err != nil {
+			return fmt.Errorf("copying the base root: %w", err)
+		}
+		for _, name := range []string{"kubeadm", "kubelet"} {
+			if err := copyFile(filepath.Join(k.BinDir, name), filepath.Join(root, flavor.binDir(), name), 0o755); err != nil {
+				return err
+			}
+		}
+		return writeFiles(root, files)
+	})
+}
+
+// base is the Debian root with basePackages, shared by every flavor and version.
+func (b Builder) base(ctx context.Context) (string, error) {
+	key := sha256.Sum256([]byte(b.Suite + " " + b.Mirror + " " + strings.Join(basePackages, ",")))
+	dir := filepath.Join(b.CacheDir, "base-"+b.Suite+"-"+short(key[:]))
+	return b.cached(dir, func(root string) error {
+		if err := run(ctx, b.Log, "debootstrap", "--variant=minbase",
+			"--include="+strings.Join(basePackages, ","), b.Suite, root, b.Mirror); err != nil {
+			return fmt.Errorf("debootstrap %s: %w", b.Suite, err)
+		}
+		// Nothing of the build machine stays behind: no resolver, no apt lists, no machine-id.
+		for _, p := range []string{"etc/resolv.conf", "etc/hostname", "etc/machine-id", "var/lib/dbus/machine-id"} {
+			if err := os.Remove(filepath.Join(root, p)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+		return os.RemoveAll(filepath.Join(root, "var/lib/apt/lists"))
+	})
+}
+
+// cached returns dir/rootfs when dir is complete; otherwise it builds it with build into a
+// temporary directory beside dir and renames that into place.
+func (b Builder) cached(dir string, build func(root string) error) (string, error) {
+	root := filepath.Join(dir, "rootfs")
+	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
+		return root, nil
+	}
+	if err := os.MkdirAll(b.CacheDir, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(b.CacheDir, ".building-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Mkdir(filepath.Join(tmp, "rootfs"), 0o755); err != nil {
+		return "", err
+	}
+	if err := build(filepath.Join(tmp, "rootfs")); err != nil {
+		return "", fmt.Errorf("building %s: %w", filepath.Base(dir), err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "complete"), nil, 0o644); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		// A concurrent build finished first: use it.
+		if _, statErr := os.Stat(filepath.Join(dir, "complete")); statErr == nil {
+			return root, nil
+		}
+		return "", fmt.Errorf("moving the image into place: %w", err)
+	}
+	return root, nil
+}
+
+// writeFiles writes files into root.
+func writeFiles(root string, files []File) error {
+	for _, f := range files {
+		p := filepath.Join(root, f.Path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		if f.LinkTarget != "" {
+			if err := os.Symlink(f.LinkTarget, p); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := os.WriteFile(p, f.Data, f.Mode); err != nil {
+			return err
+		}
+		if err := os.Chmod(p, f.Mode); err != nil { // past the umask
+			return err
+		}
+	}
+	return nil
+}
+
+func copyFile(from, to string, mode os.FileMode) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, mode)
+}
+
+func hashFile(h io.Writer, p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", p, err)
+	}
+	defer f.Close()
+	_, err = io.Copy(h, f)
+	return err
+}
+
+func short(sum []byte) string { return hex.EncodeToString(sum)[:12] }
+
+// run runs a build tool, its output to log.
+func run(ctx context.Context, log io.Writer, name string, args ...string) error {
+	if log == nil {
+		log = io.Discard
+	}
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
