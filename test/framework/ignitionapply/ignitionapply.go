@@ -82,46 +82,56 @@ type Options struct {
 // ApplyWith is Apply with options.
 func ApplyWith(t testing.TB, config []byte, opts Options) string {
 	t.Helper()
-	bin, err := Binary()
-	if err != nil {
-		t.Fatalf("ignition-apply is not available: %v", err)
-	}
-	stripped, err := withoutPasswd(config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stripped, presets, err := withoutInstanceEnables(stripped)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	file := filepath.Join(dir, "config.ign")
-	if err := os.WriteFile(file, stripped, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(dir, "root")
+	root := filepath.Join(t.TempDir(), "root")
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
+	if err := ApplyInto(root, config, opts); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// ApplyInto writes config into the existing root with ignition-apply, as Apply does: the way
+// the real-node suite gives a node's root its Ignition before the node boots.
+func ApplyInto(root string, config []byte, opts Options) error {
+	bin, err := Binary()
+	if err != nil {
+		return fmt.Errorf("ignition-apply is not available: %w", err)
+	}
+	stripped, err := withoutPasswd(config)
+	if err != nil {
+		return err
+	}
+	stripped, presets, err := withoutInstanceEnables(stripped)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "cabpi-ignition-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "config.ign")
+	if err := os.WriteFile(file, stripped, 0o600); err != nil {
+		return err
+	}
 	if opts.ImageAccounts {
 		if err := seedAccounts(root); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
 	args := []string{"--root", root, "--offline"}
 	if opts.IgnoreUnsupported {
 		args = append(args, "--ignore-unsupported")
 	}
+	var out bytes.Buffer
 	cmd := exec.Command(bin, append(args, file)...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("ignition-apply failed: %v\n%s", err, out.String())
+		return fmt.Errorf("ignition-apply failed: %w\n%s", err, out.String())
 	}
-	if err := appendPresets(root, presets); err != nil {
-		t.Fatal(err)
-	}
-	return root
+	return appendPresets(root, presets)
 }
 
 // ignitionPresetFile is where Ignition writes its preset lines.

@@ -81,7 +81,13 @@ func (f Flavor) Files() ([]File, error) {
 	}
 	files = append(files, File{Path: "/etc/cni/net.d/10-cabpi-test-bridge.conflist", Mode: 0o644, Data: conflist})
 
-	names := []string{"cgroups-writable.sh", "metadata.sh"}
+	names := []string{"cgroups-writable.sh", "metadata.sh", "network.sh"}
+	files = append(files,
+		unitFile("/etc/systemd/system/cabpi-network.service", networkUnit()),
+		unitLink("network-online.target", "/etc/systemd/system/cabpi-network.service"),
+		File{Path: "/etc/systemd/system/systemd-networkd.service", LinkTarget: "/dev/null"},
+		File{Path: "/etc/systemd/system/systemd-networkd-wait-online.service", LinkTarget: "/dev/null"},
+		File{Path: "/etc/systemd/system/systemd-networkd.socket", LinkTarget: "/dev/null"})
 	files = append(files,
 		unitFile("/etc/systemd/system/cabpi-cgroups-writable.service", cgroupsUnit()),
 		unitLink("sysinit.target", "/etc/systemd/system/cabpi-cgroups-writable.service"))
@@ -167,6 +173,19 @@ func earlyOneshot(description, script string, args ...string) []*unit.UnitOption
 		unit.NewUnitOption("Service", "Type", "oneshot"),
 		unit.NewUnitOption("Service", "RemainAfterExit", "yes"),
 		unit.NewUnitOption("Service", "ExecStart", exec),
+	}
+}
+
+// networkUnit configures host0 before network-online.target, which kubeadm.service and the
+// kubelet wait for.
+func networkUnit() []*unit.UnitOption {
+	return []*unit.UnitOption{
+		unit.NewUnitOption("Unit", "Description", "cabpi test node: host0 with the address the infrastructure assigned"),
+		unit.NewUnitOption("Unit", "Before", "network-online.target network.target"),
+		unit.NewUnitOption("Unit", "Wants", "network.target"),
+		unit.NewUnitOption("Service", "Type", "oneshot"),
+		unit.NewUnitOption("Service", "RemainAfterExit", "yes"),
+		unit.NewUnitOption("Service", "ExecStart", "/bin/bash "+path.Join(scriptDir, "network.sh")),
 	}
 }
 

@@ -76,6 +76,14 @@ func TestFlavorsDifferAsTheSystemsDo(t *testing.T) {
 			assert.Equal(t, "uninitialized\n", string(files["/etc/machine-id"].Data))
 			assert.Equal(t, "net.ipv4.ip_forward = 1\n", string(files["/etc/sysctl.d/50-cabpi-test-forward.conf"].Data))
 			assert.Equal(t, "/usr/lib/cni", files["/opt/cni/bin"].LinkTarget)
+			// host0 configured before network-online.target by the image's agent; networkd, which
+			// waits for udev when /sys is writable, masked.
+			assert.Equal(t, "/etc/systemd/system/cabpi-network.service",
+				files["/etc/systemd/system/network-online.target.wants/cabpi-network.service"].LinkTarget)
+			assert.Contains(t, option(t, files["/etc/systemd/system/cabpi-network.service"].Data, "Unit", "Before"), "network-online.target network.target")
+			for _, masked := range []string{"systemd-networkd.service", "systemd-networkd.socket", "systemd-networkd-wait-online.service"} {
+				assert.Equal(t, "/dev/null", files["/etc/systemd/system/"+masked].LinkTarget, masked)
+			}
 			assert.Equal(t, "/etc/systemd/system/cabpi-cgroups-writable.service",
 				files["/etc/systemd/system/sysinit.target.wants/cabpi-cgroups-writable.service"].LinkTarget)
 		})

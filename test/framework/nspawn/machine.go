@@ -1,0 +1,225 @@
+package nspawn
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
+)
+
+// Instance is what the infrastructure hands the machine, as a cloud's metadata service would
+// answer it; the image's platform agent (coreos-metadata, afterburn stand-ins) writes it under
+// the variant's names.
+type Instance struct {
+	Hostname string
+	UUID     string
+}
+
+// Spec is one machine to boot.
+type Spec struct {
+	// Name is the machine's name (systemd-nspawn -M) and its hostname.
+	Name string
+	// Image is a node image's root file system (nodeimage); it is never written.
+	Image string
+	// Dir holds the machine's upper layer, work directory and merged root; it is created.
+	Dir string
+	// Network and Address put the machine on the suite's bridge.
+	Network Network
+	Address netip.Addr
+	// Instance is the metadata handed to the machine.
+	Instance Instance
+	// Ignition is the bootstrap data (the data Secret's value); nil boots the image as it is.
+	Ignition []byte
+	// Console receives the machine's console; nil discards it.
+	Console io.Writer
+}
+
+// Machine is a booted (or powered off) machine.
+type Machine struct {
+	Spec
+	root string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// Prepare mounts the machine's root over the image and writes into it what the infrastructure
+// provides (the network configuration of host0, the instance metadata) and the Ignition, as
+// the initramfs applies it. Boot boots it.
+func Prepare(ctx context.Context, s Spec) (*Machine, error) {
+	m := &Machine{Spec: s, root: filepath.Join(s.Dir, "root")}
+	for _, d := range []string{"upper", "work", "root"} {
+		if err := os.MkdirAll(filepath.Join(s.Dir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", s.Image, filepath.Join(s.Dir, "upper"), filepath.Join(s.Dir, "work"))
+	if err := syscall.Mount("overlay", m.root, "overlay", 0, opts); err != nil {
+		return nil, fmt.Errorf("mounting the root of %s: %w", s.Name, err)
+	}
+	if err := m.provide(); err != nil {
+		_ = m.Remove(ctx)
+		return nil, err
+	}
+	if s.Ignition != nil {
+		if err := ignitionapply.ApplyInto(m.root, s.Ignition, ignitionapply.Options{}); err != nil {
+			_ = m.Remove(ctx)
+			return nil, fmt.Errorf("applying the Ignition of %s: %w", s.Name, err)
+		}
+	}
+	return m, nil
+}
+
+// provide writes what the infrastructure hands the machine: its address on host0 and its
+// metadata, for the image's network and platform agents (shell-quoted values).
+func (m *Machine) provide() error {
+	env := fmt.Appendf(nil, "ADDRESS=%s\nHOSTNAME=%s\nINSTANCE_UUID=%s\n",
+		strconv.Quote(netip.PrefixFrom(m.Address, m.Network.Prefix.Bits()).String()),
+		strconv.Quote(m.Instance.Hostname), strconv.Quote(m.Instance.UUID))
+	full := filepath.Join(m.root, "etc/cabpi-test/instance.env")
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(full, env, 0o644)
+}
+
+// Boot starts systemd-nspawn: systemd as PID 1, the machine's own network namespace with a
+// veth into the bridge, writable /proc/sys (kubelet and kubeadm set sysctls), /dev/kmsg (the
+// kubelet reads it), every capability (kubelet, containerd and runc need them), no resolver
+// from the host.
+func (m *Machine) Boot(ctx context.Context) error {
+	if m.cmd != nil && m.running() {
+		return fmt.Errorf("%s is running", m.Name)
+	}
+	cmd := exec.Command("systemd-nspawn", "--quiet", "--boot",
+		"--directory="+m.root, "--machine="+m.Name, "--hostname="+m.Name,
+		"--register=no", "--keep-unit", "--resolv-conf=off",
+		"--network-bridge="+m.Network.Bridge,
+		"--bind=/dev/kmsg", "--capability=all")
+	cmd.Env = append(os.Environ(), "SYSTEMD_NSPAWN_API_VFS_WRITABLE=1")
+	out := m.Console
+	if out == nil {
+		out = io.Discard
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	// Its own process group: the suite's signals are not the machine's.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("booting %s: %w", m.Name, err)
+	}
+	m.cmd, m.done, m.err = cmd, make(chan struct{}), nil
+	go func() {
+		m.err = cmd.Wait()
+		close(m.done)
+	}()
+	return nil
+}
+
+func (m *Machine) running() bool {
+	select {
+	case <-m.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// pid1 is the host PID of the machine's systemd: the one child of systemd-nspawn.
+func (m *Machine) pid1() (int, error) {
+	if m.cmd == nil || !m.running() {
+		return 0, fmt.Errorf("%s is not running", m.Name)
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", m.cmd.Process.Pid, m.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) == 0 {
+		return 0, fmt.Errorf("%s has no init yet", m.Name)
+	}
+	return strconv.Atoi(fields[0])
+}
+
+// Exec runs a command inside the machine (all its namespaces) and returns its output.
+func (m *Machine) Exec(ctx context.Context, name string, args ...string) ([]byte, error) {
+	pid, err := m.pid1()
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--target", strconv.Itoa(pid), "--all", "--", name}, args...)...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.Bytes(), fmt.Errorf("%s on %s: %w: %s", name, m.Name, err, strings.TrimSpace(out.String()))
+	}
+	return out.Bytes(), nil
+}
+
+// WaitBooted waits until systemd in the machine has finished starting up (running, or degraded
+// when a unit failed) and returns the state.
+func (m *Machine) WaitBooted(ctx context.Context) (string, error) {
+	for {
+		out, _ := m.Exec(ctx, "systemctl", "is-system-running")
+		switch state := strings.TrimSpace(string(out)); state {
+		case "running", "degraded":
+			return state, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("waiting for %s to boot: %w", m.Name, ctx.Err())
+		case <-m.done:
+			return "", fmt.Errorf("%s stopped while booting: %v", m.Name, m.err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// Journal is the machine's journal of units (journalctl -u each), for a test's artifacts.
+func (m *Machine) Journal(ctx context.Context, units ...string) ([]byte, error) {
+	args := []string{"--no-pager", "--boot=all"}
+	for _, u := range units {
+		args = append(args, "-u", u)
+	}
+	return m.Exec(ctx, "journalctl", args...)
+}
+
+// PowerOff shuts the machine down as a power button would: systemd-nspawn passes SIGTERM on to
+// its init as the poweroff signal. A machine still up after timeout is killed.
+func (m *Machine) PowerOff(timeout time.Duration) error {
+	if m.cmd == nil || !m.running() {
+		return nil
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.done:
+		return nil
+	case <-time.After(timeout):
+	}
+	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+	<-m.done
+	return fmt.Errorf("%s did not power off within %s: killed", m.Name, timeout)
+}
+
+// Remove powers the machine off if needed, unmounts its root and deletes its directory.
+func (m *Machine) Remove(ctx context.Context) error {
+	errs := []error{m.PowerOff(30 * time.Second)}
+	if err := syscall.Unmount(m.root, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
+		errs = append(errs, fmt.Errorf("unmounting the root of %s: %w", m.Name, err))
+	}
+	errs = append(errs, os.RemoveAll(m.Dir))
+	return errors.Join(errs...)
+}
+
+// Root is the machine's root as the host sees it (for reading what is on the node).
+func (m *Machine) Root() string { return m.root }
