@@ -81,11 +81,13 @@ func Prepare(ctx context.Context, s Spec) (*Machine, error) {
 	return m, nil
 }
 
-// provide writes what the infrastructure hands the machine: its address on host0 and its
+// provide writes what the infrastructure hands the machine: its address on host0, the gateway
+// of its default route (Network.Gateway) and its
 // metadata, for the image's network and platform agents (shell-quoted values).
 func (m *Machine) provide() error {
-	env := fmt.Appendf(nil, "ADDRESS=%s\nHOSTNAME=%s\nINSTANCE_UUID=%s\n",
+	env := fmt.Appendf(nil, "ADDRESS=%s\nGATEWAY=%s\nHOSTNAME=%s\nINSTANCE_UUID=%s\n",
 		strconv.Quote(netip.PrefixFrom(m.Address, m.Network.Prefix.Bits()).String()),
+		strconv.Quote(m.Network.Gateway().String()),
 		strconv.Quote(m.Instance.Hostname), strconv.Quote(m.Instance.UUID))
 	full := filepath.Join(m.root, "etc/cabpi-test/instance.env")
 	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {

@@ -26,13 +26,19 @@ type Network struct {
 // server listens there).
 func (n Network) HostAddr() netip.Addr { return n.Prefix.Masked().Addr().Next() }
 
+// Gateway is the address the machines' default route points at, which nobody holds: the
+// kubelet takes the node's address from the link of the default route, and a node without one
+// registers no address; anything a node sends beyond the /24 goes unanswered on the bridge
+// instead of to the host.
+func (n Network) Gateway() netip.Addr { return lastAddr(n.Prefix).Prev() }
+
 // MachineAddr is the i-th machine address (0-based), after the host's.
 func (n Network) MachineAddr(i int) (netip.Addr, error) {
 	a := n.HostAddr()
 	for range i + 1 {
 		a = a.Next()
 	}
-	if !n.Prefix.Contains(a) || a == lastAddr(n.Prefix) {
+	if !n.Prefix.Contains(a) || a == n.Gateway() || a == lastAddr(n.Prefix) {
 		return netip.Addr{}, fmt.Errorf("no machine address %d in %s", i, n.Prefix)
 	}
 	return a, nil

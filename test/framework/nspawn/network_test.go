@@ -1,0 +1,27 @@
+package nspawn
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The host holds the first address, machines the next ones; the gateway nobody holds and the
+// broadcast address are never handed out.
+func TestAddresses(t *testing.T) {
+	n := Network{Bridge: "b", Prefix: netip.MustParsePrefix("10.213.87.0/24")}
+	assert.Equal(t, "10.213.87.1", n.HostAddr().String())
+	assert.Equal(t, "10.213.87.254", n.Gateway().String())
+	a, err := n.MachineAddr(0)
+	require.NoError(t, err)
+	assert.Equal(t, "10.213.87.2", a.String())
+	a, err = n.MachineAddr(251)
+	require.NoError(t, err)
+	assert.Equal(t, "10.213.87.253", a.String())
+	_, err = n.MachineAddr(252)
+	assert.Error(t, err, "the gateway is nobody's")
+	_, err = n.MachineAddr(253)
+	assert.Error(t, err, "the broadcast address")
+}
