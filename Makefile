@@ -89,7 +89,7 @@ lint: $(STATICCHECK) ## Check the layers and import aliases (hack/layers) and fi
 # test/release start a kube-apiserver (test/framework/testenv); every other package's tests are
 # unit tests, and test-unit runs all of them, with KUBEBUILDER_ASSETS pointing where there is no
 # kube-apiserver: a test that starts one fails there, loudly, instead of slowing the layer down.
-INTEGRATION_PKGS := /test/(integration|release)/
+INTEGRATION_PKGS := /test/(integration|release|e2e)(/|$$)
 UNIT_PKGS = $(shell go list ./... | grep -Ev '$(INTEGRATION_PKGS)')
 NO_APISERVER := $(CURDIR)/.no-kube-apiserver-in-unit-tests
 
@@ -105,7 +105,22 @@ test: tools clusterctl ## Run all tests (unit and integration) against a real ku
 	CABPI_IGNITION_APPLY="$$(IGNITION_VER=$(IGNITION_VER) bash hack/ignition-apply.sh)" \
 	CABPI_KUSTOMIZE="$(KUSTOMIZE)" \
 	CABPI_CLUSTERCTL="$$(bash hack/clusterctl.sh)" \
-		go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) ./...
+		go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) $(TEST_PKGS)
+
+# The real-node suite is make e2e's alone: it boots machines as root.
+TEST_PKGS = $(shell go list ./... | grep -Ev '/test/e2e(/|$$)')
+
+# Kubernetes on the real nodes: the last minor whose kubelet runs on cgroup v1 by default with
+# Debian 12's containerd 1.6 (docs/adr/022-real-nodes.md).
+E2E_KUBERNETES_VERSION ?= v1.34.4
+E2E_TIMEOUT ?= 30m
+
+.PHONY: e2e
+e2e: deps envtest-assets ignition-apply ## Boot real nodes (systemd-nspawn, real kubeadm and kubelet) from cabpi's output; builds the node image and Kubernetes binaries once (cached).
+	CABPI_KUBE_BIN="$$(bash hack/kube-binaries.sh $(E2E_KUBERNETES_VERSION) kubeadm kubelet kube-controller-manager)" \
+	KUBEBUILDER_ASSETS="$$(bash hack/envtest-assets.sh)" \
+	CABPI_IGNITION_APPLY="$$(IGNITION_VER=$(IGNITION_VER) bash hack/ignition-apply.sh)" \
+		go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) ./test/e2e/...
 
 .PHONY: test-reliability
 test-reliability: tools ## The long reliability runs: the real manager SIGKILLed 200 times while 50 configs reconcile (CABPI_CRASH_SEED replays one).

@@ -2,10 +2,11 @@
 # Installs the Debian packages the build and tests need. Idempotent and quiet when everything is
 # already there: libblkid-dev, which the cgo build of ignition-apply links against; util-linux
 # (unshare) for the boot simulation's namespaces; gettext-base (envsubst), which the cloud
-# providers' Flatcar pattern runs in the boot simulation.
+# providers' Flatcar pattern runs in the boot simulation; systemd-container (systemd-nspawn) and
+# debootstrap for the real-node suite (make e2e), plus iproute2 for its bridge.
 set -euo pipefail
 
-packages=(libblkid-dev util-linux gettext-base)
+packages=(libblkid-dev util-linux gettext-base systemd-container debootstrap iproute2)
 
 missing=()
 for p in "${packages[@]}"; do
