@@ -1,13 +1,8 @@
 package ignition_test
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
-	"testing"
 
-	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
@@ -16,8 +11,6 @@ import (
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
 // Fixed credentials: the renderer is pure, so these make the output reproducible byte for byte.
 const (
@@ -186,19 +179,6 @@ networkd:
         [Network]
         DHCP=yes
 `
-
-// golden compares got with testdata/golden/name, or rewrites the file with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "missing golden file; run make test-update-golden and review the diff")
-	require.Equal(t, string(want), string(got), "output differs from %s (make test-update-golden rewrites it; review the diff)", path)
-}
 
 // userTaint is a taint a user set on a worker.
 var userTaint = corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}

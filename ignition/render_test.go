@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/golden"
+
 	ignconfig "github.com/coreos/ignition/v2/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -71,7 +73,7 @@ func TestRenderGolden(t *testing.T) {
 			var pretty bytes.Buffer
 			require.NoError(t, json.Indent(&pretty, out.Data, "", "  "))
 			pretty.WriteByte('\n')
-			golden(t, name+".json", pretty.Bytes())
+			golden.Assert(t, name+".json", pretty.Bytes())
 		})
 	}
 }

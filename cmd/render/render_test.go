@@ -5,12 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/golden"
 
 	butane "github.com/coreos/butane/config"
 	butanecommon "github.com/coreos/butane/config/common"
@@ -24,25 +25,11 @@ import (
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
-
 func run(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	err = Main(args, strings.NewReader(""), &out, &errOut)
 	return out.String(), errOut.String(), err
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "missing golden file; run make test-update-golden")
-	require.Equal(t, string(want), string(got), "output differs from %s (make test-update-golden rewrites it)", path)
 }
 
 func TestRenderGolden(t *testing.T) {
@@ -84,7 +71,7 @@ func TestRenderGolden(t *testing.T) {
 			out, stderr, err := run(t, args...)
 			require.NoError(t, err, stderr)
 			require.Contains(t, stderr, "rendered Ignition")
-			golden(t, name+ext, []byte(out))
+			golden.Assert(t, name+ext, []byte(out))
 			if !tc.butane {
 				_, rpt, err := ignconfig.Parse([]byte(out))
 				require.NoError(t, err, rpt.String())

@@ -2,7 +2,6 @@ package convert
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"path"
@@ -10,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/golden"
 
 	butane "github.com/coreos/butane/config"
 	butanecommon "github.com/coreos/butane/config/common"
@@ -27,20 +28,6 @@ import (
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	file := filepath.Join("testdata", "golden", name)
-	if *update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
-		require.NoError(t, os.WriteFile(file, got, 0o644))
-	}
-	want, err := os.ReadFile(file)
-	require.NoError(t, err, "missing golden file; run make test-update-golden")
-	require.Equal(t, string(want), string(got), "output differs from %s (make test-update-golden rewrites it)", file)
-}
 
 // convertFile converts the file at path as `cabpi convert -f path --allow-lossy` does: the
 // converted stream, the report (one finding a line, as the command prints it on stderr) and how
@@ -77,8 +64,8 @@ func TestConvertGolden(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(input), ".yaml")
 		t.Run(name, func(t *testing.T) {
 			stdout, stderr, lossy := convertFile(t, input)
-			golden(t, name+".yaml", []byte(stdout))
-			golden(t, name+".stderr", []byte(stderr))
+			golden.Assert(t, name+".yaml", []byte(stdout))
+			golden.Assert(t, name+".stderr", []byte(stderr))
 			// A lossy finding is a report line without a severity prefix.
 			assert.Equal(t, lossyLine(stderr), lossy > 0, "lossy findings and report lines agree")
 
