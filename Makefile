@@ -61,7 +61,7 @@ tools: controller-gen kustomize ignition-apply envtest-assets
 
 .PHONY: generate manifests
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code and the API reference (docs/guide/api.md).
-	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/... paths=./test/framework/infrastructure/api/...
 	go run ./hack/apidocs -apis apis/v1alpha1 -out docs/guide/api.md
 
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests.
@@ -69,6 +69,11 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests.
 		paths=./apis/... paths=./controllers/... paths=./webhooks/... paths=./internal/setup/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
+	$(CONTROLLER_GEN) crd paths=./test/framework/infrastructure/api/... \
+		output:crd:artifacts:config=$(TEST_INFRA_CRDS)
+
+# The real-node suite's test infrastructure provider: generated like ours, never shipped.
+TEST_INFRA_CRDS := test/framework/infrastructure/config/crd
 
 ## --- build and test ---------------------------------------------------------
 
@@ -122,6 +127,10 @@ e2e: deps envtest-assets ignition-apply ## Boot real nodes (systemd-nspawn, real
 	CABPI_IGNITION_APPLY="$$(IGNITION_VER=$(IGNITION_VER) bash hack/ignition-apply.sh)" \
 		go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) ./test/e2e/...
 
+.PHONY: bench-e2e
+bench-e2e: ## Run make e2e and write each node's timings (data Secret, boot, kubeadm join, nodeRef) into bench/results.md: a figure.
+	CABPI_E2E_RESULTS=bench/results.md $(MAKE) e2e
+
 .PHONY: test-reliability
 test-reliability: tools ## The long reliability runs: the real manager SIGKILLed 200 times while 50 configs reconcile (CABPI_CRASH_SEED replays one).
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest-assets.sh)" \
@@ -159,8 +168,8 @@ BENCH_SECTIONS ?= render,admission,throughput,memory
 
 .PHONY: verify-gen
 verify-gen: generate manifests ## Fail when generated files are out of date.
-	@if [ -n "$$(git status --porcelain -- apis config docs/guide/api.md)" ]; then \
-		git status --porcelain -- apis config docs/guide/api.md; git --no-pager diff -- apis config docs/guide/api.md | head -50; \
+	@if [ -n "$$(git status --porcelain -- apis config docs/guide/api.md test/framework/infrastructure)" ]; then \
+		git status --porcelain -- apis config docs/guide/api.md test/framework/infrastructure; git --no-pager diff -- apis config docs/guide/api.md test/framework/infrastructure | head -50; \
 		echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; fi
 
 .PHONY: clean

@@ -45,6 +45,10 @@ type Spec struct {
 	Console io.Writer
 }
 
+// ErrIgnition: ignition-apply refused the machine's Ignition (as the initramfs would fail the
+// boot); the machine is not made.
+var ErrIgnition = errors.New("applying the Ignition")
+
 // Machine is a booted (or powered off) machine.
 type Machine struct {
 	Spec
@@ -75,7 +79,7 @@ func Prepare(ctx context.Context, s Spec) (*Machine, error) {
 	if s.Ignition != nil {
 		if err := ignitionapply.ApplyInto(m.root, s.Ignition, ignitionapply.Options{}); err != nil {
 			_ = m.Remove(ctx)
-			return nil, fmt.Errorf("applying the Ignition of %s: %w", s.Name, err)
+			return nil, fmt.Errorf("%w of %s: %w", ErrIgnition, s.Name, err)
 		}
 	}
 	return m, nil
@@ -195,6 +199,23 @@ func (m *Machine) Journal(ctx context.Context, units ...string) ([]byte, error) 
 	}
 	return m.Exec(ctx, "journalctl", args...)
 }
+
+// JournalOffline reads the journal of units from the machine's root (its persistent journal)
+// while it is powered off.
+func (m *Machine) JournalOffline(ctx context.Context, units ...string) ([]byte, error) {
+	args := []string{"--no-pager", "--directory=" + filepath.Join(m.root, "var/log/journal")}
+	for _, u := range units {
+		args = append(args, "-u", u)
+	}
+	out, err := exec.CommandContext(ctx, "journalctl", args...).CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("journalctl of %s: %w: %s", m.Name, err, strings.TrimSpace(string(out)))
+	}
+	return out, nil
+}
+
+// Running says whether the machine is up (booted and not powered off).
+func (m *Machine) Running() bool { return m.cmd != nil && m.running() }
 
 // PowerOff shuts the machine down as a power button would: systemd-nspawn passes SIGTERM on to
 // its init as the poweroff signal. A machine still up after timeout is killed.

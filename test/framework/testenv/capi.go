@@ -11,6 +11,7 @@ import (
 	clustercontroller "sigs.k8s.io/cluster-api/core/reconcilers/cluster"
 	machinecontroller "sigs.k8s.io/cluster-api/core/reconcilers/machine"
 	machinedeploymentcontroller "sigs.k8s.io/cluster-api/core/reconcilers/machinedeployment"
+	machinehealthcheckcontroller "sigs.k8s.io/cluster-api/core/reconcilers/machinehealthcheck"
 	machinepoolcontroller "sigs.k8s.io/cluster-api/core/reconcilers/machinepool"
 	machinesetcontroller "sigs.k8s.io/cluster-api/core/reconcilers/machineset"
 	capisetup "sigs.k8s.io/cluster-api/core/setup"
@@ -87,6 +88,14 @@ func (e *Environment) setupCAPI(ctx context.Context, name string) error {
 			APIReader: mgr.GetAPIReader(),
 		}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 			return fmt.Errorf("testenv: setting up CAPI MachineDeployment controller: %w", err)
+		}
+	}
+	if opts.MachineHealthCheckController {
+		if err := (&machinehealthcheckcontroller.Reconciler{
+			Client:       mgr.GetClient(),
+			ClusterCache: e.ClusterCache,
+		}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
+			return fmt.Errorf("testenv: setting up CAPI MachineHealthCheck controller: %w", err)
 		}
 	}
 	if opts.MachinePoolController {

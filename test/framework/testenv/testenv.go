@@ -53,6 +53,9 @@ type Options struct {
 	MachineDeploymentController bool
 	// MachinePoolController runs CAPI's MachinePool reconciler (core/reconcilers/machinepool).
 	MachinePoolController bool
+	// MachineHealthCheckController runs CAPI's MachineHealthCheck reconciler
+	// (core/reconcilers/machinehealthcheck).
+	MachineHealthCheckController bool
 
 	// KubeadmCRDs also installs CABPK's KubeadmConfig/KubeadmConfigTemplate CRDs.
 	KubeadmCRDs bool
@@ -99,7 +102,7 @@ type Options struct {
 }
 
 func (o Options) clusterCacheNeeded() bool {
-	return o.ClusterCache || o.MachineController || o.ClusterController || o.MachineSetController || o.MachinePoolController
+	return o.ClusterCache || o.MachineController || o.ClusterController || o.MachineSetController || o.MachinePoolController || o.MachineHealthCheckController
 }
 
 // Environment is a running envtest with a Manager.
@@ -277,7 +280,7 @@ func Start(ctx context.Context, opts Options) (_ *Environment, retErr error) {
 		return nil, err
 	}
 
-	mgrOpts, err := managerOptions(scheme, opts.Webhooks, te.WebhookInstallOptions)
+	mgrOpts, err := managerOptions(scheme, opts, te.WebhookInstallOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -298,14 +301,23 @@ func Start(ctx context.Context, opts Options) (_ *Environment, retErr error) {
 // scheme, no metrics endpoint or health probes, controller names allowed again (a process may
 // run one Environment after another) and, with Options.Webhooks, the webhook server on the host,
 // port and certificates envtest configured (install is what te.Start filled in).
-func managerOptions(scheme *runtime.Scheme, webhooks bool, install envtest.WebhookInstallOptions) (ctrl.Options, error) {
+//
+// With Cluster API's Cluster, MachineSet or MachineDeployment controller, the cache keeps
+// managedFields, as Cluster API's own manager does (core/setup strips them only in the workload
+// clusters' caches): those controllers treat an object without managedFields as hit by a
+// kube-apiserver bug (kubernetes#136919), patch its managedFields back and return before they
+// act, so with cabpi's stripping cache a MachineDeployment never scales.
+func managerOptions(scheme *runtime.Scheme, opts Options, install envtest.WebhookInstallOptions) (ctrl.Options, error) {
 	mgrOpts, err := setup.ManagerOptions(CabpiOptions()) // the webhook server is envtest's, below
 	if err != nil {
 		return ctrl.Options{}, fmt.Errorf("testenv: the manager's options: %w", err)
 	}
 	mgrOpts.Scheme = scheme
 	mgrOpts.Controller.SkipNameValidation = ptr.To(true)
-	if webhooks {
+	if opts.ClusterController || opts.MachineSetController || opts.MachineDeploymentController {
+		mgrOpts.Cache.DefaultTransform = nil
+	}
+	if opts.Webhooks {
 		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{
 			Host:    install.LocalServingHost,
 			Port:    install.LocalServingPort,

@@ -1,0 +1,291 @@
+// Package e2e_test is the real-node suite (`make e2e`): Cluster API's own controllers and cabpi
+// run against a real management API server (envtest), the test infrastructure provider
+// (test/framework/infrastructure) boots a systemd-nspawn machine per Machine from its bootstrap
+// data Secret, and the real kubeadm and kubelet on it join a real workload control plane
+// (test/framework/workload) on the suite's bridge. Nothing between the data Secret and the Node
+// object is stubbed. docs/nodes-in-tests.md says what a node is made of here and how it differs
+// from real Flatcar and Fedora CoreOS; docs/adr/022-real-nodes.md why.
+//
+// It needs root, systemd-nspawn and debootstrap, and what `make e2e` builds and passes in
+// the environment (CABPI_KUBE_BIN, KUBEBUILDER_ASSETS, CABPI_IGNITION_APPLY, CABPI_CACHE).
+package e2e_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/kubeconfig"
+	"sigs.k8s.io/cluster-api/util/test/builder"
+
+	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/provider"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/nodeimage"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/nspawn"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/workload"
+)
+
+// kubernetesVersion is the nodes' and the Machines' version: the last minor whose kubelet runs
+// on cgroup v1 by default with Debian 12's containerd 1.6.
+const kubernetesVersion = "v1.34.4"
+
+// suitePrefix is the /24 the suite owns: the bridge holds its first address, the nodes the next.
+var suitePrefix = netip.MustParsePrefix("10.213.87.0/24")
+
+const (
+	namespace   = "e2e"
+	clusterName = "e2e"
+	// tokenTTL is cabpi's join token lifetime here: short, so that a token deleted under a
+	// provisioned Machine is noticed within a minute (cabpi looks every TTL/3).
+	tokenTTL = 2 * time.Minute
+)
+
+// The suite: what every test reaches.
+var (
+	mgmt      *testenv.Environment
+	cluster   *clusterv1.Cluster
+	workloadC kubernetes.Interface
+	instances *provider.Instances
+	nodes     *nodeWatch
+	timings   = &timingTable{}
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	flag.Parse()
+	var missing []string
+	for _, v := range []string{"CABPI_KUBE_BIN", "KUBEBUILDER_ASSETS", "CABPI_IGNITION_APPLY", "CABPI_CACHE"} {
+		if os.Getenv(v) == "" {
+			missing = append(missing, v)
+		}
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(os.Stderr, "e2e: %v not set: run the suite with make e2e\n", missing)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	// What the suite starts on the host is undone in reverse order, once: at the end, on
+	// SIGINT or SIGTERM, and a minute before go test's -timeout would kill the process without
+	// running a deferred function.
+	var undo []func() error
+	var once sync.Once
+	cleanup := func() {
+		once.Do(func() {
+			if mgmt != nil { // testenv.Run stops it when the tests end, not when they are cut short
+				undo = append(undo, mgmt.Stop)
+			}
+			for i := len(undo) - 1; i >= 0; i-- {
+				if err := undo[i](); err != nil {
+					fmt.Fprintln(os.Stderr, "e2e: cleaning up:", err)
+				}
+			}
+		})
+	}
+	defer cleanup()
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		s := <-signals
+		fmt.Fprintf(os.Stderr, "e2e: %s: removing the nodes, the control plane and the bridge\n", s)
+		cleanup()
+		os.Exit(1)
+	}()
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if timeout, err := time.ParseDuration(f.Value.String()); err == nil && timeout > 2*time.Minute {
+			watchdog := time.AfterFunc(timeout-time.Minute, func() {
+				fmt.Fprintln(os.Stderr, "e2e: the test timeout is near: removing the nodes, the control plane and the bridge")
+				cleanup()
+				os.Exit(1)
+			})
+			defer watchdog.Stop()
+		}
+	}
+
+	work, err := os.MkdirTemp("", "cabpi-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	undo = append(undo, func() error { return os.RemoveAll(work) })
+
+	network, err := nspawn.CreateNetwork(ctx, "cabpie2e0", suitePrefix)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	undo = append(undo, func() error { return network.Delete(context.Background()) })
+	kubeBin := os.Getenv("CABPI_KUBE_BIN")
+	cp, err := workload.Start(ctx, workload.Options{Dir: filepath.Join(work, "workload"), Address: network.HostAddr(),
+		KubernetesVersion: kubernetesVersion, KubeBinDir: kubeBin, EnvtestBinDir: os.Getenv("KUBEBUILDER_ASSETS")})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: starting the workload control plane:", err)
+		return 1
+	}
+	undo = append(undo, cp.Stop)
+	cfg, err := clientcmd.BuildConfigFromFlags("", cp.AdminKubeconfig)
+	if err == nil {
+		workloadC, err = kubernetes.NewForConfig(cfg)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	nodes = watchNodes(ctx, workloadC)
+
+	instances = &provider.Instances{
+		Images:     nodeimage.NewBuilder(filepath.Join(os.Getenv("CABPI_CACHE"), "nodeimage")),
+		Kubernetes: nodeimage.Kubernetes{Version: kubernetesVersion, BinDir: kubeBin},
+		Network:    network,
+		Dir:        filepath.Join(work, "nodes"),
+		Artifacts:  artifactsDir(),
+	}
+	// Every node is removed whatever happened (its journal kept in the artifacts).
+	undo = append(undo, func() error { return instances.Close(context.Background()) })
+	// The images are built (or found in the cache) before any Machine asks.
+	for _, f := range []nodeimage.Flavor{nodeimage.FlavorFlatcar, nodeimage.FlavorFCOS} {
+		if _, err := instances.Images.Build(ctx, f, instances.Kubernetes); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: building the node image:", err)
+			return 1
+		}
+	}
+
+	code := testenv.Run(m, testenv.Suite{
+		Options: testenv.Options{
+			ClusterController: true, MachineController: true, MachineSetController: true,
+			MachineDeploymentController: true, MachineHealthCheckController: true,
+			Webhooks:           true,
+			AdditionalCRDPaths: []string{filepath.Join("..", "framework", "infrastructure", "config", "crd")},
+			AddToScheme:        []func(*runtime.Scheme) error{infrav1.AddToScheme},
+		},
+		Setup: func(e *testenv.Environment) error {
+			mgmt = e
+			opts := testenv.CabpiOptions()
+			opts.BootstrapTokenTTL = tokenTTL
+			if err := e.SetupCabpi(opts); err != nil {
+				return err
+			}
+			if err := provider.Setup(e.Manager, instances); err != nil {
+				return err
+			}
+			return createCluster(ctx, e, cp)
+		},
+		LeakCheck: true,
+	})
+	if err := timings.write(artifactsDir()); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: writing the timings:", err)
+		code = 1
+	}
+	return code
+}
+
+// artifactsDir is where nodes' consoles and journals and the timings go: $ARTIFACTS (as in
+// Cluster API's e2e), else _artifacts/e2e in the repository.
+func artifactsDir() string {
+	if d := os.Getenv("ARTIFACTS"); d != "" {
+		return d
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "cabpi-e2e-artifacts")
+	}
+	return filepath.Join(root, "_artifacts", "e2e")
+}
+
+// createCluster makes the management side of the workload cluster, as a user and a
+// control-plane provider would: the Cluster, its NspawnCluster (whose endpoint is the workload
+// API server on the bridge) and its control plane. The control plane runs outside any Machine
+// (the suite runs it on the host), which Cluster API models as an externally managed control
+// plane (as for EKS or AKS): a control-plane object whose status says
+// externalManagedControlPlane, initialized, at the cluster's version. The suite, standing in
+// for its provider, stores the cluster's certificates as the <cluster>-ca, -etcd, -proxy and
+// -sa Secrets and writes the <cluster>-kubeconfig Secret from the CA, as a control-plane
+// provider does. Without a control plane Cluster API knows of, it would never delete the Node
+// of a deleted worker Machine.
+func createCluster(ctx context.Context, e *testenv.Environment, cp *workload.ControlPlane) error {
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		return err
+	}
+	host, portText, err := net.SplitHostPort(cp.Endpoint)
+	if err != nil {
+		return err
+	}
+	port, err := strconv.ParseInt(portText, 10, 32)
+	if err != nil {
+		return err
+	}
+	endpoint := clusterv1.APIEndpoint{Host: host, Port: int32(port)}
+
+	controlPlane := builder.ControlPlane(namespace, clusterName).Build()
+	for path, value := range map[string]any{"version": kubernetesVersion, "controlPlaneEndpoint": map[string]any{"host": host, "port": port}} {
+		if err := unstructured.SetNestedField(controlPlane.Object, value, "spec", path); err != nil {
+			return err
+		}
+	}
+	c := &clusterv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: clusterName},
+		Spec: clusterv1.ClusterSpec{
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "NspawnCluster", Name: clusterName},
+			ControlPlaneRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: builder.ControlPlaneGroupVersion.Group, Kind: builder.GenericControlPlaneKind, Name: clusterName},
+		},
+	}
+	if err := e.Client.Create(ctx, c); err != nil {
+		return fmt.Errorf("creating the Cluster: %w", err)
+	}
+	owner := metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: c.Name, UID: c.UID}
+	controlPlane.SetOwnerReferences([]metav1.OwnerReference{owner})
+	if err := e.Client.Create(ctx, controlPlane); err != nil {
+		return fmt.Errorf("creating the control plane: %w", err)
+	}
+	status := map[string]any{
+		"externalManagedControlPlane": true,
+		"version":                     kubernetesVersion,
+		"initialization":              map[string]any{"controlPlaneInitialized": true},
+	}
+	if err := unstructured.SetNestedField(controlPlane.Object, status, "status"); err != nil {
+		return err
+	}
+	if err := e.Client.Status().Update(ctx, controlPlane); err != nil {
+		return fmt.Errorf("marking the control plane initialized: %w", err)
+	}
+	if err := cp.Certificates.SaveGenerated(ctx, e.Client, client.ObjectKeyFromObject(c), owner); err != nil {
+		return fmt.Errorf("storing the cluster's certificates: %w", err)
+	}
+	if err := kubeconfig.CreateSecretWithOwner(ctx, e.Client, client.ObjectKeyFromObject(c), cp.Endpoint, owner); err != nil {
+		return fmt.Errorf("writing the cluster's kubeconfig Secret: %w", err)
+	}
+	nc := &infrav1.NspawnCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: clusterName,
+			OwnerReferences: []metav1.OwnerReference{owner}},
+		Spec: infrav1.NspawnClusterSpec{ControlPlaneEndpoint: endpoint},
+	}
+	if err := e.Client.Create(ctx, nc); err != nil {
+		return fmt.Errorf("creating the NspawnCluster: %w", err)
+	}
+	cluster = c
+	return nil
+}

@@ -1,0 +1,147 @@
+package e2e_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/provider"
+)
+
+// onNode runs a command on the Machine's node and returns its trimmed output.
+func onNode(t *testing.T, inst *provider.Instance, name string, args ...string) (string, error) {
+	t.Helper()
+	out, err := inst.Exec(t.Context(), name, args...)
+	return strings.TrimSpace(string(out)), err
+}
+
+// exists says whether p is on the node, as the node sees it (/run is the node's own tmpfs).
+func exists(t *testing.T, inst *provider.Instance, p string) bool {
+	t.Helper()
+	_, err := onNode(t, inst, "test", "-e", p)
+	return err == nil
+}
+
+// unitProperty is one property of a unit on the node (systemctl show).
+func unitProperty(t *testing.T, inst *provider.Instance, unit, property string) string {
+	t.Helper()
+	v, err := onNode(t, inst, "systemctl", "show", unit, "--value", "-p", property)
+	require.NoError(t, err)
+	return v
+}
+
+// kubeadmStarts counts the starts of kubeadm.service in the node's journal, over every boot.
+func kubeadmStarts(t *testing.T, inst *provider.Instance) int {
+	t.Helper()
+	out, err := onNode(t, inst, "journalctl", "--no-pager", "--boot=all", "-u", "kubeadm.service", "-o", "cat", "--grep", "^Starting kubeadm.service")
+	if err != nil && strings.Contains(out, "-- No entries --") {
+		return 0
+	}
+	require.NoError(t, err)
+	return strings.Count(out, "Starting kubeadm.service")
+}
+
+// assertWorkerJoined checks a joined worker from both ends: Cluster API's Machine, the Node the
+// node's kubelet registered, and the node itself (what cabpi's output made of it).
+func assertWorkerJoined(t *testing.T, m *clusterv1.Machine, release string) {
+	t.Helper()
+	ctx := t.Context()
+	inst := instanceOf(m)
+	require.NotNil(t, inst, "the node of Machine %s", m.Name)
+
+	// Cluster API's side.
+	assert.True(t, machineJoined(m), "Machine %s is Running with a nodeRef and NodeHealthy", m.Name)
+	assert.Equal(t, m.Name, m.Status.NodeRef.Name, "nodeRef: the Node is named from the metadata hostname")
+	nm := &infrav1.NspawnMachine{}
+	require.NoError(t, mgmt.Client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name}, nm))
+	assert.Equal(t, provider.ProviderIDPrefix+nm.Status.InstanceUUID, m.Spec.ProviderID, "the Machine's provider ID is the instance's")
+
+	// The Node, as registered by the node's kubelet and as it is now.
+	node, err := workloadC.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, m.Spec.ProviderID, node.Spec.ProviderID, "the Node reports the Machine's provider ID")
+	assert.Equal(t, kubernetesVersion, node.Status.NodeInfo.KubeletVersion)
+	assert.Contains(t, node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: inst.Address.String()})
+	registered := nodes.registered(m.Name)
+	require.NotNil(t, registered, "the suite saw Node %s registered", m.Name)
+	assert.Contains(t, registered.Spec.Taints, corev1.Taint{Key: ignition.UninitializedTaintKey, Effect: corev1.TaintEffect(ignition.UninitializedTaintEffect)},
+		"the Node registered with Cluster API's uninitialized taint")
+	require.NotEmpty(t, registered.ManagedFields)
+	assert.Equal(t, "kubelet", registered.ManagedFields[0].Manager, "the node's kubelet registered the Node")
+	require.Eventually(t, func() bool {
+		n, err := workloadC.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, taint := range n.Spec.Taints {
+			if taint.Key == ignition.UninitializedTaintKey {
+				return false
+			}
+		}
+		return true
+	}, time.Minute, time.Second, "Cluster API removes the uninitialized taint from Node %s", m.Name)
+
+	// The node.
+	assert.True(t, exists(t, inst, ignition.SentinelPath), "the sentinel")
+	assert.False(t, exists(t, inst, ignition.KubeadmConfigPath), "the token-bearing kubeadm config is removed")
+	assert.Equal(t, "active", unitProperty(t, inst, "kubeadm.service", "ActiveState"))
+	assert.Equal(t, "exited", unitProperty(t, inst, "kubeadm.service", "SubState"), "kubeadm.service is active (exited)")
+	assert.Equal(t, 1, kubeadmStarts(t, inst), "kubeadm ran once")
+	content, err := onNode(t, inst, "cat", userFile)
+	assert.NoError(t, err)
+	assert.Equal(t, release, content, "the user's file")
+	assert.Equal(t, "active", unitProperty(t, inst, userUnit, "ActiveState"), "the user's unit ran")
+	assert.Contains(t, unitProperty(t, inst, "kubeadm.service", "DropInPaths"), userDropIn, "the user's drop-in")
+	assert.Contains(t, unitProperty(t, inst, "kubeadm.service", "Environment"), userDropInEnv, "the user's drop-in is in effect")
+	assert.True(t, exists(t, inst, preMarker), "the pre-kubeadm command ran, before kubeadm wrote its kubeconfig")
+	assert.True(t, exists(t, inst, postMarker), "the post-kubeadm command ran, after the sentinel")
+}
+
+// nodeRefSeen is when the suite first saw each Machine's nodeRef.
+var nodeRefSeen sync.Map // Machine name → time.Time
+
+func noteNodeRef(machine string) { nodeRefSeen.LoadOrStore(machine, time.Now()) }
+
+// recordTiming adds a joined Machine's way to its Node to the timings, once.
+func recordTiming(t *testing.T, f flavor, m *clusterv1.Machine) {
+	t.Helper()
+	if _, done := recorded.LoadOrStore(m.Name, true); done {
+		return
+	}
+	ctx := t.Context()
+	since := func(at time.Time) float64 { return at.Sub(m.CreationTimestamp.Time).Seconds() }
+	row := nodeTiming{flavor: string(f.name), machine: m.Name}
+	data := &corev1.Secret{}
+	if m.Spec.Bootstrap.DataSecretName != nil &&
+		mgmt.Client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: *m.Spec.Bootstrap.DataSecretName}, data) == nil {
+		row.dataSecret = since(data.CreationTimestamp.Time)
+	}
+	nm := &infrav1.NspawnMachine{}
+	if mgmt.Client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name}, nm) == nil && nm.Status.BootTime != nil {
+		row.boot = since(nm.Status.BootTime.Time)
+	}
+	if inst := instanceOf(m); inst != nil {
+		if v, err := onNode(t, inst, "systemctl", "show", "kubeadm.service", "--value", "-p", "ExecMainExitTimestamp", "--timestamp=us+utc"); err == nil {
+			if at, err := time.Parse("Mon 2006-01-02 15:04:05.000000 MST", v); err == nil {
+				row.kubeadmExit = since(at)
+			}
+		}
+	}
+	if at, ok := nodeRefSeen.Load(m.Name); ok {
+		row.nodeRef = since(at.(time.Time))
+	}
+	timings.add(row)
+}
+
+var recorded sync.Map // Machine name → recorded

@@ -1,0 +1,247 @@
+package e2e_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
+)
+
+// joinWithin is how long a Machine may take from creation to a Ready Node here (2 cores,
+// several nodes booting at once).
+const joinWithin = 4 * time.Minute
+
+// The worker lifecycle of each flavor, from cabpi's default output for its variant, driven by
+// Cluster API: a MachineDeployment of two joins (1), a node is rebooted (5), scaled to three and
+// back to one (2), rolled out through a new template (3). The flavors run side by side.
+func TestWorkerLifecycle(t *testing.T) {
+	for _, f := range flavors {
+		t.Run(string(f.name), func(t *testing.T) {
+			t.Parallel()
+			md := string(f.name) + "-workers"
+			first, second := md+"-a", md+"-b"
+			create(t, ignitionTemplate(f, first, "a"), ignitionTemplate(f, second, "b"), infraTemplate(f, md))
+			deployment := machineDeployment(md, 2, first, md)
+			create(t, deployment)
+			t.Cleanup(func() { deleteAndWait(t, deployment, 5*time.Minute) })
+
+			var machines []clusterv1.Machine
+			ok := t.Run("joins", func(t *testing.T) {
+				machines = waitDeployment(t, f, md, 2, nil, joinWithin)
+				for i := range machines {
+					assertWorkerJoined(t, &machines[i], "a")
+				}
+			})
+			require.True(t, ok, "the workers did not join: the rest cannot run")
+
+			t.Run("reboot", func(t *testing.T) { testReboot(t, &machines[0]) })
+
+			t.Run("scale", func(t *testing.T) {
+				before := names(machines)
+				scale(t, md, 3)
+				three := waitDeployment(t, f, md, 3, nil, joinWithin)
+				for i := range three {
+					if !slices.Contains(before, three[i].Name) {
+						assertWorkerJoined(t, &three[i], "a")
+					}
+				}
+				scale(t, md, 1)
+				one := waitDeployment(t, f, md, 1, nil, 5*time.Minute)
+				assertRemoved(t, three, names(one))
+				machines = one
+			})
+
+			t.Run("rollout", func(t *testing.T) {
+				old := machines
+				d := &clusterv1.MachineDeployment{}
+				require.NoError(t, mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(deployment), d))
+				before := d.DeepCopy()
+				d.Spec.Template.Spec.Bootstrap.ConfigRef.Name = second
+				require.NoError(t, mgmt.Client.Patch(t.Context(), d, client.MergeFrom(before)))
+				rolled := waitDeployment(t, f, md, 1, names(old), joinWithin+2*time.Minute)
+				assertWorkerJoined(t, &rolled[0], "b")
+				assertRemoved(t, old, names(rolled))
+			})
+		})
+	}
+}
+
+func names(machines []clusterv1.Machine) []string {
+	out := make([]string, 0, len(machines))
+	for _, m := range machines {
+		out = append(out, m.Name)
+	}
+	return out
+}
+
+// assertRemoved checks that the Machines of before not in kept are gone for good: their nodes
+// powered off and removed, their Node objects deleted by Cluster API.
+func assertRemoved(t *testing.T, before []clusterv1.Machine, kept []string) {
+	t.Helper()
+	for i := range before {
+		m := &before[i]
+		if slices.Contains(kept, m.Name) {
+			continue
+		}
+		assert.Nil(t, instanceOf(m), "the node of the removed Machine %s is powered off and removed", m.Name)
+		assert.Eventually(t, func() bool { return nodeGone(t.Context(), m.Name) }, 2*time.Minute, time.Second,
+			"Cluster API deletes the Node of the removed Machine %s", m.Name)
+	}
+}
+
+// testReboot powers a joined node off and boots the same root again: kubeadm.service does not
+// run again, the kubelet comes back with the client certificate it got at join, and the Node is
+// Ready again.
+func testReboot(t *testing.T, m *clusterv1.Machine) {
+	inst := instanceOf(m)
+	require.NotNil(t, inst)
+	certBefore, err := onNode(t, inst, "sha256sum", "/var/lib/kubelet/pki/kubelet-client-current.pem")
+	require.NoError(t, err)
+
+	require.NoError(t, inst.PowerOff(time.Minute))
+	down := time.Now()
+	require.NoError(t, inst.Boot(t.Context()))
+	state, err := inst.WaitBooted(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, "running", state, "no unit failed on the second boot")
+
+	assert.Equal(t, "inactive", unitProperty(t, inst, "kubeadm.service", "ActiveState"), "kubeadm.service does not run again")
+	assert.Equal(t, "no", unitProperty(t, inst, "kubeadm.service", "ConditionResult"), "skipped: its config is gone")
+	assert.Equal(t, 1, kubeadmStarts(t, inst), "kubeadm ran once, over both boots")
+	certAfter, err := onNode(t, inst, "sha256sum", "/var/lib/kubelet/pki/kubelet-client-current.pem")
+	require.NoError(t, err)
+	assert.Equal(t, certBefore, certAfter, "the kubelet keeps the client certificate it got at join")
+	require.Eventually(t, func() bool {
+		n, err := workloadC.CoreV1().Nodes().Get(t.Context(), m.Name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		c, ready := nodeReady(n)
+		return ready && c.LastHeartbeatTime.After(down)
+	}, 3*time.Minute, time.Second, "Node %s is Ready again, heard from after the reboot", m.Name)
+	require.Eventually(t, func() bool {
+		cur := &clusterv1.Machine{}
+		return mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(m), cur) == nil && machineJoined(cur)
+	}, 2*time.Minute, time.Second, "Machine %s is Running and NodeHealthy after the reboot", m.Name)
+}
+
+// A join that cannot succeed: the instance is created with the Machine's data, the Machine's
+// join token is deleted from the workload cluster, then the node boots. kubeadm join fails
+// within the discovery timeout the user set, kubeadm.service is failed, no sentinel exists at
+// any moment, the kubeadm config stays, the Machine gets no nodeRef, and the IgnitionConfig
+// says why (JoinTokenLost).
+func TestLostJoinToken(t *testing.T) {
+	for _, f := range flavors {
+		t.Run(string(f.name), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			name := string(f.name) + "-lost-token"
+			spec := workerSpec(f, "lost")
+			spec.JoinConfiguration.Timeouts.DiscoverySeconds = ptr.To[int32](discoveryLimit)
+			labels := map[string]string{clusterv1.ClusterNameLabel: clusterName}
+			config := &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels}, Spec: spec}
+			infra := &infrav1.NspawnMachine{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
+				Spec: infrav1.NspawnMachineSpec{Flavor: f.name, BootHeld: true}}
+			machine := &clusterv1.Machine{
+				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
+				Spec: clusterv1.MachineSpec{
+					ClusterName: clusterName, Version: kubernetesVersion,
+					Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
+						APIGroup: cabpiv1.GroupVersion.Group, Kind: "IgnitionConfig", Name: name}},
+					InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+						APIGroup: infrav1.GroupVersion.Group, Kind: "NspawnMachine", Name: name},
+				},
+			}
+			create(t, config, infra, machine)
+			t.Cleanup(func() { deleteAndWait(t, machine, 3*time.Minute) })
+
+			// The instance exists with the data, not booted, and Cluster API knows it is provisioned.
+			require.Eventually(t, func() bool {
+				cur := &clusterv1.Machine{}
+				return mgmt.Client.Get(ctx, client.ObjectKeyFromObject(machine), cur) == nil &&
+					ptr.Deref(cur.Status.Initialization.InfrastructureProvisioned, false)
+			}, 2*time.Minute, time.Second, "Machine %s provisioned", name)
+			inst := instanceOf(machine)
+			require.NotNil(t, inst)
+			tokenID := tokenOnNode(t, filepath.Join(inst.Root(), ignition.KubeadmConfigPath))
+			require.NoError(t, workloadC.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, "bootstrap-token-"+tokenID, metav1.DeleteOptions{}))
+
+			require.NoError(t, mgmt.Client.Get(ctx, client.ObjectKeyFromObject(infra), infra))
+			before := infra.DeepCopy()
+			infra.Spec.BootHeld = false
+			require.NoError(t, mgmt.Client.Patch(ctx, infra, client.MergeFrom(before)))
+
+			// Never a sentinel while kubeadm runs, nor after it failed.
+			deadline := time.Now().Add(4 * time.Minute)
+			var state string
+			for time.Now().Before(deadline) {
+				if inst.Running() {
+					require.False(t, exists(t, inst, ignition.SentinelPath), "a sentinel while kubeadm join cannot succeed")
+					out, _ := onNode(t, inst, "systemctl", "is-active", "kubeadm.service")
+					if state = out; state == "failed" || state == "active" {
+						break
+					}
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			require.Equal(t, "failed", state, "kubeadm.service")
+			assert.False(t, exists(t, inst, ignition.SentinelPath), "no sentinel")
+			assert.True(t, exists(t, inst, ignition.KubeadmConfigPath), "the kubeadm config stays")
+			assert.Equal(t, "exit-code", unitProperty(t, inst, "kubeadm.service", "Result"), "kubeadm join exited with an error")
+			journal, _ := onNode(t, inst, "journalctl", "--no-pager", "-u", "kubeadm.service", "-o", "cat")
+			assert.Contains(t, journal, "couldn't validate the identity of the API Server", "kubeadm join failed in discovery")
+
+			require.Eventually(t, func() bool {
+				cur := &cabpiv1.IgnitionConfig{}
+				if mgmt.Client.Get(ctx, client.ObjectKeyFromObject(config), cur) != nil {
+					return false
+				}
+				c := conditions.Get(cur, cabpiv1.DataSecretAvailableCondition)
+				return c != nil && c.Status == metav1.ConditionFalse && c.Reason == cabpiv1.JoinTokenLostReason
+			}, 2*time.Minute, time.Second, "IgnitionConfig %s reports JoinTokenLost", name)
+			cur := &clusterv1.Machine{}
+			require.NoError(t, mgmt.Client.Get(ctx, client.ObjectKeyFromObject(machine), cur))
+			assert.False(t, cur.Status.NodeRef.IsDefined(), "no nodeRef")
+			assert.True(t, nodeGone(ctx, name), "no Node")
+		})
+	}
+}
+
+// tokenOnNode reads the token ID of the join configuration in the node's kubeadm config (its
+// root as the host sees it, before boot).
+func tokenOnNode(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var join struct {
+			Kind      string              `json:"kind"`
+			Discovery kubeadmv1.Discovery `json:"discovery"`
+		}
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &join))
+		if join.Kind == "JoinConfiguration" {
+			id, _, ok := strings.Cut(join.Discovery.BootstrapToken.Token, ".")
+			require.True(t, ok, "a bootstrap token in %s", path)
+			return id
+		}
+	}
+	t.Fatalf("no JoinConfiguration in %s", path)
+	return ""
+}

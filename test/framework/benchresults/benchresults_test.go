@@ -1,0 +1,24 @@
+package benchresults
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestReplace(t *testing.T) {
+	for _, tc := range []struct{ name, text, body, want string }{
+		{"appended where missing", "# Results\n", "t1", "# Results\n\n" + Begin + "\nt1\n" + End + "\n"},
+		{"replaced in place", "a\n" + Begin + "\nold\n" + End + "\nb\n", "new\n", "a\n" + Begin + "\nnew\n" + End + "\nb\n"},
+		{"markers out of order are not a section", "a " + End + " " + Begin, "x", "a " + End + " " + Begin + "\n\n" + Begin + "\nx\n" + End + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, Replace(tc.text, tc.body)) })
+	}
+}
+
+// make bench rewrites the file: the real-node section survives it, and a file without one gets none.
+func TestKeep(t *testing.T) {
+	old := "# Benchmark\nold figures\n" + Begin + "\n| e2e |\n" + End + "\n"
+	assert.Equal(t, "# Benchmark\nnew figures\n\n"+Begin+"\n| e2e |\n"+End+"\n", Keep(old, "# Benchmark\nnew figures\n"))
+	assert.Equal(t, "# Benchmark\nnew\n", Keep("# Benchmark\nno section\n", "# Benchmark\nnew\n"))
+}

@@ -1,0 +1,206 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+)
+
+// Flavor is the kind of node image an NspawnMachine boots (test/framework/nodeimage).
+// +kubebuilder:validation:Enum=flatcar;fcos
+type Flavor string
+
+const (
+	// FlavorFlatcar boots the flatcar-like image.
+	FlavorFlatcar Flavor = "flatcar"
+	// FlavorFCOS boots the fcos-like image.
+	FlavorFCOS Flavor = "fcos"
+)
+
+// Condition reasons of the Ready condition (the contract's failure reporting: CAPI mirrors an
+// InfraMachine's Ready condition into the Machine's InfrastructureReady).
+const (
+	// ReadyCondition is the one condition of each kind.
+	ReadyCondition = "Ready"
+
+	// WaitingForClusterInfrastructureReason: the Cluster's infrastructure is not provisioned.
+	WaitingForClusterInfrastructureReason = "WaitingForClusterInfrastructure"
+	// WaitingForBootstrapDataReason: the Machine has no bootstrap data Secret yet.
+	WaitingForBootstrapDataReason = "WaitingForBootstrapData"
+	// BootstrapDataInvalidReason: the data Secret has no value, is not in format ignition, or
+	// ignition-apply refused it. Terminal for this machine: replace it.
+	BootstrapDataInvalidReason = "BootstrapDataInvalid"
+	// UnsupportedKubernetesVersionReason: the Machine's version is not the one the node images
+	// carry. Terminal for this machine.
+	UnsupportedKubernetesVersionReason = "UnsupportedKubernetesVersion"
+	// ProvisioningFailedReason: the root could not be made (image, mount); retried.
+	ProvisioningFailedReason = "ProvisioningFailed"
+	// BootHeldReason: the instance exists (root, Ignition, provider ID) but is not booted yet,
+	// as spec.bootHeld asks.
+	BootHeldReason = "BootHeld"
+	// PoweredOffReason: the instance exists but is not running.
+	PoweredOffReason = "PoweredOff"
+	// RunningReason: the instance is running.
+	RunningReason = "Running"
+	// ProvisionedReason: an NspawnCluster's endpoint is set.
+	ProvisionedReason = "Provisioned"
+	// WaitingForControlPlaneEndpointReason: an NspawnCluster has no endpoint yet.
+	WaitingForControlPlaneEndpointReason = "WaitingForControlPlaneEndpoint"
+)
+
+// MachineFinalizer lets an NspawnMachine's instance be powered off and removed before the
+// object goes.
+const MachineFinalizer = "nspawnmachine.infrastructure.cluster.x-k8s.io"
+
+// NspawnClusterSpec is the cluster's infrastructure: here only where its API server is.
+type NspawnClusterSpec struct {
+	// ControlPlaneEndpoint is the workload API server (the suite runs it on the bridge).
+	// +optional
+	ControlPlaneEndpoint clusterv1.APIEndpoint `json:"controlPlaneEndpoint,omitempty,omitzero"`
+}
+
+// ClusterInitializationStatus is the contract's initialization status.
+type ClusterInitializationStatus struct {
+	// Provisioned is true once the cluster infrastructure is there.
+	// +optional
+	Provisioned *bool `json:"provisioned,omitempty"`
+}
+
+// NspawnClusterStatus is what the provider observed.
+type NspawnClusterStatus struct {
+	// +optional
+	Initialization ClusterInitializationStatus `json:"initialization,omitempty,omitzero"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// NspawnCluster is the infrastructure of a real-node test cluster.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:metadata:labels="cluster.x-k8s.io/v1beta2=v1alpha1"
+// +kubebuilder:resource:categories=cluster-api
+type NspawnCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   NspawnClusterSpec   `json:"spec,omitempty"`
+	Status NspawnClusterStatus `json:"status,omitempty"`
+}
+
+// NspawnClusterList is a list of NspawnClusters.
+// +kubebuilder:object:root=true
+type NspawnClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NspawnCluster `json:"items"`
+}
+
+// NspawnMachineSpec is one instance.
+type NspawnMachineSpec struct {
+	// ProviderID is set by the provider once the instance exists: openstack:///<instance UUID>,
+	// what the instance's metadata makes the node report.
+	// +optional
+	ProviderID string `json:"providerID,omitempty"`
+	// Flavor is the node image.
+	Flavor Flavor `json:"flavor"`
+	// BootHeld creates the instance (root, Ignition applied, provider ID) without booting it
+	// while true, as a cloud instance that is slow to start: a test acts in between.
+	// +optional
+	BootHeld bool `json:"bootHeld,omitempty"`
+}
+
+// MachineInitializationStatus is the contract's initialization status.
+type MachineInitializationStatus struct {
+	// Provisioned is true once the instance exists with the bootstrap data applied.
+	// +optional
+	Provisioned *bool `json:"provisioned,omitempty"`
+}
+
+// NspawnMachineStatus is what the provider observed.
+type NspawnMachineStatus struct {
+	// +optional
+	Initialization MachineInitializationStatus `json:"initialization,omitempty,omitzero"`
+	// Addresses of the instance on the suite's bridge.
+	// +optional
+	// +listType=atomic
+	Addresses []clusterv1.MachineAddress `json:"addresses,omitempty"`
+	// InstanceUUID is the instance's UUID in its metadata.
+	// +optional
+	InstanceUUID string `json:"instanceUUID,omitempty"`
+	// BootTime is when the instance was last booted (a figure for the suite's timings).
+	// +optional
+	BootTime *metav1.Time `json:"bootTime,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// NspawnMachine is one systemd-nspawn instance of a Machine.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:metadata:labels="cluster.x-k8s.io/v1beta2=v1alpha1"
+// +kubebuilder:resource:categories=cluster-api
+// +kubebuilder:printcolumn:name="Provider ID",type=string,JSONPath=".spec.providerID"
+// +kubebuilder:printcolumn:name="Provisioned",type=boolean,JSONPath=".status.initialization.provisioned"
+type NspawnMachine struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   NspawnMachineSpec   `json:"spec,omitempty"`
+	Status NspawnMachineStatus `json:"status,omitempty"`
+}
+
+// NspawnMachineList is a list of NspawnMachines.
+// +kubebuilder:object:root=true
+type NspawnMachineList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NspawnMachine `json:"items"`
+}
+
+// NspawnMachineTemplateResource is what a MachineSet clones.
+type NspawnMachineTemplateResource struct {
+	// +optional
+	ObjectMeta clusterv1.ObjectMeta `json:"metadata,omitempty,omitzero"`
+	Spec       NspawnMachineSpec    `json:"spec"`
+}
+
+// NspawnMachineTemplateSpec holds the template.
+type NspawnMachineTemplateSpec struct {
+	Template NspawnMachineTemplateResource `json:"template"`
+}
+
+// NspawnMachineTemplate is the template of NspawnMachines for MachineDeployments and
+// MachineSets.
+// +kubebuilder:object:root=true
+// +kubebuilder:metadata:labels="cluster.x-k8s.io/v1beta2=v1alpha1"
+// +kubebuilder:resource:categories=cluster-api
+type NspawnMachineTemplate struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec NspawnMachineTemplateSpec `json:"spec,omitempty"`
+}
+
+// NspawnMachineTemplateList is a list of NspawnMachineTemplates.
+// +kubebuilder:object:root=true
+type NspawnMachineTemplateList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NspawnMachineTemplate `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&NspawnCluster{}, &NspawnClusterList{},
+		&NspawnMachine{}, &NspawnMachineList{},
+		&NspawnMachineTemplate{}, &NspawnMachineTemplateList{})
+}
+
+// GetConditions and SetConditions let Cluster API's conditions helpers work on the kinds.
+func (c *NspawnCluster) GetConditions() []metav1.Condition     { return c.Status.Conditions }
+func (c *NspawnCluster) SetConditions(cs []metav1.Condition)   { c.Status.Conditions = cs }
+func (m *NspawnMachine) GetConditions() []metav1.Condition     { return m.Status.Conditions }
+func (m *NspawnMachine) SetConditions(cs []metav1.Condition)   { m.Status.Conditions = cs }

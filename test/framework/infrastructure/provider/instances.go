@@ -1,0 +1,227 @@
+// Package provider is the real-node suite's infrastructure provider: reconcilers of
+// NspawnCluster and NspawnMachine that follow Cluster API's infrastructure contract (v1beta2),
+// as CAPD does with docker, and Instances, the host side: one systemd-nspawn machine per
+// NspawnMachine, on the suite's bridge, from a cached node image, with the Machine's bootstrap
+// data applied by the real ignition-apply as the initramfs would.
+//
+// Instances live in the test process: a test can power one off and boot it again (a reboot),
+// and Close removes whatever is left when the suite ends, failed or not.
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/nodeimage"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/nspawn"
+)
+
+// Instances are the suite's machines.
+type Instances struct {
+	// Images builds (or finds in its cache) the node image of a flavor.
+	Images nodeimage.Builder
+	// Kubernetes is what the images carry: an instance of a Machine at another version is
+	// refused (UnsupportedKubernetesVersion).
+	Kubernetes nodeimage.Kubernetes
+	// Network is the suite's bridge; instances get its machine addresses in order.
+	Network nspawn.Network
+	// Dir holds the instances' roots.
+	Dir string
+	// Artifacts receives each instance's console and, when it is removed, the journal of
+	// kubeadm and the kubelet.
+	Artifacts string
+
+	mu      sync.Mutex
+	byKey   map[types.NamespacedName]*Instance
+	used    map[int]bool
+	imageMu sync.Mutex
+}
+
+// Instance is one machine.
+type Instance struct {
+	*nspawn.Machine
+	index  int
+	booted bool
+}
+
+// Booted says whether the instance was ever booted.
+func (i *Instance) Booted() bool { return i.booted }
+
+// InstanceSpec is what an NspawnMachine asks for.
+type InstanceSpec struct {
+	// Name is the Machine's name: machine name and hostname, and the metadata's hostname.
+	Name string
+	// Flavor is the node image.
+	Flavor infrav1.Flavor
+	// UUID is the instance UUID its metadata reports.
+	UUID string
+	// Ignition is the bootstrap data.
+	Ignition []byte
+}
+
+// ErrBootstrapData: ignition-apply refused the bootstrap data (terminal for the instance).
+var ErrBootstrapData = errors.New("bootstrap data refused")
+
+// Get returns the instance of an NspawnMachine, nil when it has none.
+func (s *Instances) Get(key types.NamespacedName) *Instance {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byKey[key]
+}
+
+// Create makes the instance of an NspawnMachine: its root over the node image with the
+// Ignition applied, and its address; it is not booted.
+func (s *Instances) Create(ctx context.Context, key types.NamespacedName, spec InstanceSpec) (*Instance, error) {
+	image, err := s.image(ctx, nodeimage.Flavor(spec.Flavor))
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.byKey == nil {
+		s.byKey, s.used = map[types.NamespacedName]*Instance{}, map[int]bool{}
+	}
+	if inst := s.byKey[key]; inst != nil {
+		s.mu.Unlock()
+		return inst, nil
+	}
+	index := 0
+	for s.used[index] {
+		index++
+	}
+	s.used[index] = true
+	s.mu.Unlock()
+	release := func() {
+		s.mu.Lock()
+		delete(s.used, index)
+		s.mu.Unlock()
+	}
+
+	addr, err := s.Network.MachineAddr(index)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	console, err := s.artifact(key, spec.Name, "console.log")
+	if err != nil {
+		release()
+		return nil, err
+	}
+	m, err := nspawn.Prepare(ctx, nspawn.Spec{
+		Name: spec.Name, Image: image, Dir: filepath.Join(s.Dir, key.Namespace, spec.Name),
+		Network: s.Network, Address: addr,
+		Instance: nspawn.Instance{Hostname: spec.Name, UUID: spec.UUID},
+		Ignition: spec.Ignition, Console: console,
+	})
+	if err != nil {
+		_ = console.Close()
+		release()
+		if errors.Is(err, nspawn.ErrIgnition) {
+			return nil, fmt.Errorf("%w: %w", ErrBootstrapData, err)
+		}
+		return nil, err
+	}
+	inst := &Instance{Machine: m, index: index}
+	s.mu.Lock()
+	s.byKey[key] = inst
+	s.mu.Unlock()
+	return inst, nil
+}
+
+// Boot boots the instance for the first time.
+func (s *Instances) Boot(ctx context.Context, inst *Instance) error {
+	if err := inst.Boot(ctx); err != nil {
+		return err
+	}
+	inst.booted = true
+	return nil
+}
+
+// Delete powers the instance off, keeps its journal and removes its root; no instance is fine.
+func (s *Instances) Delete(ctx context.Context, key types.NamespacedName) error {
+	s.mu.Lock()
+	inst := s.byKey[key]
+	s.mu.Unlock()
+	if inst == nil {
+		return nil
+	}
+	errs := []error{s.saveJournal(ctx, key, inst)}
+	errs = append(errs, inst.Remove(ctx))
+	if c, ok := inst.Console.(*os.File); ok {
+		errs = append(errs, c.Close())
+	}
+	s.mu.Lock()
+	delete(s.byKey, key)
+	delete(s.used, inst.index)
+	s.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// Close removes every instance left (the end of a suite, passed or failed).
+func (s *Instances) Close(ctx context.Context) error {
+	s.mu.Lock()
+	keys := make([]types.NamespacedName, 0, len(s.byKey))
+	for k := range s.byKey {
+		keys = append(keys, k)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, k := range keys {
+		errs = append(errs, s.Delete(ctx, k))
+	}
+	return errors.Join(errs...)
+}
+
+// saveJournal writes the journal of kubeadm and the kubelet (every boot) into the artifacts,
+// while the instance runs; a powered-off instance's journal is read from its root.
+func (s *Instances) saveJournal(ctx context.Context, key types.NamespacedName, inst *Instance) error {
+	if s.Artifacts == "" || !inst.booted {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	journal, err := inst.Journal(ctx, "kubeadm", "kubelet")
+	if err != nil {
+		journal, err = inst.JournalOffline(ctx, "kubeadm", "kubelet")
+	}
+	if err != nil {
+		return fmt.Errorf("reading the journal of %s: %w", inst.Name, err)
+	}
+	f, err := s.artifact(key, inst.Name, "journal.log")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(journal)
+	return errors.Join(err, f.Close())
+}
+
+// artifact creates <Artifacts>/<namespace>/<name>.<suffix>; without Artifacts, a file that
+// discards what is written.
+func (s *Instances) artifact(key types.NamespacedName, name, suffix string) (*os.File, error) {
+	if s.Artifacts == "" {
+		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	}
+	dir := filepath.Join(s.Artifacts, key.Namespace)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return os.Create(filepath.Join(dir, name+"."+suffix))
+}
+
+// image builds the flavor's image once (concurrent instances of a new flavor wait for one build).
+func (s *Instances) image(ctx context.Context, flavor nodeimage.Flavor) (string, error) {
+	s.imageMu.Lock()
+	defer s.imageMu.Unlock()
+	root, err := s.Images.Build(ctx, flavor, s.Kubernetes)
+	if err != nil {
+		return "", fmt.Errorf("building the %s node image: %w", flavor, err)
+	}
+	return root, nil
+}

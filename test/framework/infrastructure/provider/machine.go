@@ -1,0 +1,206 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/cluster-api/util/paused"
+
+	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
+)
+
+// ProviderIDPrefix is what a node named from OpenStack metadata reports as its provider ID,
+// before the instance UUID.
+const ProviderIDPrefix = "openstack:///"
+
+// powerStateRecheck is how often a running instance's power state is looked at again (a test
+// may power it off).
+const powerStateRecheck = 10 * time.Second
+
+// MachineReconciler runs an instance per NspawnMachine.
+type MachineReconciler struct {
+	Client    client.Client
+	Instances *Instances
+}
+
+// SetupWithManager registers the reconciler: NspawnMachines, their Machines (the bootstrap data
+// arrives there) and their Clusters (the infrastructure becomes provisioned).
+func (r *MachineReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).For(&infrav1.NspawnMachine{}).WithOptions(opts).
+		Named("nspawnmachine").
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(
+			util.MachineToInfrastructureMapFunc(infrav1.GroupVersion.WithKind("NspawnMachine")))).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToMachines)).
+		Complete(r)
+}
+
+func (r *MachineReconciler) clusterToMachines(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &infrav1.NspawnMachineList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()),
+		client.MatchingLabels{clusterv1.ClusterNameLabel: o.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, m := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&m)})
+	}
+	return reqs
+}
+
+// Reconcile implements the InfraMachine contract: spec.providerID,
+// status.initialization.provisioned, status.addresses, the Ready condition (its reason is the
+// failure reporting), and deletion.
+func (r *MachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	nm := &infrav1.NspawnMachine{}
+	if err := r.Client.Get(ctx, req.NamespacedName, nm); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	machine, err := util.GetOwnerMachine(ctx, r.Client, nm.ObjectMeta)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("getting the owner Machine of %s: %w", req, err)
+	}
+	if machine == nil {
+		if !nm.DeletionTimestamp.IsZero() {
+			return ctrl.Result{}, r.reconcileDelete(ctx, nm)
+		}
+		return ctrl.Result{}, nil // the Machine controller sets the owner reference
+	}
+	cluster, err := util.GetClusterFromMetadata(ctx, r.Client, machine.ObjectMeta)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("getting the Cluster of %s: %w", req, err)
+	}
+	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, nm); err != nil || isPaused || requeue {
+		return ctrl.Result{}, err
+	}
+	if !nm.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, nm)
+	}
+	if controllerutil.AddFinalizer(nm, infrav1.MachineFinalizer) {
+		return ctrl.Result{}, r.Client.Update(ctx, nm)
+	}
+	helper, err := patch.NewHelper(nm, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer func() {
+		if err := helper.Patch(ctx, nm, patch.WithOwnedConditions{Conditions: []string{infrav1.ReadyCondition}}); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+	return r.reconcileNormal(ctx, cluster, machine, nm)
+}
+
+func setReady(nm *infrav1.NspawnMachine, status metav1.ConditionStatus, reason, message string) {
+	conditions.Set(nm, metav1.Condition{Type: infrav1.ReadyCondition, Status: status, Reason: reason, Message: message})
+}
+
+func (r *MachineReconciler) reconcileNormal(ctx context.Context, cluster *clusterv1.Cluster, machine *clusterv1.Machine, nm *infrav1.NspawnMachine) (ctrl.Result, error) {
+	key := client.ObjectKeyFromObject(nm)
+	if !ptr.Deref(cluster.Status.Initialization.InfrastructureProvisioned, false) {
+		setReady(nm, metav1.ConditionFalse, infrav1.WaitingForClusterInfrastructureReason, "the Cluster's infrastructure is not provisioned yet")
+		return ctrl.Result{}, nil
+	}
+	inst := r.Instances.Get(key)
+	if inst == nil {
+		if ptr.Deref(nm.Status.Initialization.Provisioned, false) {
+			// Provisioned before, now gone (the suite's process is not the one that made it):
+			// an instance is never made twice from the same data.
+			setReady(nm, metav1.ConditionFalse, infrav1.ProvisioningFailedReason, "the instance is gone; delete the Machine so that it is replaced")
+			return ctrl.Result{}, nil
+		}
+		if machine.Spec.Bootstrap.DataSecretName == nil {
+			setReady(nm, metav1.ConditionFalse, infrav1.WaitingForBootstrapDataReason, "the Machine has no bootstrap data Secret yet")
+			return ctrl.Result{}, nil
+		}
+		if machine.Spec.Version != r.Instances.Kubernetes.Version {
+			setReady(nm, metav1.ConditionFalse, infrav1.UnsupportedKubernetesVersionReason,
+				fmt.Sprintf("the node images carry Kubernetes %s, the Machine asks for %q", r.Instances.Kubernetes.Version, machine.Spec.Version))
+			return ctrl.Result{}, nil
+		}
+		data, err := r.bootstrapData(ctx, machine)
+		if err != nil {
+			setReady(nm, metav1.ConditionFalse, infrav1.BootstrapDataInvalidReason, err.Error())
+			return ctrl.Result{}, nil
+		}
+		inst, err = r.Instances.Create(ctx, key, InstanceSpec{Name: machine.Name, Flavor: nm.Spec.Flavor, UUID: string(nm.UID), Ignition: data})
+		switch {
+		case errors.Is(err, ErrBootstrapData):
+			setReady(nm, metav1.ConditionFalse, infrav1.BootstrapDataInvalidReason, err.Error())
+			return ctrl.Result{}, nil
+		case err != nil:
+			setReady(nm, metav1.ConditionFalse, infrav1.ProvisioningFailedReason, err.Error())
+			return ctrl.Result{}, fmt.Errorf("creating the instance of %s: %w", key, err)
+		}
+	}
+	nm.Spec.ProviderID = ProviderIDPrefix + string(nm.UID)
+	nm.Status.InstanceUUID = string(nm.UID)
+	nm.Status.Addresses = []clusterv1.MachineAddress{
+		{Type: clusterv1.MachineInternalIP, Address: inst.Address.String()},
+		{Type: clusterv1.MachineHostName, Address: inst.Name},
+	}
+	nm.Status.Initialization.Provisioned = ptr.To(true)
+
+	switch {
+	case nm.Spec.BootHeld && !inst.Booted():
+		setReady(nm, metav1.ConditionFalse, infrav1.BootHeldReason, "the instance is created and not booted: spec.bootHeld")
+		return ctrl.Result{}, nil
+	case !inst.Booted():
+		if err := r.Instances.Boot(ctx, inst); err != nil {
+			setReady(nm, metav1.ConditionFalse, infrav1.ProvisioningFailedReason, err.Error())
+			return ctrl.Result{}, fmt.Errorf("booting the instance of %s: %w", key, err)
+		}
+		nm.Status.BootTime = ptr.To(metav1.Now())
+	case !inst.Running():
+		// Powered off after its first boot (by a test): the power state is the user's.
+		setReady(nm, metav1.ConditionFalse, infrav1.PoweredOffReason, "the instance is powered off")
+		return ctrl.Result{RequeueAfter: powerStateRecheck}, nil
+	}
+	setReady(nm, metav1.ConditionTrue, infrav1.RunningReason, "")
+	return ctrl.Result{RequeueAfter: powerStateRecheck}, nil
+}
+
+// bootstrapData reads the Machine's data Secret: its value, in format ignition.
+func (r *MachineReconciler) bootstrapData(ctx context.Context, machine *clusterv1.Machine) ([]byte, error) {
+	s := &corev1.Secret{}
+	key := types.NamespacedName{Namespace: machine.Namespace, Name: *machine.Spec.Bootstrap.DataSecretName}
+	if err := r.Client.Get(ctx, key, s); err != nil {
+		return nil, fmt.Errorf("reading the bootstrap data Secret %s: %w", key.Name, err)
+	}
+	if f := string(s.Data["format"]); f != "ignition" {
+		return nil, fmt.Errorf("the bootstrap data Secret %s has format %q; these instances boot Ignition", key.Name, f)
+	}
+	if len(s.Data["value"]) == 0 {
+		return nil, fmt.Errorf("the bootstrap data Secret %s has no value", key.Name)
+	}
+	return s.Data["value"], nil
+}
+
+// reconcileDelete powers the instance off, keeps its journal, removes its root and lets the
+// object go.
+func (r *MachineReconciler) reconcileDelete(ctx context.Context, nm *infrav1.NspawnMachine) error {
+	if err := r.Instances.Delete(ctx, client.ObjectKeyFromObject(nm)); err != nil {
+		return fmt.Errorf("deleting the instance of %s: %w", client.ObjectKeyFromObject(nm), err)
+	}
+	if controllerutil.RemoveFinalizer(nm, infrav1.MachineFinalizer) {
+		return r.Client.Update(ctx, nm)
+	}
+	return nil
+}
