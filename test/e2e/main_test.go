@@ -154,6 +154,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	nodes = watchNodes(ctx, workloadC)
+	// The Node watch ends before the API server stops (it would wait for the watch to drain).
+	undo = append(undo, func() error { cancel(); return nil })
 
 	instances = &provider.Instances{
 		Images:     nodeimage.NewBuilder(filepath.Join(os.Getenv("CABPI_CACHE"), "nodeimage")),

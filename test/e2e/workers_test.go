@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -244,4 +245,41 @@ func tokenOnNode(t *testing.T, path string) string {
 	}
 	t.Fatalf("no JoinConfiguration in %s", path)
 	return ""
+}
+
+// The test infrastructure provider reports what it cannot boot, as the contract asks: a Machine
+// whose data Secret is not Ignition gets no instance, and its NspawnMachine's Ready condition
+// (which Cluster API mirrors into the Machine) says why.
+func TestInfrastructureRefusesOtherBootstrapFormats(t *testing.T) {
+	ctx := t.Context()
+	const name = "cloud-config-data"
+	labels := map[string]string{clusterv1.ClusterNameLabel: clusterName}
+	data := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
+		Data: map[string][]byte{"value": []byte("#cloud-config\n"), "format": []byte("cloud-config")}}
+	infra := &infrav1.NspawnMachine{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
+		Spec: infrav1.NspawnMachineSpec{Flavor: infrav1.FlavorFlatcar}}
+	machine := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
+		Spec: clusterv1.MachineSpec{
+			ClusterName: clusterName, Version: kubernetesVersion,
+			Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To(name)},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "NspawnMachine", Name: name},
+		},
+	}
+	create(t, data, infra, machine)
+	t.Cleanup(func() { deleteAndWait(t, machine, time.Minute) })
+	require.Eventually(t, func() bool {
+		cur := &infrav1.NspawnMachine{}
+		if mgmt.Client.Get(ctx, client.ObjectKeyFromObject(infra), cur) != nil {
+			return false
+		}
+		c := conditions.Get(cur, infrav1.ReadyCondition)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == infrav1.BootstrapDataInvalidReason &&
+			strings.Contains(c.Message, `format "cloud-config"`)
+	}, time.Minute, time.Second, "NspawnMachine %s reports BootstrapDataInvalid", name)
+	assert.Nil(t, instanceOf(machine), "no instance")
+	cur := &clusterv1.Machine{}
+	require.NoError(t, mgmt.Client.Get(ctx, client.ObjectKeyFromObject(machine), cur))
+	assert.False(t, ptr.Deref(cur.Status.Initialization.InfrastructureProvisioned, false), "the Machine is not provisioned")
 }
