@@ -118,11 +118,16 @@ TEST_PKGS = $(shell go list ./... | grep -Ev '/test/e2e(/|$$)')
 # Kubernetes on the real nodes: the last minor whose kubelet runs on cgroup v1 by default with
 # Debian 12's containerd 1.6 (docs/adr/022-real-nodes.md).
 E2E_KUBERNETES_VERSION ?= v1.34.4
+# The etcd kubeadm v1.34 runs (its image tag 3.6.5-0: `kubeadm config images list`).
+E2E_ETCD_VERSION ?= v3.6.5
 E2E_TIMEOUT ?= 30m
 
 .PHONY: e2e
 e2e: deps envtest-assets ignition-apply ## Boot real nodes (systemd-nspawn, real kubeadm and kubelet) from cabpi's output; builds the node image and Kubernetes binaries once (cached).
-	CABPI_KUBE_BIN="$$(bash hack/kube-binaries.sh $(E2E_KUBERNETES_VERSION) kubeadm kubelet kube-controller-manager)" \
+	CGO_ENABLED=0 go build -trimpath -o "$(CABPI_CACHE)/pause/pause" ./hack/pause
+	CABPI_KUBE_BIN="$$(bash hack/kube-binaries.sh $(E2E_KUBERNETES_VERSION) kubeadm kubelet kube-controller-manager kube-apiserver kube-scheduler)" \
+	CABPI_ETCD_BIN="$$(bash hack/etcd-binary.sh $(E2E_ETCD_VERSION))/etcd" \
+	CABPI_PAUSE_BIN="$(CABPI_CACHE)/pause/pause" \
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest-assets.sh)" \
 	CABPI_IGNITION_APPLY="$$(IGNITION_VER=$(IGNITION_VER) bash hack/ignition-apply.sh)" \
 		go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) ./test/e2e/...

@@ -2,7 +2,8 @@
 # Builds kube-apiserver and etcd for envtest from the Go module proxy (setup-envtest cannot
 # download here) and caches them outside the repository. Prints the asset directory.
 # Warm runs cost nothing: the build is skipped when the binaries are already cached.
-# kube-apiserver comes from hack/kube-binaries.sh (the Kubernetes recipe, cached by version).
+# kube-apiserver comes from hack/kube-binaries.sh (the Kubernetes recipe, cached by version),
+# etcd from hack/etcd-binary.sh.
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-v1.36.3}"
@@ -21,13 +22,9 @@ trap 'rm -rf "$work"' EXIT
 export CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
 echo "building etcd ${ETCD_VERSION} and kube-apiserver ${K8S_VERSION} into $ASSETS (once; several minutes)" >&2
-mkdir -p "$work/etcd" "$work/out"
-(
-  cd "$work/etcd"
-  go mod init envtest-etcd >/dev/null 2>&1
-  go get -tool "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" >&2
-  go build -trimpath -ldflags "-s -w" -o "$work/out/etcd" go.etcd.io/etcd/server/v3
-)
+mkdir -p "$work/out"
+etcd="$(bash "$here/etcd-binary.sh" "$ETCD_VERSION")"
+ln "$etcd/etcd" "$work/out/etcd" 2>/dev/null || cp "$etcd/etcd" "$work/out/etcd"
 kube="$(bash "$here/kube-binaries.sh" "$K8S_VERSION" kube-apiserver)"
 ln "$kube/kube-apiserver" "$work/out/kube-apiserver" 2>/dev/null || cp "$kube/kube-apiserver" "$work/out/kube-apiserver"
 mkdir -p "$(dirname "$ASSETS")"

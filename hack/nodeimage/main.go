@@ -19,10 +19,16 @@ func main() {
 	version := flag.String("kubernetes-version", "v1.34.4", "version of kubeadm and kubelet")
 	bin := flag.String("kube-bin", "", "directory with kubeadm and kubelet at that version (hack/kube-binaries.sh)")
 	cache := flag.String("cache", filepath.Join(os.Getenv("CABPI_CACHE"), "nodeimage"), "where images are cached")
+	etcd := flag.String("etcd", "", "with -pause: etcd at the version kubeadm's image list names (hack/etcd-binary.sh), for a control-plane image")
+	pause := flag.String("pause", "", "with -etcd: the pause binary (go build ./hack/pause)")
 	flag.Parse()
 	b := nodeimage.NewBuilder(*cache)
 	b.Log = os.Stderr
-	root, err := b.Build(context.Background(), nodeimage.Flavor(*flavor), nodeimage.Kubernetes{Version: *version, BinDir: *bin})
+	k := nodeimage.Kubernetes{Version: *version, BinDir: *bin}
+	if *etcd != "" || *pause != "" {
+		k.ControlPlane = &nodeimage.ControlPlane{KubeBinDir: *bin, EtcdBin: *etcd, PauseBin: *pause}
+	}
+	root, err := b.Build(context.Background(), nodeimage.Flavor(*flavor), k)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "nodeimage:", err)
 		os.Exit(1)

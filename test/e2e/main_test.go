@@ -7,7 +7,8 @@
 // from real Flatcar and Fedora CoreOS; docs/adr/022-real-nodes.md why.
 //
 // It needs root, systemd-nspawn and debootstrap, and what `make e2e` builds and passes in
-// the environment (CABPI_KUBE_BIN, KUBEBUILDER_ASSETS, CABPI_IGNITION_APPLY, CABPI_CACHE).
+// the environment (CABPI_KUBE_BIN, CABPI_ETCD_BIN, CABPI_PAUSE_BIN, KUBEBUILDER_ASSETS,
+// CABPI_IGNITION_APPLY, CABPI_CACHE).
 package e2e_test
 
 import (
@@ -75,7 +76,7 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 func run(m *testing.M) int {
 	flag.Parse()
 	var missing []string
-	for _, v := range []string{"CABPI_KUBE_BIN", "KUBEBUILDER_ASSETS", "CABPI_IGNITION_APPLY", "CABPI_CACHE"} {
+	for _, v := range []string{"CABPI_KUBE_BIN", "CABPI_ETCD_BIN", "CABPI_PAUSE_BIN", "KUBEBUILDER_ASSETS", "CABPI_IGNITION_APPLY", "CABPI_CACHE"} {
 		if os.Getenv(v) == "" {
 			missing = append(missing, v)
 		}
@@ -158,11 +159,12 @@ func run(m *testing.M) int {
 	undo = append(undo, func() error { cancel(); return nil })
 
 	instances = &provider.Instances{
-		Images:     nodeimage.NewBuilder(filepath.Join(os.Getenv("CABPI_CACHE"), "nodeimage")),
-		Kubernetes: nodeimage.Kubernetes{Version: kubernetesVersion, BinDir: kubeBin},
-		Network:    network,
-		Dir:        filepath.Join(work, "nodes"),
-		Artifacts:  artifactsDir(),
+		Images: nodeimage.NewBuilder(filepath.Join(os.Getenv("CABPI_CACHE"), "nodeimage")),
+		Kubernetes: nodeimage.Kubernetes{Version: kubernetesVersion, BinDir: kubeBin, ControlPlane: &nodeimage.ControlPlane{
+			KubeBinDir: kubeBin, EtcdBin: os.Getenv("CABPI_ETCD_BIN"), PauseBin: os.Getenv("CABPI_PAUSE_BIN")}},
+		Network:   network,
+		Dir:       filepath.Join(work, "nodes"),
+		Artifacts: artifactsDir(),
 	}
 	// Every node is removed whatever happened (its journal kept in the artifacts).
 	undo = append(undo, func() error { return instances.Close(context.Background()) })

@@ -62,7 +62,14 @@ type Kubernetes struct {
 	Version string
 	// BinDir has kubeadm and kubelet built at Version (hack/kube-binaries.sh).
 	BinDir string
+	// ControlPlane, when set, adds the images kubeadm runs a control plane from (images.go).
+	ControlPlane *ControlPlane
 }
+
+// ContainerdDir is where the image keeps containerd's state. A node needs it on a file system
+// that is not overlayfs (containerd's snapshotter makes overlay mounts whose upper layer is
+// there): the machines get a copy of it bound from the host (nspawn.Spec.CopiedDirs).
+const ContainerdDir = "/var/lib/containerd"
 
 // Build returns the root file system of the flavor with k's kubeadm and kubelet, building
 // what is not cached yet.
@@ -75,8 +82,34 @@ func (b Builder) Build(ctx context.Context, flavor Flavor, k Kubernetes) (string
 	if err != nil {
 		return "", err
 	}
+	var archive string
+	var digests []string
+	if k.ControlPlane != nil {
+		specs, err := controlPlaneImages(ctx, filepath.Join(k.BinDir, "kubeadm"), k.Version, *k.ControlPlane)
+		if err != nil {
+			return "", err
+		}
+		cfg, err := containerdConfigFile(sandboxImage(specs))
+		if err != nil {
+			return "", err
+		}
+		files = append(files, cfg)
+		if err := os.MkdirAll(b.CacheDir, 0o755); err != nil {
+			return "", err
+		}
+		tmp, err := os.CreateTemp(b.CacheDir, ".images-*.tar")
+		if err != nil {
+			return "", err
+		}
+		archive = tmp.Name()
+		_ = tmp.Close()
+		defer os.Remove(archive)
+		if digests, err = writeArchive(specs, archive); err != nil {
+			return "", err
+		}
+	}
 	h := sha256.New()
-	fmt.Fprintf(h, "base=%s flavor=%s kubernetes=%s\n", filepath.Base(filepath.Dir(base)), flavor, k.Version)
+	fmt.Fprintf(h, "base=%s flavor=%s kubernetes=%s images=%s\n", filepath.Base(filepath.Dir(base)), flavor, k.Version, strings.Join(digests, ","))
 	for _, f := range files {
 		fmt.Fprintf(h, "%s %o %q %d\n", f.Path, f.Mode, f.LinkTarget, len(f.Data))
 		h.Write(f.Data)
@@ -86,7 +119,11 @@ func (b Builder) Build(ctx context.Context, flavor Flavor, k Kubernetes) (string
 			return "", err
 		}
 	}
-	dir := filepath.Join(b.CacheDir, fmt.Sprintf("%s-%s-%s", flavor, k.Version, short(h.Sum(nil))))
+	kind := "node"
+	if k.ControlPlane != nil {
+		kind = "cp"
+	}
+	dir := filepath.Join(b.CacheDir, fmt.Sprintf("%s-%s-%s-%s", flavor, kind, k.Version, short(h.Sum(nil))))
 	return b.cached(dir, func(root string) error {
 		if err := run(ctx, b.Log, "cp", "-a", base+"/.", root); err != nil {
 			return fmt.Errorf("copying the base root: %w", err)
@@ -96,8 +133,31 @@ func (b Builder) Build(ctx context.Context, flavor Flavor, k Kubernetes) (string
 				return err
 			}
 		}
-		return writeFiles(root, files)
+		if err := writeFiles(root, files); err != nil {
+			return err
+		}
+		if archive == "" {
+			return nil
+		}
+		return b.importImages(ctx, root, archive)
 	})
+}
+
+// importImages runs the image's own containerd in the root (not booted, no network) to import
+// the archive into namespace k8s.io, unpacked for the overlayfs snapshotter.
+func (b Builder) importImages(ctx context.Context, root, archive string) error {
+	script, err := scripts.ReadFile("scripts/import-images.sh")
+	if err != nil {
+		return err
+	}
+	mountPoint := filepath.Join(root, "var/tmp/cabpi-images.tar")
+	defer os.Remove(mountPoint)
+	if err := run(ctx, b.Log, "systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--private-network",
+		"--as-pid2", "--capability=all", "--directory="+root, "--bind-ro="+archive+":/var/tmp/cabpi-images.tar",
+		"/bin/bash", "-c", string(script)); err != nil {
+		return fmt.Errorf("importing the control plane's images into containerd: %w", err)
+	}
+	return nil
 }
 
 // base is the Debian root with basePackages, shared by every flavor and version.

@@ -43,6 +43,10 @@ type Spec struct {
 	Ignition []byte
 	// Console receives the machine's console; nil discards it.
 	Console io.Writer
+	// CopiedDirs are directories of the image the machine gets a copy of on the host's file
+	// system, bound over its root: what cannot live on overlayfs, such as containerd's state
+	// (its snapshotter's overlay mounts need an upper layer that is not overlayfs).
+	CopiedDirs []string
 }
 
 // ErrIgnition: ignition-apply refused the machine's Ignition (as the initramfs would fail the
@@ -76,6 +80,12 @@ func Prepare(ctx context.Context, s Spec) (*Machine, error) {
 		_ = m.Remove(ctx)
 		return nil, err
 	}
+	for _, d := range s.CopiedDirs {
+		if err := m.copyDir(ctx, d); err != nil {
+			_ = m.Remove(ctx)
+			return nil, err
+		}
+	}
 	if s.Ignition != nil {
 		if err := ignitionapply.ApplyInto(m.root, s.Ignition, ignitionapply.Options{}); err != nil {
 			_ = m.Remove(ctx)
@@ -100,10 +110,30 @@ func (m *Machine) provide() error {
 	return os.WriteFile(full, env, 0o644)
 }
 
+// copiedDir is where the host keeps the machine's copy of an image directory.
+func (m *Machine) copiedDir(d string) string {
+	return filepath.Join(m.Dir, "copied", strings.ReplaceAll(strings.Trim(d, "/"), "/", "_"))
+}
+
+func (m *Machine) copyDir(ctx context.Context, d string) error {
+	to := m.copiedDir(d)
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return err
+	}
+	from := filepath.Join(m.Image, d)
+	if _, err := os.Stat(from); err != nil {
+		return nil // nothing to copy: an empty directory
+	}
+	if out, err := exec.CommandContext(ctx, "cp", "-a", from+"/.", to).CombinedOutput(); err != nil {
+		return fmt.Errorf("copying %s of %s: %w: %s", d, m.Name, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
 // Boot starts systemd-nspawn: systemd as PID 1, the machine's own network namespace with a
 // veth into the bridge, writable /proc/sys (kubelet and kubeadm set sysctls), /dev/kmsg (the
-// kubelet reads it), every capability (kubelet, containerd and runc need them), no resolver
-// from the host.
+// kubelet reads it), every capability and the keyring system calls (kubelet, containerd and
+// runc need them), no resolver from the host.
 func (m *Machine) Boot(ctx context.Context) error {
 	if m.cmd != nil && m.running() {
 		return fmt.Errorf("%s is running", m.Name)
@@ -112,7 +142,13 @@ func (m *Machine) Boot(ctx context.Context) error {
 		"--directory="+m.root, "--machine="+m.Name, "--hostname="+m.Name,
 		"--register=no", "--keep-unit", "--resolv-conf=off",
 		"--network-bridge="+m.Network.Bridge,
-		"--bind=/dev/kmsg", "--capability=all")
+		"--bind=/dev/kmsg", "--capability=all",
+		// runc joins a session keyring for each container: systemd-nspawn's default seccomp
+		// filter refuses the keyring calls ("unable to join session keyring").
+		"--system-call-filter=@keyring")
+	for _, d := range m.CopiedDirs {
+		cmd.Args = append(cmd.Args, "--bind="+m.copiedDir(d)+":"+d)
+	}
 	cmd.Env = append(os.Environ(), "SYSTEMD_NSPAWN_API_VFS_WRITABLE=1")
 	out := m.Console
 	if out == nil {

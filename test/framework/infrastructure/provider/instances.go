@@ -43,6 +43,39 @@ type Instances struct {
 	byKey   map[types.NamespacedName]*Instance
 	used    map[int]bool
 	imageMu sync.Mutex
+	images  map[nodeimage.Flavor]string
+	lbs     map[types.NamespacedName]*LoadBalancer
+}
+
+// LoadBalancer returns the load balancer of an NspawnCluster, started on the bridge the first
+// time.
+func (s *Instances) LoadBalancer(key types.NamespacedName) (*LoadBalancer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lb := s.lbs[key]; lb != nil {
+		return lb, nil
+	}
+	lb, err := StartLoadBalancer(s.Network.HostAddr())
+	if err != nil {
+		return nil, err
+	}
+	if s.lbs == nil {
+		s.lbs = map[types.NamespacedName]*LoadBalancer{}
+	}
+	s.lbs[key] = lb
+	return lb, nil
+}
+
+// DeleteLoadBalancer stops the load balancer of an NspawnCluster, if it has one.
+func (s *Instances) DeleteLoadBalancer(key types.NamespacedName) error {
+	s.mu.Lock()
+	lb := s.lbs[key]
+	delete(s.lbs, key)
+	s.mu.Unlock()
+	if lb == nil {
+		return nil
+	}
+	return lb.Close()
 }
 
 // Instance is one machine.
@@ -119,6 +152,7 @@ func (s *Instances) Create(ctx context.Context, key types.NamespacedName, spec I
 		Network: s.Network, Address: addr,
 		Instance: nspawn.Instance{Hostname: spec.Name, UUID: spec.UUID},
 		Ignition: spec.Ignition, Console: console,
+		CopiedDirs: []string{nodeimage.ContainerdDir},
 	})
 	if err != nil {
 		_ = console.Close()
@@ -164,17 +198,24 @@ func (s *Instances) Delete(ctx context.Context, key types.NamespacedName) error 
 	return errors.Join(errs...)
 }
 
-// Close removes every instance left (the end of a suite, passed or failed).
+// Close removes every instance and load balancer left (the end of a suite, passed or failed).
 func (s *Instances) Close(ctx context.Context) error {
 	s.mu.Lock()
 	keys := make([]types.NamespacedName, 0, len(s.byKey))
 	for k := range s.byKey {
 		keys = append(keys, k)
 	}
+	lbs := make([]types.NamespacedName, 0, len(s.lbs))
+	for k := range s.lbs {
+		lbs = append(lbs, k)
+	}
 	s.mu.Unlock()
 	var errs []error
 	for _, k := range keys {
 		errs = append(errs, s.Delete(ctx, k))
+	}
+	for _, k := range lbs {
+		errs = append(errs, s.DeleteLoadBalancer(k))
 	}
 	return errors.Join(errs...)
 }
@@ -215,13 +256,21 @@ func (s *Instances) artifact(key types.NamespacedName, name, suffix string) (*os
 	return os.Create(filepath.Join(dir, name+"."+suffix))
 }
 
-// image builds the flavor's image once (concurrent instances of a new flavor wait for one build).
+// image builds (or finds) the flavor's image once per Instances: concurrent instances of a new
+// flavor wait for one build, and later ones do not hash the binaries again.
 func (s *Instances) image(ctx context.Context, flavor nodeimage.Flavor) (string, error) {
 	s.imageMu.Lock()
 	defer s.imageMu.Unlock()
+	if root, ok := s.images[flavor]; ok {
+		return root, nil
+	}
 	root, err := s.Images.Build(ctx, flavor, s.Kubernetes)
 	if err != nil {
 		return "", fmt.Errorf("building the %s node image: %w", flavor, err)
 	}
+	if s.images == nil {
+		s.images = map[nodeimage.Flavor]string{}
+	}
+	s.images[flavor] = root
 	return root, nil
 }

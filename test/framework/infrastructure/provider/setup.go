@@ -8,7 +8,7 @@ import (
 // Setup registers the provider's reconcilers on a manager, with the Instances they run.
 func Setup(mgr ctrl.Manager, instances *Instances) error {
 	opts := controller.Options{MaxConcurrentReconciles: 4}
-	if err := (&ClusterReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, opts); err != nil {
+	if err := (&ClusterReconciler{Client: mgr.GetClient(), Instances: instances}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
 	return (&MachineReconciler{Client: mgr.GetClient(), Instances: instances}).SetupWithManager(mgr, opts)

@@ -44,19 +44,30 @@ const (
 	RunningReason = "Running"
 	// ProvisionedReason: an NspawnCluster's endpoint is set.
 	ProvisionedReason = "Provisioned"
+	// LoadBalancerFailedReason: the load balancer could not listen on the bridge; retried.
+	LoadBalancerFailedReason = "LoadBalancerFailed"
 	// WaitingForControlPlaneEndpointReason: an NspawnCluster has no endpoint yet.
 	WaitingForControlPlaneEndpointReason = "WaitingForControlPlaneEndpoint"
 )
+
+// ClusterFinalizer lets an NspawnCluster's load balancer be stopped before the object goes.
+const ClusterFinalizer = "nspawncluster.infrastructure.cluster.x-k8s.io"
 
 // MachineFinalizer lets an NspawnMachine's instance be powered off and removed before the
 // object goes.
 const MachineFinalizer = "nspawnmachine.infrastructure.cluster.x-k8s.io"
 
-// NspawnClusterSpec is the cluster's infrastructure: here only where its API server is.
+// NspawnClusterSpec is the cluster's infrastructure: where its API server is.
 type NspawnClusterSpec struct {
-	// ControlPlaneEndpoint is the workload API server (the suite runs it on the bridge).
+	// ControlPlaneEndpoint is the workload API server: set by the suite when it runs the control
+	// plane itself, by the provider (its load balancer) with loadBalancer.
 	// +optional
 	ControlPlaneEndpoint clusterv1.APIEndpoint `json:"controlPlaneEndpoint,omitempty,omitzero"`
+	// LoadBalancer runs a TCP load balancer on the suite's bridge in front of the cluster's
+	// control-plane Machines (port 6443 of each node), as CAPD runs haproxy, and makes it the
+	// control-plane endpoint.
+	// +optional
+	LoadBalancer bool `json:"loadBalancer,omitempty"`
 }
 
 // ClusterInitializationStatus is the contract's initialization status.
@@ -70,6 +81,10 @@ type ClusterInitializationStatus struct {
 type NspawnClusterStatus struct {
 	// +optional
 	Initialization ClusterInitializationStatus `json:"initialization,omitempty,omitzero"`
+	// LoadBalancerBackends are the control-plane nodes the load balancer sends connections to.
+	// +optional
+	// +listType=atomic
+	LoadBalancerBackends []string `json:"loadBalancerBackends,omitempty"`
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -200,7 +215,7 @@ func init() {
 }
 
 // GetConditions and SetConditions let Cluster API's conditions helpers work on the kinds.
-func (c *NspawnCluster) GetConditions() []metav1.Condition     { return c.Status.Conditions }
-func (c *NspawnCluster) SetConditions(cs []metav1.Condition)   { c.Status.Conditions = cs }
-func (m *NspawnMachine) GetConditions() []metav1.Condition     { return m.Status.Conditions }
-func (m *NspawnMachine) SetConditions(cs []metav1.Condition)   { m.Status.Conditions = cs }
+func (c *NspawnCluster) GetConditions() []metav1.Condition   { return c.Status.Conditions }
+func (c *NspawnCluster) SetConditions(cs []metav1.Condition) { c.Status.Conditions = cs }
+func (m *NspawnMachine) GetConditions() []metav1.Condition   { return m.Status.Conditions }
+func (m *NspawnMachine) SetConditions(cs []metav1.Condition) { m.Status.Conditions = cs }

@@ -145,6 +145,11 @@ func (in *NspawnClusterSpec) DeepCopy() *NspawnClusterSpec {
 func (in *NspawnClusterStatus) DeepCopyInto(out *NspawnClusterStatus) {
 	*out = *in
 	in.Initialization.DeepCopyInto(&out.Initialization)
+	if in.LoadBalancerBackends != nil {
+		in, out := &in.LoadBalancerBackends, &out.LoadBalancerBackends
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

@@ -1,0 +1,33 @@
+// Command pause is the pod sandbox's process for the real-node suite's control-plane images
+// (registry.k8s.io/pause under the tag kubeadm expects, built here since nothing can be pulled):
+// it holds the pod's namespaces, reaps the children it inherits as PID 1, and exits on SIGINT or
+// SIGTERM, as Kubernetes' own pause does.
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "-v" {
+		fmt.Println("pause (cabpi real-node suite)")
+		return
+	}
+	signals := make(chan os.Signal, 8)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGCHLD)
+	for s := range signals {
+		if s != syscall.SIGCHLD {
+			os.Exit(0)
+		}
+		for {
+			var status syscall.WaitStatus
+			pid, err := syscall.Wait4(-1, &status, syscall.WNOHANG, nil)
+			if pid <= 0 || err != nil {
+				break
+			}
+		}
+	}
+}

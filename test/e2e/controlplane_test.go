@@ -1,0 +1,203 @@
+package e2e_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/certs"
+	"sigs.k8s.io/cluster-api/util/kubeconfig"
+	"sigs.k8s.io/cluster-api/util/secret"
+
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
+)
+
+// controlPlaneSkipPhases are the addons kubeadm init leaves out here: their images (kube-proxy,
+// CoreDNS) are not in the node image, and the nodes' bridge CNI needs neither.
+var controlPlaneSkipPhases = []string{"addon/kube-proxy", "addon/coredns"}
+
+// lbCluster is a cluster whose control plane runs on its own Machines, behind the provider's
+// load balancer: cabpi renders kubeadm init for the first and control-plane joins for the rest,
+// and generates the cluster's certificates; Cluster API writes the kubeconfig Secret.
+type lbCluster struct {
+	cluster *clusterv1.Cluster
+	infra   *infrav1.NspawnCluster
+}
+
+func createLBCluster(t *testing.T, name string) *lbCluster {
+	t.Helper()
+	c := &clusterv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+			APIGroup: infrav1.GroupVersion.Group, Kind: "NspawnCluster", Name: name}},
+	}
+	create(t, c)
+	owner := metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: c.Name, UID: c.UID}
+	nc := &infrav1.NspawnCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, OwnerReferences: []metav1.OwnerReference{owner}},
+		Spec:       infrav1.NspawnClusterSpec{LoadBalancer: true},
+	}
+	create(t, nc)
+	t.Cleanup(func() { deleteAndWait(t, c, 5*time.Minute) })
+	return &lbCluster{cluster: c, infra: nc}
+}
+
+// controlPlaneMachine is a control-plane Machine of the cluster with its IgnitionConfig and
+// NspawnMachine: cabpi's default output for the variant, named from metadata.
+func (lc *lbCluster) controlPlaneMachine(t *testing.T, f flavor, name string) *clusterv1.Machine {
+	t.Helper()
+	labels := map[string]string{clusterv1.ClusterNameLabel: lc.cluster.Name, clusterv1.MachineControlPlaneLabel: ""}
+	spec := cabpiv1.IgnitionConfigSpec{
+		Variant:           f.variant,
+		NodeName:          &cabpiv1.NodeNameSource{FromMetadata: cabpiv1.MetadataPlatformOpenStack, ProviderID: true},
+		InitConfiguration: kubeadmv1.InitConfiguration{SkipPhases: controlPlaneSkipPhases},
+	}
+	config := &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels}, Spec: spec}
+	infra := &infrav1.NspawnMachine{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
+		Spec: infrav1.NspawnMachineSpec{Flavor: f.name}}
+	machine := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
+		Spec: clusterv1.MachineSpec{
+			ClusterName: lc.cluster.Name, Version: kubernetesVersion,
+			Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: cabpiv1.GroupVersion.Group, Kind: "IgnitionConfig", Name: name}},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "NspawnMachine", Name: name},
+		},
+	}
+	create(t, config, infra, machine)
+	return machine
+}
+
+// workloadClient is a client of the workload cluster from the kubeconfig Secret Cluster API wrote.
+func (lc *lbCluster) workloadClient(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	var data []byte
+	require.Eventually(t, func() bool {
+		var err error
+		data, err = kubeconfig.FromSecret(t.Context(), mgmt.Client, client.ObjectKeyFromObject(lc.cluster))
+		return err == nil
+	}, time.Minute, time.Second, "the kubeconfig Secret of %s", lc.cluster.Name)
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	require.NoError(t, err)
+	cfg.Timeout = 10 * time.Second
+	c, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	return c
+}
+
+// waitMachines waits until every Machine has joined (Running, nodeRef, NodeHealthy).
+func waitMachines(t *testing.T, machines []*clusterv1.Machine, within time.Duration) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, m := range machines {
+			cur := &clusterv1.Machine{}
+			if mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(m), cur) != nil || !machineJoined(cur) {
+				return false
+			}
+			cur.DeepCopyInto(m)
+		}
+		return true
+	}, within, time.Second, "control-plane Machines joined")
+}
+
+// etcdMembers lists the etcd cluster's members through a node's client port, with a client
+// certificate signed by the cluster's etcd CA (the <cluster>-etcd Secret cabpi generated).
+func (lc *lbCluster) etcdMembers(t *testing.T, endpoint string) []string {
+	t.Helper()
+	ca := secret.NewCertificatesForInitialControlPlane(&kubeadmv1.ClusterConfiguration{}).GetByPurpose(secret.EtcdCA)
+	require.NoError(t, secret.Certificates{ca}.Lookup(t.Context(), mgmt.Client, client.ObjectKeyFromObject(lc.cluster)))
+	caCert, err := certs.DecodeCertPEM(ca.KeyPair.Cert)
+	require.NoError(t, err)
+	caKey, err := certs.DecodePrivateKeyPEM(ca.KeyPair.Key)
+	require.NoError(t, err)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "cabpi-e2e"},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AddCert(caCert)
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second,
+		TLS: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12},
+	})
+	require.NoError(t, err)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	resp, err := c.MemberList(ctx)
+	require.NoError(t, err)
+	var names []string
+	for _, m := range resp.Members {
+		names = append(names, m.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// A control plane made by cabpi alone on real nodes, for each flavor: three control-plane
+// Machines created at once; cabpi's init lock gives one kubeadm init and two control-plane
+// joins; three etcd members, three API servers behind the provider's load balancer, every Node
+// with its Machine's provider ID and the control-plane taint, and the kubeconfig Cluster API
+// wrote works through the load balancer.
+func TestControlPlane(t *testing.T) {
+	for _, f := range flavors {
+		t.Run(string(f.name), func(t *testing.T) {
+			lc := createLBCluster(t, "cp-"+string(f.name))
+			var machines []*clusterv1.Machine
+			for i := range 3 {
+				machines = append(machines, lc.controlPlaneMachine(t, f, lc.cluster.Name+"-cp"+string(rune('a'+i))))
+			}
+			waitMachines(t, machines, 2*joinWithin)
+
+			wc := lc.workloadClient(t)
+			nodeList, err := wc.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
+			require.NoError(t, err, "the kubeconfig Cluster API wrote reaches the API servers through the load balancer")
+			assert.Len(t, nodeList.Items, 3)
+			for _, m := range machines {
+				node, err := wc.CoreV1().Nodes().Get(t.Context(), m.Name, metav1.GetOptions{})
+				require.NoError(t, err)
+				assert.Equal(t, m.Spec.ProviderID, node.Spec.ProviderID, "Node %s reports its Machine's provider ID", m.Name)
+				assert.Contains(t, node.Spec.Taints, corev1.Taint{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule})
+				assert.True(t, exists(t, instanceOf(m), "/run/cluster-api/bootstrap-success.complete"), "the sentinel on %s", m.Name)
+			}
+			pods, err := wc.CoreV1().Pods(metav1.NamespaceSystem).List(t.Context(), metav1.ListOptions{LabelSelector: "component=kube-apiserver"})
+			require.NoError(t, err)
+			assert.Len(t, pods.Items, 3, "an API server on each control-plane node")
+
+			nc := &infrav1.NspawnCluster{}
+			require.NoError(t, mgmt.Client.Get(t.Context(), types.NamespacedName{Namespace: namespace, Name: lc.cluster.Name}, nc))
+			assert.Len(t, nc.Status.LoadBalancerBackends, 3, "the load balancer sends to the three nodes")
+			first := instanceOf(machines[0])
+			members := lc.etcdMembers(t, net.JoinHostPort(first.Address.String(), "2379"))
+			assert.Equal(t, []string{machines[0].Name, machines[1].Name, machines[2].Name}, members, "three etcd members")
+		})
+	}
+}
