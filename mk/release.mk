@@ -21,7 +21,7 @@ CLUSTERCTL_OVERRIDES_DIR ?= $(CLUSTERCTL_CONFIG_HOME)/cluster-api/overrides
 CAPI_VERSION = $(shell go list -m -f '{{.Version}}' sigs.k8s.io/cluster-api 2>/dev/null)
 # Per provider: the templates (templates/<file>, installed under the same name) and the default
 # version (CAPD is released with Cluster API; the vSphere template is written for CAPV v1.14).
-INFRA_TEMPLATES_docker := cluster-template-ignition.yaml cluster-template-ignition-clusterclass.yaml clusterclass-ignition.yaml
+INFRA_TEMPLATES_docker := cluster-template-ignition.yaml cluster-template-ignition-clusterclass.yaml clusterclass-ignition.yaml cluster-template-ignition-kcp.yaml
 INFRA_DEFAULT_VERSION_docker = $(CAPI_VERSION)
 INFRA_TEMPLATES_vsphere := cluster-template-ignition-vsphere.yaml
 INFRA_DEFAULT_VERSION_vsphere := v1.14.0

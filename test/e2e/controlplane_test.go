@@ -2,14 +2,10 @@ package e2e_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
 	"net"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -32,6 +28,7 @@ import (
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/workload"
 )
 
 // controlPlaneSkipPhases are the addons kubeadm init leaves out here: their images (kube-proxy,
@@ -66,13 +63,16 @@ func createLBCluster(t *testing.T, name string) *lbCluster {
 
 // controlPlaneMachine is a control-plane Machine of the cluster with its IgnitionConfig and
 // NspawnMachine: cabpi's default output for the variant, named from metadata.
-func (lc *lbCluster) controlPlaneMachine(t *testing.T, f flavor, name string) *clusterv1.Machine {
+func (lc *lbCluster) controlPlaneMachine(t *testing.T, f flavor, name string, mutate ...func(*cabpiv1.IgnitionConfigSpec)) *clusterv1.Machine {
 	t.Helper()
 	labels := map[string]string{clusterv1.ClusterNameLabel: lc.cluster.Name, clusterv1.MachineControlPlaneLabel: ""}
 	spec := cabpiv1.IgnitionConfigSpec{
 		Variant:           f.variant,
 		NodeName:          &cabpiv1.NodeNameSource{FromMetadata: cabpiv1.MetadataPlatformOpenStack, ProviderID: true},
 		InitConfiguration: kubeadmv1.InitConfiguration{SkipPhases: controlPlaneSkipPhases},
+	}
+	for _, m := range mutate {
+		m(&spec)
 	}
 	config := &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels}, Spec: spec}
 	infra := &infrav1.NspawnMachine{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
@@ -123,36 +123,36 @@ func waitMachines(t *testing.T, machines []*clusterv1.Machine, within time.Durat
 	}, within, time.Second, "control-plane Machines joined")
 }
 
+// etcdClient is a client of an etcd whose CA is ca, with a client certificate of that CA.
+func etcdClient(t *testing.T, ca *secret.Certificate, endpoint string) *clientv3.Client {
+	t.Helper()
+	certPEM, keyPEM, err := workload.SignCertificate(ca, certs.Config{CommonName: "cabpi-e2e",
+		Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	require.NoError(t, err)
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	require.NoError(t, err)
+	caCert, err := certs.DecodeCertPEM(ca.KeyPair.Cert)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AddCert(caCert)
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second,
+		TLS: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // etcdMembers lists the etcd cluster's members through a node's client port, with a client
 // certificate signed by the cluster's etcd CA (the <cluster>-etcd Secret cabpi generated).
 func (lc *lbCluster) etcdMembers(t *testing.T, endpoint string) []string {
 	t.Helper()
 	ca := secret.NewCertificatesForInitialControlPlane(&kubeadmv1.ClusterConfiguration{}).GetByPurpose(secret.EtcdCA)
 	require.NoError(t, secret.Certificates{ca}.Lookup(t.Context(), mgmt.Client, client.ObjectKeyFromObject(lc.cluster)))
-	caCert, err := certs.DecodeCertPEM(ca.KeyPair.Cert)
-	require.NoError(t, err)
-	caKey, err := certs.DecodePrivateKeyPEM(ca.KeyPair.Key)
-	require.NoError(t, err)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "cabpi-e2e"},
-		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	require.NoError(t, err)
-	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
-	c, err := clientv3.New(clientv3.Config{
-		Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second,
-		TLS: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12},
-	})
-	require.NoError(t, err)
-	defer c.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	resp, err := c.MemberList(ctx)
+	resp, err := etcdClient(t, ca, "https://"+endpoint).MemberList(ctx)
 	require.NoError(t, err)
 	var names []string
 	for _, m := range resp.Members {
@@ -162,11 +162,65 @@ func (lc *lbCluster) etcdMembers(t *testing.T, endpoint string) []string {
 	return names
 }
 
-// A control plane made by cabpi alone on real nodes, for each flavor: three control-plane
-// Machines created at once; cabpi's init lock gives one kubeadm init and two control-plane
-// joins; three etcd members, three API servers behind the provider's load balancer, every Node
-// with its Machine's provider ID and the control-plane taint, and the kubeconfig Cluster API
-// wrote works through the load balancer.
+// A control plane whose ClusterConfiguration names an external etcd (one the suite runs on the
+// bridge, with the cluster's etcd CA, as a user runs one): cabpi writes the etcd CA and the API
+// server's etcd client certificate from the <cluster>-etcd and <cluster>-apiserver-etcd-client
+// Secrets the user made; the node comes up with no etcd of its own and the cluster's data is in
+// the external etcd.
+func TestExternalEtcd(t *testing.T) {
+	for _, f := range flavors {
+		t.Run(string(f.name), func(t *testing.T) {
+			lc := createLBCluster(t, "xe-"+string(f.name))
+			owner := metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: lc.cluster.Name, UID: lc.cluster.UID}
+			key := client.ObjectKeyFromObject(lc.cluster)
+			ca := &secret.Certificate{Purpose: secret.EtcdCA}
+			require.NoError(t, ca.Generate())
+			clientCert, clientKey, err := workload.SignCertificate(ca, certs.Config{CommonName: "kube-apiserver-etcd-client",
+				Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+			require.NoError(t, err)
+			apiServerClient := &secret.Certificate{Purpose: secret.APIServerEtcdClient, KeyPair: &certs.KeyPair{Cert: clientCert, Key: clientKey}}
+			// The user hands over the etcd CA's certificate, not its key: an external etcd's CA stays
+			// with whoever runs the etcd.
+			caSecret := ca.AsSecret(key, owner)
+			delete(caSecret.Data, secret.TLSKeyDataName)
+			create(t, caSecret, apiServerClient.AsSecret(key, owner))
+
+			etcd, err := workload.StartEtcd(t.Context(), workload.EtcdOptions{Dir: t.TempDir(), Address: instances.Network.HostAddr(),
+				Bin: os.Getenv("CABPI_ETCD_BIN"), CA: ca})
+			require.NoError(t, err)
+			t.Cleanup(func() { assert.NoError(t, etcd.Stop()) })
+
+			m := lc.controlPlaneMachine(t, f, lc.cluster.Name+"-cp", func(s *cabpiv1.IgnitionConfigSpec) {
+				s.ClusterConfiguration.Etcd.External = kubeadmv1.ExternalEtcd{
+					Endpoints: []string{etcd.Endpoint},
+					CAFile:    "/etc/kubernetes/pki/etcd/ca.crt",
+					CertFile:  "/etc/kubernetes/pki/apiserver-etcd-client.crt",
+					KeyFile:   "/etc/kubernetes/pki/apiserver-etcd-client.key",
+				}
+			})
+			waitMachines(t, []*clusterv1.Machine{m}, joinWithin)
+
+			wc := lc.workloadClient(t)
+			pods, err := wc.CoreV1().Pods(metav1.NamespaceSystem).List(t.Context(), metav1.ListOptions{LabelSelector: "component=etcd"})
+			require.NoError(t, err)
+			assert.Empty(t, pods.Items, "no etcd on the node")
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			node, err := etcdClient(t, ca, etcd.Endpoint).Get(ctx, "/registry/minions/"+m.Name)
+			require.NoError(t, err)
+			assert.EqualValues(t, 1, node.Count, "the Node %s is stored in the external etcd", m.Name)
+		})
+	}
+}
+
+// A workload cluster made by cabpi alone on real nodes, for each flavor:
+//  1. three control-plane Machines created at once: cabpi's init lock gives one kubeadm init and
+//     two control-plane joins; three etcd members, three API servers behind the provider's load
+//     balancer, every Node with its Machine's provider ID and the control-plane taint, and the
+//     kubeconfig Cluster API wrote works through the load balancer;
+//  2. a MachineDeployment of two workers joins that cluster;
+//  5. one control-plane node powered off: the API still answers through the load balancer, and
+//     a worker created now joins.
 func TestControlPlane(t *testing.T) {
 	for _, f := range flavors {
 		t.Run(string(f.name), func(t *testing.T) {
@@ -198,6 +252,32 @@ func TestControlPlane(t *testing.T) {
 			first := instanceOf(machines[0])
 			members := lc.etcdMembers(t, net.JoinHostPort(first.Address.String(), "2379"))
 			assert.Equal(t, []string{machines[0].Name, machines[1].Name, machines[2].Name}, members, "three etcd members")
+			if t.Failed() {
+				return
+			}
+
+			// 2. Workers join the cluster cabpi made.
+			md := lc.cluster.Name + "-workers"
+			create(t, ignitionTemplate(f, md, "a"), infraTemplate(f, md))
+			deployment := clusterMachineDeployment(lc.cluster.Name, md, 2, md, md)
+			create(t, deployment)
+			t.Cleanup(func() { deleteAndWait(t, deployment, 5*time.Minute) })
+			workers := waitDeployment(t, f, md, 2, nil, joinWithin)
+			for _, w := range workers {
+				node, err := wc.CoreV1().Nodes().Get(t.Context(), w.Name, metav1.GetOptions{})
+				require.NoError(t, err, "worker %s is a Node of the cluster cabpi made", w.Name)
+				assert.Equal(t, w.Spec.ProviderID, node.Spec.ProviderID)
+			}
+
+			// 5. One control-plane node's power cut: the endpoint still answers, a new worker joins.
+			down := instanceOf(machines[1])
+			require.NoError(t, down.Kill())
+			for range 5 {
+				_, err := wc.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
+				require.NoError(t, err, "the API answers through the load balancer with %s powered off", machines[1].Name)
+			}
+			scale(t, md, 3)
+			waitDeployment(t, f, md, 3, nil, joinWithin)
 		})
 	}
 }

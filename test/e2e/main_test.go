@@ -179,7 +179,7 @@ func run(m *testing.M) int {
 	code := testenv.Run(m, testenv.Suite{
 		Options: testenv.Options{
 			ClusterController: true, MachineController: true, MachineSetController: true,
-			MachineDeploymentController: true, MachineHealthCheckController: true,
+			MachineDeploymentController: true, MachineHealthCheckController: true, MachinePoolController: true,
 			Webhooks:           true,
 			AdditionalCRDPaths: []string{filepath.Join("..", "framework", "infrastructure", "config", "crd")},
 			AddToScheme:        []func(*runtime.Scheme) error{infrav1.AddToScheme},

@@ -122,6 +122,11 @@ func infraTemplate(f flavor, name string) *infrav1.NspawnMachineTemplate {
 // machineDeployment is a MachineDeployment with the defaults Cluster API's webhook would add
 // (the suite runs Cluster API's controllers, not its webhooks).
 func machineDeployment(name string, replicas int32, bootstrap, infra string) *clusterv1.MachineDeployment {
+	return clusterMachineDeployment(clusterName, name, replicas, bootstrap, infra)
+}
+
+// clusterMachineDeployment is machineDeployment for another Cluster than the suite's.
+func clusterMachineDeployment(clusterName, name string, replicas int32, bootstrap, infra string) *clusterv1.MachineDeployment {
 	selector := map[string]string{clusterv1.ClusterNameLabel: clusterName, clusterv1.MachineDeploymentNameLabel: name}
 	one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
 	return &clusterv1.MachineDeployment{

@@ -270,6 +270,24 @@ func (m *Machine) PowerOff(timeout time.Duration) error {
 	return fmt.Errorf("%s did not power off within %s: killed", m.Name, timeout)
 }
 
+// Kill cuts the machine's power: its init (PID 1 of its PID namespace, so every process of
+// the machine with it) and systemd-nspawn are killed at once, nothing shuts down cleanly.
+func (m *Machine) Kill() error {
+	if m.cmd == nil || !m.running() {
+		return nil
+	}
+	if pid, err := m.pid1(); err == nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-m.done:
+		return nil
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("%s: systemd-nspawn did not exit after SIGKILL", m.Name)
+	}
+}
+
 // Remove powers the machine off if needed, unmounts its root and deletes its directory.
 func (m *Machine) Remove(ctx context.Context) error {
 	errs := []error{m.PowerOff(30 * time.Second)}

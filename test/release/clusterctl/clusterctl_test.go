@@ -281,6 +281,39 @@ func TestGenerateClusterIgnition(t *testing.T) {
 	renderIgnition(t, template, ignition.RoleWorkerJoin)
 }
 
+// TestGenerateClusterIgnitionKCP renders the CAPD flavor "ignition-kcp" (docs/adr/023): a
+// KubeadmControlPlane whose KubeadmConfigs are CABPK's Ignition format, beside cabpi's workers;
+// everything is admitted by the CRDs of Cluster API's kubeadm providers and cabpi's webhooks.
+func TestGenerateClusterIgnitionKCP(t *testing.T) {
+	r := newProviderRepo(t)
+	ns := env.CreateNamespace(t, "ignition-kcp").Name
+
+	out := r.mustClusterctl(t, nil, "generate", "cluster", "demo",
+		"--infrastructure", "docker:"+capiVersion, "--flavor", "ignition-kcp", "--kubernetes-version", kubernetesVersion,
+		"--control-plane-machine-count", "3", "--worker-machine-count", "2", "--target-namespace", ns)
+	objs := parseObjects(t, out)
+	assert.Equal(t, map[string]int{
+		"Cluster": 1, "DockerCluster": 1, "KubeadmControlPlane": 1, "DockerMachineTemplate": 2,
+		"MachineDeployment": 1, "IgnitionConfigTemplate": 1,
+	}, kindCounts(objs))
+	requireInNamespace(t, objs, ns)
+	requireReferencesResolve(t, objs)
+
+	cluster := find(t, objs, "Cluster", "demo")
+	assert.Equal(t, "KubeadmControlPlane", nested(t, cluster, "spec", "controlPlaneRef", "kind"))
+	kcp := find(t, objs, "KubeadmControlPlane", "demo-control-plane")
+	assert.EqualValues(t, 3, nested(t, kcp, "spec", "replicas"), "KCP's replicas follow --control-plane-machine-count")
+	assert.Equal(t, kubernetesVersion, nested(t, kcp, "spec", "version"))
+	assert.Equal(t, "ignition", nested(t, kcp, "spec", "kubeadmConfigSpec", "format"), "CABPK's Ignition format")
+	assert.NotEmpty(t, nested(t, kcp, "spec", "kubeadmConfigSpec", "ignition", "containerLinuxConfig", "additionalConfig"))
+	md := find(t, objs, "MachineDeployment", "demo-md-0")
+	assert.EqualValues(t, 2, nested(t, md, "spec", "replicas"))
+	assert.Equal(t, "IgnitionConfigTemplate", nested(t, md, "spec", "template", "spec", "bootstrap", "configRef", "kind"), "cabpi's workers")
+
+	requireDryRunApplied(t, objs)
+	renderIgnition(t, find(t, objs, "IgnitionConfigTemplate", "demo-md-0"), ignition.RoleWorkerJoin)
+}
+
 // TestGenerateClusterClusterClass renders the CAPD flavor "ignition-clusterclass": clusterctl
 // adds ClusterClass "ignition" from the overrides because there is no management cluster.
 func TestGenerateClusterClusterClass(t *testing.T) {
@@ -427,6 +460,7 @@ func TestListVariables(t *testing.T) {
 	}{
 		{"docker:" + capiVersion, "ignition", []string{"KUBERNETES_VERSION"}},
 		{"docker:" + capiVersion, "ignition-clusterclass", []string{"KUBERNETES_VERSION"}},
+		{"docker:" + capiVersion, "ignition-kcp", []string{"KUBERNETES_VERSION"}},
 		{"vsphere:" + capvVersion, "ignition-vsphere", append(keys(vsphereVariables), "KUBERNETES_VERSION")},
 	} {
 		out := r.mustClusterctl(t, nil, "generate", "cluster", "demo", "--infrastructure", tc.infra,

@@ -61,6 +61,7 @@ func newProviderRepo(t *testing.T) *providerRepo {
 		"infrastructure-docker/" + capiVersion + "/cluster-template-ignition.yaml",
 		"infrastructure-docker/" + capiVersion + "/cluster-template-ignition-clusterclass.yaml",
 		"infrastructure-docker/" + capiVersion + "/clusterclass-ignition.yaml",
+		"infrastructure-docker/" + capiVersion + "/cluster-template-ignition-kcp.yaml",
 		"infrastructure-vsphere/" + capvVersion + "/cluster-template-ignition-vsphere.yaml",
 	} {
 		require.FileExists(t, filepath.Join(overrides, f), "make clusterctl-overrides")

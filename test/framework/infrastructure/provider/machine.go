@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/paused"
 
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
 )
 
@@ -34,6 +35,9 @@ const ProviderIDPrefix = "openstack:///"
 // powerStateRecheck is how often a running instance's power state is looked at again (a test
 // may power it off).
 const powerStateRecheck = 10 * time.Second
+
+// sentinelRecheck is how often a running node is looked at for the bootstrap sentinel.
+const sentinelRecheck = 2 * time.Second
 
 // MachineReconciler runs an instance per NspawnMachine.
 type MachineReconciler struct {
@@ -101,7 +105,7 @@ func (r *MachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		return ctrl.Result{}, err
 	}
 	defer func() {
-		if err := helper.Patch(ctx, nm, patch.WithOwnedConditions{Conditions: []string{infrav1.ReadyCondition}}); err != nil {
+		if err := helper.Patch(ctx, nm, patch.WithOwnedConditions{Conditions: []string{infrav1.ReadyCondition, infrav1.BootstrapSucceededCondition}}); err != nil {
 			retErr = errors.Join(retErr, err)
 		}
 	}()
@@ -174,7 +178,24 @@ func (r *MachineReconciler) reconcileNormal(ctx context.Context, cluster *cluste
 		return ctrl.Result{RequeueAfter: powerStateRecheck}, nil
 	}
 	setReady(nm, metav1.ConditionTrue, infrav1.RunningReason, "")
-	return ctrl.Result{RequeueAfter: powerStateRecheck}, nil
+	return r.reconcileBootstrap(ctx, nm, inst), nil
+}
+
+// reconcileBootstrap reports the node's bootstrap sentinel. Besides telling a user what the node
+// did, the change of the NspawnMachine wakes Cluster API's Machine controller: before the
+// control plane is initialized it watches no Node, so the first control-plane Machine would
+// otherwise wait for its next resync to find its Node.
+func (r *MachineReconciler) reconcileBootstrap(ctx context.Context, nm *infrav1.NspawnMachine, inst *Instance) ctrl.Result {
+	if conditions.IsTrue(nm, infrav1.BootstrapSucceededCondition) {
+		return ctrl.Result{RequeueAfter: powerStateRecheck}
+	}
+	if _, err := inst.Exec(ctx, "test", "-e", ignition.SentinelPath); err != nil {
+		conditions.Set(nm, metav1.Condition{Type: infrav1.BootstrapSucceededCondition, Status: metav1.ConditionFalse,
+			Reason: infrav1.WaitingForSentinelReason, Message: ignition.SentinelPath + " is not on the node yet"})
+		return ctrl.Result{RequeueAfter: sentinelRecheck}
+	}
+	conditions.Set(nm, metav1.Condition{Type: infrav1.BootstrapSucceededCondition, Status: metav1.ConditionTrue, Reason: infrav1.SentinelFoundReason})
+	return ctrl.Result{RequeueAfter: powerStateRecheck}
 }
 
 // bootstrapData reads the Machine's data Secret: its value, in format ignition.

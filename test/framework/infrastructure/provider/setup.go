@@ -11,5 +11,8 @@ func Setup(mgr ctrl.Manager, instances *Instances) error {
 	if err := (&ClusterReconciler{Client: mgr.GetClient(), Instances: instances}).SetupWithManager(mgr, opts); err != nil {
 		return err
 	}
-	return (&MachineReconciler{Client: mgr.GetClient(), Instances: instances}).SetupWithManager(mgr, opts)
+	if err := (&MachineReconciler{Client: mgr.GetClient(), Instances: instances}).SetupWithManager(mgr, opts); err != nil {
+		return err
+	}
+	return (&MachinePoolReconciler{Client: mgr.GetClient(), Instances: instances}).SetupWithManager(mgr, opts)
 }

@@ -22,6 +22,14 @@ const (
 const (
 	// ReadyCondition is the one condition of each kind.
 	ReadyCondition = "Ready"
+	// BootstrapSucceededCondition (NspawnMachine) is True once the node wrote Cluster API's
+	// bootstrap sentinel (/run/cluster-api/bootstrap-success.complete), as CAPD reports
+	// BootstrapExecSucceeded; it stays True across reboots (/run is emptied on each boot).
+	BootstrapSucceededCondition = "BootstrapSucceeded"
+	// SentinelFoundReason: the sentinel is on the node.
+	SentinelFoundReason = "SentinelFound"
+	// WaitingForSentinelReason: the node runs, the sentinel is not there yet.
+	WaitingForSentinelReason = "WaitingForSentinel"
 
 	// WaitingForClusterInfrastructureReason: the Cluster's infrastructure is not provisioned.
 	WaitingForClusterInfrastructureReason = "WaitingForClusterInfrastructure"
@@ -208,7 +216,61 @@ type NspawnMachineTemplateList struct {
 	Items           []NspawnMachineTemplate `json:"items"`
 }
 
+// NspawnMachinePoolSpec is a pool of instances, one per replica of its MachinePool.
+type NspawnMachinePoolSpec struct {
+	// Flavor is the node image of every instance.
+	Flavor Flavor `json:"flavor"`
+	// ProviderIDList are the provider IDs of the pool's instances, set by the provider.
+	// +optional
+	// +listType=atomic
+	ProviderIDList []string `json:"providerIDList,omitempty"`
+}
+
+// NspawnMachinePoolStatus is what the provider observed.
+type NspawnMachinePoolStatus struct {
+	// +optional
+	Initialization MachineInitializationStatus `json:"initialization,omitempty,omitzero"`
+	// Replicas is the number of instances.
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+	// Instances are the pool's instances (their names are the nodes' hostnames).
+	// +optional
+	// +listType=atomic
+	Instances []string `json:"instances,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// NspawnMachinePool runs a MachinePool's replicas as systemd-nspawn instances, each created from
+// the pool's bootstrap data as it is when the instance is created.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:metadata:labels="cluster.x-k8s.io/v1beta2=v1alpha1"
+// +kubebuilder:resource:categories=cluster-api
+type NspawnMachinePool struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   NspawnMachinePoolSpec   `json:"spec,omitempty"`
+	Status NspawnMachinePoolStatus `json:"status,omitempty"`
+}
+
+// NspawnMachinePoolList is a list of NspawnMachinePools.
+// +kubebuilder:object:root=true
+type NspawnMachinePoolList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NspawnMachinePool `json:"items"`
+}
+
+// GetConditions and SetConditions let Cluster API's conditions helpers work on the kind.
+func (p *NspawnMachinePool) GetConditions() []metav1.Condition   { return p.Status.Conditions }
+func (p *NspawnMachinePool) SetConditions(cs []metav1.Condition) { p.Status.Conditions = cs }
+
 func init() {
+	SchemeBuilder.Register(&NspawnMachinePool{}, &NspawnMachinePoolList{})
 	SchemeBuilder.Register(&NspawnCluster{}, &NspawnClusterList{},
 		&NspawnMachine{}, &NspawnMachineList{},
 		&NspawnMachineTemplate{}, &NspawnMachineTemplateList{})

@@ -1,0 +1,184 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/cluster-api/util/paused"
+
+	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
+)
+
+// MachinePoolReconciler runs an instance per replica of an NspawnMachinePool's MachinePool,
+// following the InfraMachinePool contract: spec.providerIDList, status.replicas,
+// status.initialization.provisioned, the Ready condition. Each instance is created from the
+// pool's data Secret as it is at that moment, as a cloud's instance group reads its launch
+// template: instances created after cabpi rotated the pool's join token get the new token.
+type MachinePoolReconciler struct {
+	Client    client.Client
+	Instances *Instances
+}
+
+// SetupWithManager registers the reconciler: NspawnMachinePools and their MachinePools.
+func (r *MachinePoolReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).For(&infrav1.NspawnMachinePool{}).WithOptions(opts).
+		Named("nspawnmachinepool").
+		Watches(&clusterv1.MachinePool{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			mp, ok := o.(*clusterv1.MachinePool)
+			if !ok || mp.Spec.Template.Spec.InfrastructureRef.Kind != "NspawnMachinePool" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: mp.Namespace, Name: mp.Spec.Template.Spec.InfrastructureRef.Name}}}
+		})).
+		Complete(r)
+}
+
+// instanceKey is the Instances key of replica i of a pool.
+func instanceKey(pool *infrav1.NspawnMachinePool, i int) types.NamespacedName {
+	return types.NamespacedName{Namespace: pool.Namespace, Name: "nspawnmachinepool/" + pool.Name + "/" + strconv.Itoa(i)}
+}
+
+// Reconcile implements the InfraMachinePool contract.
+func (r *MachinePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	pool := &infrav1.NspawnMachinePool{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pool); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	mp, err := util.GetOwnerMachinePool(ctx, r.Client, pool.ObjectMeta)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("getting the owner MachinePool of %s: %w", req, err)
+	}
+	if mp == nil {
+		if !pool.DeletionTimestamp.IsZero() {
+			return ctrl.Result{}, r.reconcileDelete(ctx, pool)
+		}
+		return ctrl.Result{}, nil // the MachinePool controller sets the owner reference
+	}
+	cluster, err := util.GetClusterFromMetadata(ctx, r.Client, mp.ObjectMeta)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("getting the Cluster of %s: %w", req, err)
+	}
+	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, pool); err != nil || isPaused || requeue {
+		return ctrl.Result{}, err
+	}
+	if !pool.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, pool)
+	}
+	if controllerutil.AddFinalizer(pool, infrav1.MachineFinalizer) {
+		return ctrl.Result{}, r.Client.Update(ctx, pool)
+	}
+	helper, err := patch.NewHelper(pool, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer func() {
+		if err := helper.Patch(ctx, pool, patch.WithOwnedConditions{Conditions: []string{infrav1.ReadyCondition}}); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+	return r.reconcileNormal(ctx, cluster, mp, pool)
+}
+
+func setPoolReady(pool *infrav1.NspawnMachinePool, status metav1.ConditionStatus, reason, message string) {
+	conditions.Set(pool, metav1.Condition{Type: infrav1.ReadyCondition, Status: status, Reason: reason, Message: message})
+}
+
+func (r *MachinePoolReconciler) reconcileNormal(ctx context.Context, cluster *clusterv1.Cluster, mp *clusterv1.MachinePool, pool *infrav1.NspawnMachinePool) (ctrl.Result, error) {
+	if !ptr.Deref(cluster.Status.Initialization.InfrastructureProvisioned, false) {
+		setPoolReady(pool, metav1.ConditionFalse, infrav1.WaitingForClusterInfrastructureReason, "the Cluster's infrastructure is not provisioned yet")
+		return ctrl.Result{}, nil
+	}
+	secretName := mp.Spec.Template.Spec.Bootstrap.DataSecretName
+	if secretName == nil {
+		setPoolReady(pool, metav1.ConditionFalse, infrav1.WaitingForBootstrapDataReason, "the MachinePool has no bootstrap data Secret yet")
+		return ctrl.Result{}, nil
+	}
+	if mp.Spec.Template.Spec.Version != r.Instances.Kubernetes.Version {
+		setPoolReady(pool, metav1.ConditionFalse, infrav1.UnsupportedKubernetesVersionReason,
+			fmt.Sprintf("the node images carry Kubernetes %s, the MachinePool asks for %q", r.Instances.Kubernetes.Version, mp.Spec.Template.Spec.Version))
+		return ctrl.Result{}, nil
+	}
+	desired := int(ptr.Deref(mp.Spec.Replicas, 1))
+	var providerIDs, names []string
+	for i := range desired {
+		key := instanceKey(pool, i)
+		inst := r.Instances.Get(key)
+		if inst == nil {
+			data, err := poolBootstrapData(ctx, r.Client, mp.Namespace, *secretName)
+			if err != nil {
+				setPoolReady(pool, metav1.ConditionFalse, infrav1.BootstrapDataInvalidReason, err.Error())
+				return ctrl.Result{}, nil
+			}
+			name := fmt.Sprintf("%s-%d", pool.Name, i)
+			inst, err = r.Instances.Create(ctx, key, InstanceSpec{Name: name, Flavor: pool.Spec.Flavor, UUID: fmt.Sprintf("%s-%d", pool.UID, i), Ignition: data})
+			if err != nil {
+				setPoolReady(pool, metav1.ConditionFalse, infrav1.ProvisioningFailedReason, err.Error())
+				return ctrl.Result{}, fmt.Errorf("creating instance %d of %s: %w", i, client.ObjectKeyFromObject(pool), err)
+			}
+			if err := r.Instances.Boot(ctx, inst); err != nil {
+				setPoolReady(pool, metav1.ConditionFalse, infrav1.ProvisioningFailedReason, err.Error())
+				return ctrl.Result{}, fmt.Errorf("booting instance %d of %s: %w", i, client.ObjectKeyFromObject(pool), err)
+			}
+		}
+		providerIDs = append(providerIDs, ProviderIDPrefix+inst.Instance.UUID)
+		names = append(names, inst.Name)
+	}
+	// Scale down: the instances past the desired count go, highest first.
+	for i := len(pool.Status.Instances) - 1; i >= desired; i-- {
+		if err := r.Instances.Delete(ctx, instanceKey(pool, i)); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	pool.Spec.ProviderIDList = providerIDs
+	pool.Status.Instances = names
+	pool.Status.Replicas = ptr.To(int32(len(names)))
+	pool.Status.Initialization.Provisioned = ptr.To(true)
+	setPoolReady(pool, metav1.ConditionTrue, infrav1.RunningReason, "")
+	return ctrl.Result{RequeueAfter: powerStateRecheck}, nil
+}
+
+// poolBootstrapData reads a MachinePool's data Secret (value, format ignition).
+func poolBootstrapData(ctx context.Context, c client.Client, namespace, name string) ([]byte, error) {
+	s := &corev1.Secret{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, s); err != nil {
+		return nil, fmt.Errorf("reading the bootstrap data Secret %s: %w", name, err)
+	}
+	if f := string(s.Data["format"]); f != "ignition" || len(s.Data["value"]) == 0 {
+		return nil, fmt.Errorf("the bootstrap data Secret %s has format %q and %d bytes; these instances boot Ignition", name, f, len(s.Data["value"]))
+	}
+	return s.Data["value"], nil
+}
+
+// reconcileDelete removes every instance of the pool and lets the object go.
+func (r *MachinePoolReconciler) reconcileDelete(ctx context.Context, pool *infrav1.NspawnMachinePool) error {
+	var errs []error
+	for i := range pool.Status.Instances {
+		errs = append(errs, r.Instances.Delete(ctx, instanceKey(pool, i)))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("deleting the instances of %s: %w", client.ObjectKeyFromObject(pool), err)
+	}
+	if controllerutil.RemoveFinalizer(pool, infrav1.MachineFinalizer) {
+		return r.Client.Update(ctx, pool)
+	}
+	return nil
+}
+
