@@ -181,4 +181,3 @@ func (r *MachinePoolReconciler) reconcileDelete(ctx context.Context, pool *infra
 	}
 	return nil
 }
-
