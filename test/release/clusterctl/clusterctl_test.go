@@ -68,7 +68,7 @@ func TestReleaseAssets(t *testing.T) {
 	// Every template ships with the release, unchanged.
 	templates, err := filepath.Glob(filepath.Join(repoRoot, "templates", "*.yaml"))
 	require.NoError(t, err)
-	require.Len(t, templates, 4)
+	require.Len(t, templates, 5)
 	for _, f := range append(templates, filepath.Join(repoRoot, "metadata.yaml")) {
 		want, err := os.ReadFile(f)
 		require.NoError(t, err)
