@@ -229,7 +229,10 @@ func TestControlPlane(t *testing.T) {
 			for i := range 3 {
 				machines = append(machines, lc.controlPlaneMachine(t, f, lc.cluster.Name+"-cp"+string(rune('a'+i))))
 			}
-			waitMachines(t, machines, 2*joinWithin)
+			waitMachines(t, machines, joinWithin+2*time.Minute)
+			for _, m := range machines {
+				recordTiming(t, f, m)
+			}
 
 			wc := lc.workloadClient(t)
 			nodeList, err := wc.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
@@ -263,6 +266,8 @@ func TestControlPlane(t *testing.T) {
 			create(t, deployment)
 			t.Cleanup(func() { deleteAndWait(t, deployment, 5*time.Minute) })
 			workers := waitDeployment(t, f, md, 2, nil, joinWithin)
+			timings.addCluster(clusterTiming{flavor: string(f.name), cluster: lc.cluster.Name, machines: len(machines) + len(workers),
+				seconds: time.Since(lc.cluster.CreationTimestamp.Time).Seconds()})
 			for _, w := range workers {
 				node, err := wc.CoreV1().Nodes().Get(t.Context(), w.Name, metav1.GetOptions{})
 				require.NoError(t, err, "worker %s is a Node of the cluster cabpi made", w.Name)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,9 +23,9 @@ import (
 )
 
 // poolTokens are the join tokens cabpi made for a config in the workload cluster, oldest first.
-func poolTokens(t *testing.T, config client.ObjectKey) []string {
+func poolTokens(t *testing.T, wc kubernetes.Interface, config client.ObjectKey) []string {
 	t.Helper()
-	list, err := workloadC.CoreV1().Secrets(metav1.NamespaceSystem).List(t.Context(), metav1.ListOptions{
+	list, err := wc.CoreV1().Secrets(metav1.NamespaceSystem).List(t.Context(), metav1.ListOptions{
 		FieldSelector: "type=" + string(bootstrapapi.SecretTypeBootstrapToken)})
 	require.NoError(t, err)
 	var mine []corev1.Secret
@@ -42,7 +43,7 @@ func poolTokens(t *testing.T, config client.ObjectKey) []string {
 }
 
 // poolNodesReady waits until the pool's instances are Ready Nodes with the pool's provider IDs.
-func poolNodesReady(t *testing.T, pool *infrav1.NspawnMachinePool, replicas int, within time.Duration) {
+func poolNodesReady(t *testing.T, wc kubernetes.Interface, pool *infrav1.NspawnMachinePool, replicas int, within time.Duration) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		cur := &infrav1.NspawnMachinePool{}
@@ -50,7 +51,7 @@ func poolNodesReady(t *testing.T, pool *infrav1.NspawnMachinePool, replicas int,
 			return false
 		}
 		for i, name := range cur.Status.Instances {
-			n, err := workloadC.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+			n, err := wc.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
 			if err != nil || n.Spec.ProviderID != cur.Spec.ProviderIDList[i] {
 				return false
 			}
@@ -62,15 +63,21 @@ func poolNodesReady(t *testing.T, pool *infrav1.NspawnMachinePool, replicas int,
 	}, within, time.Second, "%d replicas of %s are Ready Nodes", replicas, pool.Name)
 }
 
-// A MachinePool of each flavor: two replicas join from cabpi's pool data; cabpi rotates the
-// pool's join token before it expires (the suite's token TTL is two minutes), the old token
-// expires and the workload cluster's token cleaner removes it; then a third replica, created
-// from the data as it is now, joins: with the rotated token, the only one left.
+// A MachinePool of each flavor, in a cluster cabpi made (one control-plane Machine, kubeadm
+// init): two replicas join from cabpi's pool data; cabpi rotates the pool's join token before it
+// expires (the suite's token TTL is two minutes), the old token expires and the workload
+// cluster's token cleaner removes it; then a third replica, created from the data as it is now,
+// joins: with the rotated token, the only one left.
 func TestMachinePool(t *testing.T) {
 	for _, f := range flavors {
 		t.Run(string(f.name), func(t *testing.T) {
 			t.Parallel()
 			name := "mp-" + string(f.name)
+			lc := createLBCluster(t, name)
+			cp := lc.controlPlaneMachine(t, f, name+"-cp")
+			waitMachines(t, []*clusterv1.Machine{cp}, joinWithin+2*time.Minute)
+			wc := lc.workloadClient(t)
+			clusterName := lc.cluster.Name
 			labels := map[string]string{clusterv1.ClusterNameLabel: clusterName}
 			config := &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
 				Spec: workerSpec(f, "pool")}
@@ -92,14 +99,14 @@ func TestMachinePool(t *testing.T) {
 			}
 			create(t, config, pool, mp)
 			t.Cleanup(func() { deleteAndWait(t, mp, 3*time.Minute) })
-			poolNodesReady(t, pool, 2, joinWithin)
+			poolNodesReady(t, wc, pool, 2, joinWithin)
 
-			first := poolTokens(t, client.ObjectKeyFromObject(config))
+			first := poolTokens(t, wc, client.ObjectKeyFromObject(config))
 			require.Len(t, first, 1, "one join token for the pool's data")
-			require.Eventually(t, func() bool { return len(poolTokens(t, client.ObjectKeyFromObject(config))) == 2 },
+			require.Eventually(t, func() bool { return len(poolTokens(t, wc, client.ObjectKeyFromObject(config))) == 2 },
 				3*time.Minute, time.Second, "cabpi rotates the pool's token before it expires")
 			require.Eventually(t, func() bool {
-				ids := poolTokens(t, client.ObjectKeyFromObject(config))
+				ids := poolTokens(t, wc, client.ObjectKeyFromObject(config))
 				return len(ids) == 1 && ids[0] != first[0]
 			}, 4*time.Minute, time.Second, "the first token %s expired and is gone from the workload cluster", first[0])
 
@@ -108,8 +115,8 @@ func TestMachinePool(t *testing.T) {
 			scaled := before.DeepCopy()
 			scaled.Spec.Replicas = ptr.To[int32](3)
 			require.NoError(t, mgmt.Client.Patch(t.Context(), scaled, client.MergeFrom(before)))
-			poolNodesReady(t, pool, 3, joinWithin)
-			third, err := workloadC.CoreV1().Nodes().Get(t.Context(), fmt.Sprintf("%s-2", name), metav1.GetOptions{})
+			poolNodesReady(t, wc, pool, 3, joinWithin)
+			third, err := wc.CoreV1().Nodes().Get(t.Context(), fmt.Sprintf("%s-2", name), metav1.GetOptions{})
 			require.NoError(t, err, "the third replica joined with the rotated token, the only one left")
 			require.True(t, strings.HasPrefix(third.Spec.ProviderID, "openstack:///"))
 		})

@@ -59,10 +59,24 @@ type nodeTiming struct {
 	dataSecret, boot, kubeadmExit, nodeRef float64
 }
 
-// timingTable collects the nodes' timings: a figure, never an assertion.
+// clusterTiming is one cluster's way from creation to all its Machines Running.
+type clusterTiming struct {
+	flavor, cluster string
+	machines        int
+	seconds         float64
+}
+
+// timingTable collects the nodes' and clusters' timings: a figure, never an assertion.
 type timingTable struct {
-	mu   sync.Mutex
-	rows []nodeTiming
+	mu       sync.Mutex
+	rows     []nodeTiming
+	clusters []clusterTiming
+}
+
+func (t *timingTable) addCluster(row clusterTiming) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.clusters = append(t.clusters, row)
 }
 
 func (t *timingTable) add(row nodeTiming) {
@@ -82,6 +96,12 @@ func (t *timingTable) markdown() string {
 	slices.SortStableFunc(rows, func(a, b nodeTiming) int { return strings.Compare(a.flavor, b.flavor) })
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f | %.1f | %.1f |\n", r.flavor, r.machine, r.dataSecret, r.boot, r.kubeadmExit, r.nodeRef)
+	}
+	if len(t.clusters) > 0 {
+		b.WriteString("\n| flavor | Cluster made by cabpi alone | Machines | Cluster created → all Machines Running (s) |\n|---|---|---:|---:|\n")
+		for _, c := range t.clusters {
+			fmt.Fprintf(&b, "| %s | %s | %d | %.1f |\n", c.flavor, c.cluster, c.machines, c.seconds)
+		}
 	}
 	return b.String()
 }

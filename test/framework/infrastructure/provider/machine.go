@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -139,7 +137,7 @@ func (r *MachineReconciler) reconcileNormal(ctx context.Context, cluster *cluste
 				fmt.Sprintf("the node images carry Kubernetes %s, the Machine asks for %q", r.Instances.Kubernetes.Version, machine.Spec.Version))
 			return ctrl.Result{}, nil
 		}
-		data, err := r.bootstrapData(ctx, machine)
+		data, err := readBootstrapData(ctx, r.Client, machine.Namespace, *machine.Spec.Bootstrap.DataSecretName)
 		if err != nil {
 			setReady(nm, metav1.ConditionFalse, infrav1.BootstrapDataInvalidReason, err.Error())
 			return ctrl.Result{}, nil
@@ -196,22 +194,6 @@ func (r *MachineReconciler) reconcileBootstrap(ctx context.Context, nm *infrav1.
 	}
 	conditions.Set(nm, metav1.Condition{Type: infrav1.BootstrapSucceededCondition, Status: metav1.ConditionTrue, Reason: infrav1.SentinelFoundReason})
 	return ctrl.Result{RequeueAfter: powerStateRecheck}
-}
-
-// bootstrapData reads the Machine's data Secret: its value, in format ignition.
-func (r *MachineReconciler) bootstrapData(ctx context.Context, machine *clusterv1.Machine) ([]byte, error) {
-	s := &corev1.Secret{}
-	key := types.NamespacedName{Namespace: machine.Namespace, Name: *machine.Spec.Bootstrap.DataSecretName}
-	if err := r.Client.Get(ctx, key, s); err != nil {
-		return nil, fmt.Errorf("reading the bootstrap data Secret %s: %w", key.Name, err)
-	}
-	if f := string(s.Data["format"]); f != "ignition" {
-		return nil, fmt.Errorf("the bootstrap data Secret %s has format %q; these instances boot Ignition", key.Name, f)
-	}
-	if len(s.Data["value"]) == 0 {
-		return nil, fmt.Errorf("the bootstrap data Secret %s has no value", key.Name)
-	}
-	return s.Data["value"], nil
 }
 
 // reconcileDelete powers the instance off, keeps its journal, removes its root and lets the

@@ -122,7 +122,7 @@ func (r *MachinePoolReconciler) reconcileNormal(ctx context.Context, cluster *cl
 		key := instanceKey(pool, i)
 		inst := r.Instances.Get(key)
 		if inst == nil {
-			data, err := poolBootstrapData(ctx, r.Client, mp.Namespace, *secretName)
+			data, err := readBootstrapData(ctx, r.Client, mp.Namespace, *secretName)
 			if err != nil {
 				setPoolReady(pool, metav1.ConditionFalse, infrav1.BootstrapDataInvalidReason, err.Error())
 				return ctrl.Result{}, nil
@@ -155,14 +155,18 @@ func (r *MachinePoolReconciler) reconcileNormal(ctx context.Context, cluster *cl
 	return ctrl.Result{RequeueAfter: powerStateRecheck}, nil
 }
 
-// poolBootstrapData reads a MachinePool's data Secret (value, format ignition).
-func poolBootstrapData(ctx context.Context, c client.Client, namespace, name string) ([]byte, error) {
+// readBootstrapData reads a bootstrap data Secret (a Machine's or a MachinePool's): its value,
+// in format ignition.
+func readBootstrapData(ctx context.Context, c client.Client, namespace, name string) ([]byte, error) {
 	s := &corev1.Secret{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, s); err != nil {
 		return nil, fmt.Errorf("reading the bootstrap data Secret %s: %w", name, err)
 	}
-	if f := string(s.Data["format"]); f != "ignition" || len(s.Data["value"]) == 0 {
-		return nil, fmt.Errorf("the bootstrap data Secret %s has format %q and %d bytes; these instances boot Ignition", name, f, len(s.Data["value"]))
+	if f := string(s.Data["format"]); f != "ignition" {
+		return nil, fmt.Errorf("the bootstrap data Secret %s has format %q; these instances boot Ignition", name, f)
+	}
+	if len(s.Data["value"]) == 0 {
+		return nil, fmt.Errorf("the bootstrap data Secret %s has no value", name)
 	}
 	return s.Data["value"], nil
 }
