@@ -120,7 +120,7 @@ TEST_PKGS = $(shell go list ./... | grep -Ev '/test/e2e(/|$$)')
 E2E_KUBERNETES_VERSION ?= v1.34.4
 # The etcd kubeadm v1.34 runs (its image tag 3.6.5-0: `kubeadm config images list`).
 E2E_ETCD_VERSION ?= v3.6.5
-E2E_TIMEOUT ?= 30m
+E2E_TIMEOUT ?= 45m
 
 .PHONY: e2e
 e2e: deps envtest-assets ignition-apply ## Boot real nodes (systemd-nspawn, real kubeadm and kubelet) from cabpi's output; builds the node image and Kubernetes binaries once (cached).

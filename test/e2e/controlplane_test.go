@@ -124,7 +124,7 @@ func waitMachines(t *testing.T, machines []*clusterv1.Machine, within time.Durat
 }
 
 // etcdClient is a client of an etcd whose CA is ca, with a client certificate of that CA.
-func etcdClient(t *testing.T, ca *secret.Certificate, endpoint string) *clientv3.Client {
+func etcdClient(t *testing.T, ca *secret.Certificate, endpoints ...string) *clientv3.Client {
 	t.Helper()
 	certPEM, keyPEM, err := workload.SignCertificate(ca, certs.Config{CommonName: "cabpi-e2e",
 		Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
@@ -136,7 +136,7 @@ func etcdClient(t *testing.T, ca *secret.Certificate, endpoint string) *clientv3
 	pool := x509.NewCertPool()
 	pool.AddCert(caCert)
 	c, err := clientv3.New(clientv3.Config{
-		Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second,
+		Endpoints: endpoints, DialTimeout: 10 * time.Second,
 		TLS: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
 	})
 	require.NoError(t, err)
@@ -144,20 +144,32 @@ func etcdClient(t *testing.T, ca *secret.Certificate, endpoint string) *clientv3
 	return c
 }
 
-// etcdMembers lists the etcd cluster's members through a node's client port, with a client
-// certificate signed by the cluster's etcd CA (the <cluster>-etcd Secret cabpi generated).
-func (lc *lbCluster) etcdMembers(t *testing.T, endpoint string) []string {
+// etcdMembers lists the etcd cluster's members through the control-plane nodes' client ports
+// (any one that answers: an etcd the kubelet is restarting does not), with a client certificate
+// signed by the cluster's etcd CA (the <cluster>-etcd Secret cabpi generated).
+func (lc *lbCluster) etcdMembers(t *testing.T, machines []*clusterv1.Machine) []string {
 	t.Helper()
 	ca := secret.NewCertificatesForInitialControlPlane(&kubeadmv1.ClusterConfiguration{}).GetByPurpose(secret.EtcdCA)
 	require.NoError(t, secret.Certificates{ca}.Lookup(t.Context(), mgmt.Client, client.ObjectKeyFromObject(lc.cluster)))
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	resp, err := etcdClient(t, ca, "https://"+endpoint).MemberList(ctx)
-	require.NoError(t, err)
-	var names []string
-	for _, m := range resp.Members {
-		names = append(names, m.Name)
+	var endpoints []string
+	for _, m := range machines {
+		endpoints = append(endpoints, "https://"+net.JoinHostPort(instanceOf(m).Address.String(), "2379"))
 	}
+	c := etcdClient(t, ca, endpoints...)
+	var names []string
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		resp, err := c.MemberList(ctx)
+		if err != nil {
+			return false
+		}
+		names = names[:0]
+		for _, m := range resp.Members {
+			names = append(names, m.Name)
+		}
+		return true
+	}, time.Minute, time.Second, "the etcd members of %s", lc.cluster.Name)
 	slices.Sort(names)
 	return names
 }
@@ -252,8 +264,7 @@ func TestControlPlane(t *testing.T) {
 			nc := &infrav1.NspawnCluster{}
 			require.NoError(t, mgmt.Client.Get(t.Context(), types.NamespacedName{Namespace: namespace, Name: lc.cluster.Name}, nc))
 			assert.Len(t, nc.Status.LoadBalancerBackends, 3, "the load balancer sends to the three nodes")
-			first := instanceOf(machines[0])
-			members := lc.etcdMembers(t, net.JoinHostPort(first.Address.String(), "2379"))
+			members := lc.etcdMembers(t, machines)
 			assert.Equal(t, []string{machines[0].Name, machines[1].Name, machines[2].Name}, members, "three etcd members")
 			if t.Failed() {
 				return

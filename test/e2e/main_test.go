@@ -125,6 +125,13 @@ func run(m *testing.M) int {
 		}
 	}
 
+	restoreLimits, err := nspawn.RaiseHostLimits()
+	undo = append(undo, restoreLimits)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+
 	work, err := os.MkdirTemp("", "cabpi-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -1,0 +1,49 @@
+package nspawn
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// inotifyLimits are the host's inotify limits the machines need: every machine's systemd,
+// journald, containerd and kubelet hold inotify instances of root (no user namespace), all
+// counted against the host's per-user limits, and Debian's default of 128 instances runs out at
+// about ten machines ("too many open files" from fsnotify, containerd's CRI plugin not loading).
+var inotifyLimits = map[string]int{
+	"/proc/sys/fs/inotify/max_user_instances": 8192,
+	"/proc/sys/fs/inotify/max_user_watches":   1048576,
+}
+
+// RaiseHostLimits raises the host's inotify limits to what many machines need, where they are
+// lower, and returns what puts them back.
+func RaiseHostLimits() (restore func() error, err error) {
+	old := map[string]string{}
+	restore = func() error {
+		var errs []error
+		for p, v := range old {
+			errs = append(errs, os.WriteFile(p, []byte(v), 0o644))
+		}
+		return errors.Join(errs...)
+	}
+	for p, want := range inotifyLimits {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return restore, err
+		}
+		cur, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil {
+			return restore, fmt.Errorf("%s: %w", p, err)
+		}
+		if cur >= want {
+			continue
+		}
+		if err := os.WriteFile(p, []byte(strconv.Itoa(want)), 0o644); err != nil {
+			return restore, fmt.Errorf("raising %s to %d: %w", p, want, err)
+		}
+		old[p] = strings.TrimSpace(string(data))
+	}
+	return restore, nil
+}
