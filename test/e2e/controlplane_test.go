@@ -114,7 +114,13 @@ func waitMachines(t *testing.T, machines []*clusterv1.Machine, within time.Durat
 	require.Eventually(t, func() bool {
 		for _, m := range machines {
 			cur := &clusterv1.Machine{}
-			if mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(m), cur) != nil || !machineJoined(cur) {
+			if mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(m), cur) != nil {
+				return false
+			}
+			if cur.Status.NodeRef.IsDefined() {
+				noteNodeRef(cur.Name)
+			}
+			if !machineJoined(cur) {
 				return false
 			}
 			cur.DeepCopyInto(m)

@@ -101,7 +101,10 @@ func assertWorkerJoined(t *testing.T, m *clusterv1.Machine, release string) {
 	content, err := onNode(t, inst, "cat", userFile)
 	assert.NoError(t, err)
 	assert.Equal(t, release, content, "the user's file")
-	assert.Equal(t, "active", unitProperty(t, inst, userUnit, "ActiveState"), "the user's unit ran")
+	if !assert.Equal(t, "active", unitProperty(t, inst, userUnit, "ActiveState"), "the user's unit ran") {
+		log, _ := onNode(t, inst, "journalctl", "--no-pager", "-b", "-u", userUnit)
+		t.Logf("journal of %s:\n%s", userUnit, log)
+	}
 	assert.Contains(t, unitProperty(t, inst, "kubeadm.service", "DropInPaths"), userDropIn, "the user's drop-in")
 	assert.Contains(t, unitProperty(t, inst, "kubeadm.service", "Environment"), userDropInEnv, "the user's drop-in is in effect")
 	assert.True(t, exists(t, inst, preMarker), "the pre-kubeadm command ran, before kubeadm wrote its kubeconfig")

@@ -72,6 +72,8 @@ systemd:
         Type=oneshot
         RemainAfterExit=yes
         ExecStart=/bin/true
+        Restart=on-failure
+        RestartSec=1
         [Install]
         WantedBy=multi-user.target
     - name: kubeadm.service
