@@ -31,7 +31,7 @@ const (
 // kubeconfig) and the user's files. Every file has an explicit mode and overwrite, and data URL
 // contents, gzipped only where compress allows it and that is shorter: CAPD's Ignition reader
 // needs the mode, does not decompress and does not understand append (docs/adr/010, 011).
-func baseConfig(kubeadmYAML, script, unit string, provider []ownedFile, files []File, users []User, compress bool) types.Config {
+func baseConfig(kubeadmYAML, script, unit string, provider []ownedFile, inst *kubernetesInstall, files []File, users []User, compress bool) types.Config {
 	cfg := types.Config{Ignition: types.Ignition{Version: baseSpecVersion}}
 	add := func(f File) {
 		cfg.Storage.Files = append(cfg.Storage.Files, ignitionFile(f, compress))
@@ -41,14 +41,22 @@ func baseConfig(kubeadmYAML, script, unit string, provider []ownedFile, files []
 	for _, f := range provider {
 		add(f.File)
 	}
+	for _, f := range inst.remote {
+		cfg.Storage.Files = append(cfg.Storage.Files, types.File{
+			Node:          types.Node{Path: f.path, Overwrite: ptr.To(true)},
+			FileEmbedded1: types.FileEmbedded1{Mode: ptr.To(f.mode), Contents: types.FileContents{Source: ptr.To(f.source)}},
+		})
+	}
 	for _, f := range files {
 		add(f)
 	}
+	cfg.Storage.Links = append(cfg.Storage.Links, inst.links...)
 	cfg.Systemd.Units = []types.Unit{{
 		Name:     KubeadmUnitName,
 		Enabled:  ptr.To(true),
 		Contents: ptr.To(unit),
 	}}
+	cfg.Systemd.Units = append(cfg.Systemd.Units, inst.units...)
 	for _, u := range users {
 		cfg.Passwd.Users = append(cfg.Passwd.Users, passwdUser(u))
 	}

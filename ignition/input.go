@@ -58,8 +58,12 @@ type Input struct {
 	IgnitionVersion string
 	// Role selects kubeadm init, join --control-plane or join.
 	Role Role
-	// KubernetesVersion ("v1.34.0") selects the kubeadm API version (v1beta3 < 1.31 <= v1beta4).
+	// KubernetesVersion ("v1.34.0") selects the kubeadm API version (v1beta3 < 1.31 <= v1beta4)
+	// and, with a Kubernetes source other than the image, the kubeadm and kubelet installed.
 	KubernetesVersion string
+	// Kubernetes says where kubeadm and the kubelet come from (spec.kubernetes): the image
+	// (zero value), the Kubernetes system extension, or the release binaries.
+	Kubernetes cabpiv1.KubernetesSpec
 
 	// ClusterConfiguration and InitConfiguration are used for RoleInit, already defaulted from the Cluster.
 	ClusterConfiguration *kubeadmv1.ClusterConfiguration

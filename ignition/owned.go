@@ -226,7 +226,7 @@ func checkSnippetUnit(src snippetSource, u exptypes.Unit, owned []string) *Error
 		}
 	}
 	unitPath := path.Join(systemdUnitDir, u.Name)
-	if o := ownedConflict(unitPath, nodeFile, owned); o != "" && !onlyDropins(u) {
+	if o := ownedConflict(unitPath, nodeFile, owned); o != "" && !keepsContents(u) {
 		return src.errorf(ErrOwnedPathConflict,
 			"defines unit %s, which Ignition writes at %s and conflicts with %s written by the provider", u.Name, unitPath, o)
 	}
@@ -256,6 +256,16 @@ func checkSnippetUnit(src snippetSource, u exptypes.Unit, owned []string) *Error
 func onlyDropins(u exptypes.Unit) bool {
 	return u.Name == KubeadmUnitName && u.Contents == nil &&
 		(u.Mask == nil || !*u.Mask) && (u.Enabled == nil || *u.Enabled)
+}
+
+// keepsContents is true for a unit entry that neither defines nor masks the unit: merged over a
+// unit the provider writes (the kubelet's, with source binaries), it adds drop-ins or enables it
+// and keeps the provider's contents.
+func keepsContents(u exptypes.Unit) bool {
+	if u.Name == KubeadmUnitName {
+		return onlyDropins(u)
+	}
+	return u.Contents == nil && (u.Mask == nil || !*u.Mask)
 }
 
 // kubeadmUnitConflict says how a unit entry matching kubeadm.service overrides it.
@@ -321,7 +331,7 @@ func presetDisablesKubeadm(content []byte) string {
 // checkFiles validates the user's files and the provider's other files: absolute paths, no
 // path twice, sane modes and owners, no user file at a path the provider owns, and drop-ins of
 // kubeadm.service that keep its contract.
-func checkFiles(provider []ownedFile, files []File) *Error {
+func checkFiles(provider []ownedFile, providerPaths []string, files []File) *Error {
 	seen := map[string]Place{}
 	// part places the member at fault inside a user's file (files[2].owner); a provider file
 	// (certificates[i], the discovery kubeconfig) is placed as a whole.
@@ -370,7 +380,7 @@ func checkFiles(provider []ownedFile, files []File) *Error {
 			return err
 		}
 	}
-	owned := append(append([]string(nil), ownedPaths...), ownedFilePaths(provider)...)
+	owned := append(append(append([]string(nil), ownedPaths...), ownedFilePaths(provider)...), providerPaths...)
 	for i, f := range files {
 		if err := check(f, owned, userFile(i)); err != nil {
 			return err

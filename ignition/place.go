@@ -44,6 +44,9 @@ const (
 	PartButane
 	// PartContainerLinuxConfig is Input.ContainerLinuxConfig, the user's Container Linux Config.
 	PartContainerLinuxConfig
+	// PartKubernetes is Input.Kubernetes, where kubeadm and the kubelet come from; a place's
+	// Path leads into it (KubernetesSource, KubernetesSysext and KubernetesBaseURL, ...).
+	PartKubernetes
 )
 
 // partNames are the parts as messages name them; they are the spec's field names, which users
@@ -65,6 +68,7 @@ var partNames = [...]string{
 	PartPostKubeadmCommand:   "postKubeadmCommands",
 	PartButane:               "butane",
 	PartContainerLinuxConfig: "containerLinuxConfig",
+	PartKubernetes:           "kubernetes",
 }
 
 // String is the part's name in messages.
@@ -102,6 +106,16 @@ const (
 const (
 	NodeNamePlatform   Member = "fromMetadata"
 	NodeNameProviderID Member = "providerID"
+)
+
+// Members of a Kubernetes place, named as the spec names them.
+const (
+	KubernetesSource    Member = "source"
+	KubernetesArch      Member = "arch"
+	KubernetesSysext    Member = "sysext"
+	KubernetesBinaries  Member = "binaries"
+	KubernetesBaseURL   Member = "baseURL"
+	KubernetesSysupdate Member = "sysupdate"
 )
 
 // JoinControlPlane is the controlPlane member of a JoinConfiguration, which makes a join a

@@ -63,6 +63,13 @@ func mergeInput(in *Input) (*merged, *Error, error) {
 	if ierr := validateIgnitionVersion(in.Variant, in.IgnitionVersion); ierr != nil {
 		return nil, ierr, nil
 	}
+	if ierr := checkKubernetes(in.Variant, in.Kubernetes, in.KubernetesVersion); ierr != nil {
+		return nil, ierr, nil
+	}
+	inst, err := kubernetesFor(in, kubeVersion)
+	if err != nil {
+		return nil, nil, err
+	}
 	metadata, ierr := metadataFor(in.Variant, in.NodeName)
 	if ierr != nil {
 		return nil, ierr, nil
@@ -72,7 +79,8 @@ func mergeInput(in *Input) (*merged, *Error, error) {
 		return nil, ierr, nil
 	}
 	provider := append(certificateFiles(in.Certificates), generated...)
-	if ierr := checkFiles(provider, in.Files); ierr != nil {
+	provider = append(provider, inst.ownedFiles()...)
+	if ierr := checkFiles(provider, inst.owned, in.Files); ierr != nil {
 		return nil, ierr, nil
 	}
 	if ierr := checkCommands(in.PreKubeadmCommands, in.PostKubeadmCommands); ierr != nil {
@@ -88,7 +96,7 @@ func mergeInput(in *Input) (*merged, *Error, error) {
 	if snip != nil {
 		// The one check of what the snippet writes, against the fixed owned paths and the
 		// provider's other files (certificates, the discovery kubeconfig) together.
-		if ierr := checkSnippet(snip, ownedFilePaths(provider)); ierr != nil {
+		if ierr := checkSnippet(snip, append(ownedFilePaths(provider), inst.owned...)); ierr != nil {
 			return nil, ierr, nil
 		}
 		if ierr := checkSnippetAgainstFiles(snip, in.Files); ierr != nil {
@@ -105,19 +113,19 @@ func mergeInput(in *Input) (*merged, *Error, error) {
 	if metadata != nil {
 		substitutions = metadata.substitutions(in.NodeName.ProviderID)
 	}
-	script, err := kubeadmScript(in.Role, in.Verbosity, substitutions, in.PreKubeadmCommands, in.PostKubeadmCommands)
+	script, err := kubeadmScript(in.Role, in.Verbosity, inst, substitutions, in.PreKubeadmCommands, in.PostKubeadmCommands)
 	if err != nil {
 		return nil, nil, err
 	}
-	unit, err := kubeadmUnit(metadata)
+	unit, err := kubeadmUnit(metadata, inst.after)
 	if err != nil {
 		return nil, nil, err
 	}
-	base, err := json.Marshal(baseConfig(kubeadmYAML, script, unit, provider, in.Files, in.Users, in.Compress))
+	base, err := json.Marshal(baseConfig(kubeadmYAML, script, unit, provider, inst, in.Files, in.Users, in.Compress))
 	if err != nil {
 		return nil, nil, fmt.Errorf("encoding the base config: %w", err)
 	}
-	origin := baseOrigins(provider, in.Files, src)
+	origin := baseOrigins(provider, inst.remotePaths(), in.Files, src)
 	data, ierr := mergeConfigs(target, base, snip, func(merged []byte) *Error { return checkStorage(merged, origin) })
 	if ierr != nil {
 		return nil, ierr, nil

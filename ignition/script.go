@@ -22,6 +22,9 @@ var scripts embed.FS
 //   - header.sh: bash with -euo pipefail, so any failure stops the script before the sentinel;
 //     /opt/bin appended to PATH, because images that add kubeadm to Flatcar's read-only /usr put
 //     it there and systemd does not search it (system binaries keep precedence).
+//   - with a Kubernetes source other than the image (kubernetes.go), its step: the sysext is
+//     merged, or the release binaries match their SHA-256 files and are installed, and kubeadm
+//     and the kubelet are of the Machine's version; before the user's commands, which may use them.
 //   - metadata.sh and its call, when the node is named from metadata: the named attributes are
 //     substituted into /etc/kubeadm.yml, before the user's commands see it.
 //   - the pre-kubeadm commands, in a subshell, so that nothing they do to the shell (set +e,
@@ -40,7 +43,7 @@ var scripts embed.FS
 // the lines after it along: checkCommands rejects those before. The empty line after the
 // pre-kubeadm commands is a second guard: a trailing backslash that got through joins that
 // empty line, not the closing parenthesis.
-func kubeadmScript(role Role, verbosity *int32, substitutions, pre, post []string) (string, error) {
+func kubeadmScript(role Role, verbosity *int32, inst *kubernetesInstall, substitutions, pre, post []string) (string, error) {
 	step := "kubeadm-join.sh"
 	if role == RoleInit {
 		step = "kubeadm-init.sh"
@@ -56,6 +59,14 @@ func kubeadmScript(role Role, verbosity *int32, substitutions, pre, post []strin
 	}
 	if err := writeScript("header.sh"); err != nil {
 		return "", err
+	}
+	if inst != nil && inst.stepCall != "" {
+		for _, name := range inst.stepFiles {
+			if err := writeScript(name); err != nil {
+				return "", err
+			}
+		}
+		b.WriteString(inst.stepCall)
 	}
 	if len(substitutions) > 0 {
 		if err := writeScript("metadata.sh"); err != nil {

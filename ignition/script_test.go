@@ -33,7 +33,7 @@ func TestCompleteCommandAccepts(t *testing.T) {
 // keeps a line of its own (CAPD finds it by its text) right after the sentinel is cleared; the
 // metadata substitution comes before the user's commands.
 func TestKubeadmScriptLayout(t *testing.T) {
-	script, err := kubeadmScript(RoleWorkerJoin, nil, nil, []string{"echo pre"}, []string{"echo post"})
+	script, err := kubeadmScript(RoleWorkerJoin, nil, nil, nil, []string{"echo pre"}, []string{"echo post"})
 	require.NoError(t, err)
 	assert.Contains(t, script, "\n(\necho pre\n\n)\n")
 	const verbosityFlag = ` ${CABPI_KUBEADM_VERBOSITY:+"--v=${CABPI_KUBEADM_VERBOSITY}"}`
@@ -42,17 +42,17 @@ func TestKubeadmScriptLayout(t *testing.T) {
 	assert.True(t, strings.HasSuffix(script, "\necho post\n"), script)
 	assert.NotContains(t, script, "cabpi_substitute_metadata")
 
-	script, err = kubeadmScript(RoleInit, nil, nil, nil, nil)
+	script, err = kubeadmScript(RoleInit, nil, nil, nil, nil, nil)
 	require.NoError(t, err)
 	assert.NotContains(t, script, "\n(\n", "no subshell without commands")
 	assert.Contains(t, script, "\nkubeadm init --config /etc/kubeadm.yml"+verbosityFlag+"\n")
 
 	// verbosity (KubeadmConfig's) is kubeadm's --v, set just before the kubeadm step.
-	script, err = kubeadmScript(RoleWorkerJoin, ptr.To(int32(5)), nil, []string{"echo pre"}, nil)
+	script, err = kubeadmScript(RoleWorkerJoin, ptr.To(int32(5)), nil, nil, []string{"echo pre"}, nil)
 	require.NoError(t, err)
 	assert.Contains(t, script, "\n)\nCABPI_KUBEADM_VERBOSITY=5\nrm -rf /run/cluster-api/bootstrap-success.complete\nkubeadm join ")
 
-	script, err = kubeadmScript(RoleWorkerJoin, nil, []string{"name=COREOS_EC2_HOSTNAME", "id=COREOS_EC2_INSTANCE_ID"}, []string{"echo pre"}, nil)
+	script, err = kubeadmScript(RoleWorkerJoin, nil, nil, []string{"name=COREOS_EC2_HOSTNAME", "id=COREOS_EC2_INSTANCE_ID"}, []string{"echo pre"}, nil)
 	require.NoError(t, err)
 	call := "\ncabpi_substitute_metadata /etc/kubeadm.yml 'name=COREOS_EC2_HOSTNAME' 'id=COREOS_EC2_INSTANCE_ID'\n"
 	assert.Contains(t, script, call)
@@ -62,7 +62,7 @@ func TestKubeadmScriptLayout(t *testing.T) {
 // Every script the renderer can compose is valid bash.
 func TestKubeadmScriptParses(t *testing.T) {
 	for _, subs := range [][]string{nil, {"name=HOSTNAME"}} {
-		script, err := kubeadmScript(RoleInit, nil, subs, []string{"echo pre"}, []string{"echo post"})
+		script, err := kubeadmScript(RoleInit, nil, nil, subs, []string{"echo pre"}, []string{"echo post"})
 		require.NoError(t, err)
 		_, err = syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "kubeadm.sh")
 		require.NoError(t, err, script)

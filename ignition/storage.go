@@ -32,8 +32,11 @@ type writer struct {
 	entry Place
 }
 
-func baseOrigins(provider []ownedFile, files []File, snippet snippetSource) origins {
+func baseOrigins(provider []ownedFile, providerPaths []string, files []File, snippet snippetSource) origins {
 	o := origins{paths: map[string]writer{KubeadmConfigPath: {provider: true}, KubeadmScriptPath: {provider: true}}, snippet: snippet}
+	for _, p := range providerPaths {
+		o.paths[path.Clean(p)] = writer{provider: true}
+	}
 	for _, p := range provider {
 		o.paths[path.Clean(p.Path)] = writer{at: p.place, entry: p.place}
 	}

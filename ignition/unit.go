@@ -18,11 +18,15 @@ const kubeadmUnitExecStart = "/bin/bash " + KubeadmScriptPath
 //
 // The unit is built from typed options and serialized by go-systemd, the library Ignition itself
 // uses to read units; drop-ins a user adds are checked with the same parser (dropin.go).
-func kubeadmUnit(md *metadataSource) (string, error) {
+// With the Kubernetes system extension it also waits for systemd-sysext.service, which merges it.
+func kubeadmUnit(md *metadataSource, after []string) (string, error) {
 	opts := []*unit.UnitOption{
 		unit.NewUnitOption("Unit", "Description", "Bootstrap the node with kubeadm (Cluster API, cabpi)"),
 		unit.NewUnitOption("Unit", "Wants", "network-online.target"),
 		unit.NewUnitOption("Unit", "After", "network-online.target containerd.service"),
+	}
+	for _, u := range after {
+		opts = append(opts, unit.NewUnitOption("Unit", "Wants", u), unit.NewUnitOption("Unit", "After", u))
 	}
 	if md != nil {
 		opts = append(opts,

@@ -197,6 +197,8 @@ func specPath(p *field.Path, at ignition.Place) *field.Path {
 		return p.Child("joinConfiguration", at.Names()...)
 	case ignition.PartNodeName:
 		return p.Child("nodeName", at.Names()...)
+	case ignition.PartKubernetes:
+		return p.Child("kubernetes", at.Names()...)
 	case ignition.PartFile:
 		fp := p.Child("files").Index(at.Index)
 		switch at.Member() {
@@ -263,6 +265,9 @@ func blame(ierr *ignition.Error, spec, work *cabpiv1.IgnitionConfigSpec, p *fiel
 	case ignition.PartNodeName:
 		work.NodeName = nil
 		return field.Invalid(fp, field.OmitValueType{}, msg), true
+	case ignition.PartKubernetes:
+		work.Kubernetes = cabpiv1.KubernetesSpec{}
+		return field.Invalid(fp, kubernetesValue(spec.Kubernetes, at), msg), true
 	case ignition.PartFile:
 		i := at.Index
 		if i >= len(spec.Files) || i >= len(work.Files) {
@@ -329,4 +334,21 @@ func hasError(errs field.ErrorList, e *field.Error) bool {
 		}
 	}
 	return false
+}
+
+// kubernetesValue is the value of spec.kubernetes at the place, for the error: none of it is
+// secret.
+func kubernetesValue(k cabpiv1.KubernetesSpec, at ignition.Place) any {
+	names := at.Names()
+	switch {
+	case len(names) == 1 && names[0] == string(ignition.KubernetesSource):
+		return k.Source
+	case len(names) == 1 && names[0] == string(ignition.KubernetesArch):
+		return k.Arch
+	case len(names) == 2 && names[1] == string(ignition.KubernetesBaseURL) && names[0] == string(ignition.KubernetesSysext) && k.Sysext != nil:
+		return k.Sysext.BaseURL
+	case len(names) == 2 && names[1] == string(ignition.KubernetesBaseURL) && names[0] == string(ignition.KubernetesBinaries) && k.Binaries != nil:
+		return k.Binaries.BaseURL
+	}
+	return field.OmitValueType{}
 }

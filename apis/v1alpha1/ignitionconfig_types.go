@@ -141,11 +141,118 @@ type IgnitionConfigSpec struct {
 	// +kubebuilder:validation:MaxItems=100
 	Users []User `json:"users,omitempty"`
 
+	// kubernetes says where the node's kubeadm and kubelet come from. The version is always the
+	// owner's: the Machine's spec.version, the MachinePool template's, or the Cluster topology's
+	// when the owner has none. Changing only that version (a MachineDeployment's spec.version,
+	// a Cluster's spec.topology.version) rolls out nodes with the new kubeadm and kubelet; no
+	// template names the version. Unset, the image must carry them (source image).
+	// +optional
+	Kubernetes KubernetesSpec `json:"kubernetes,omitempty,omitzero"`
+
 	// verbosity is kubeadm's --v for init and join (KubeadmConfig's verbosity).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10
 	Verbosity *int32 `json:"verbosity,omitempty"`
+}
+
+// KubernetesSource is where kubeadm, the kubelet and the kubelet's unit come from.
+// +kubebuilder:validation:Enum=image;sysext;binaries
+type KubernetesSource string
+
+const (
+	// KubernetesSourceImage: the image carries them (in /usr/bin or /opt/bin, with the kubelet's
+	// unit); nothing is installed. Today's images built with Kubernetes in them, and the default.
+	KubernetesSourceImage KubernetesSource = "image"
+	// KubernetesSourceSysext: the Kubernetes system extension image for the version and
+	// architecture is downloaded by Ignition and merged into /usr by systemd-sysext before
+	// kubeadm.service runs (Flatcar's way; the extension carries the kubelet's unit).
+	KubernetesSourceSysext KubernetesSource = "sysext"
+	// KubernetesSourceBinaries: kubeadm and kubelet (and kubectl if asked) of the release layout
+	// are downloaded by Ignition, checked against the release's SHA-256 files by the bootstrap
+	// before anything runs them, and installed into /opt/bin; cabpi writes the kubelet's unit
+	// and kubeadm's drop-in for it.
+	KubernetesSourceBinaries KubernetesSource = "binaries"
+)
+
+// Architecture is a node's CPU architecture, as Kubernetes releases name it.
+// +kubebuilder:validation:Enum=amd64;arm64
+type Architecture string
+
+const (
+	// ArchitectureAMD64 is x86-64 (the sysext bakery's "x86-64").
+	ArchitectureAMD64 Architecture = "amd64"
+	// ArchitectureARM64 is 64-bit ARM (the sysext bakery's "arm64").
+	ArchitectureARM64 Architecture = "arm64"
+)
+
+// Default download locations of the sources.
+const (
+	// DefaultSysextBaseURL is the Flatcar sysext bakery, which serves
+	// kubernetes-<version>-<x86-64|arm64>.raw and, for systemd-sysupdate,
+	// kubernetes/kubernetes-<minor>.conf and noop.conf.
+	DefaultSysextBaseURL = "https://extensions.flatcar.org/extensions"
+	// DefaultBinariesBaseURL is the Kubernetes release layout:
+	// <version>/bin/linux/<arch>/<binary> and <binary>.sha256.
+	DefaultBinariesBaseURL = "https://dl.k8s.io/release"
+)
+
+// KubernetesSpec says where kubeadm and the kubelet come from, at the owner's version.
+//
+// Valid combinations: image for both variants; sysext from the default bakery for flatcar only
+// (its images are built for Flatcar), sysext from a baseURL of your own for both variants;
+// binaries for both variants. amd64 and arm64 for all of them. Admission refuses the rest, and a
+// version the layout does not have (build metadata such as v1.34.0+vendor.1; pre-releases for
+// sysext). The admission webhook checks these (the renderer's rules), naming the field.
+type KubernetesSpec struct {
+	// source is image (default: the image has them), sysext or binaries.
+	// +optional
+	Source KubernetesSource `json:"source,omitempty"`
+
+	// arch is the node's architecture: amd64 (default) or arm64.
+	// +optional
+	Arch Architecture `json:"arch,omitempty"`
+
+	// sysext configures source sysext.
+	// +optional
+	Sysext *SysextSource `json:"sysext,omitempty"`
+
+	// binaries configures source binaries.
+	// +optional
+	Binaries *BinariesSource `json:"binaries,omitempty"`
+}
+
+// SysextSource is where the Kubernetes system extension comes from.
+type SysextSource struct {
+	// baseURL serves kubernetes-<version>-<x86-64|arm64>.raw (and, with sysupdate,
+	// kubernetes/kubernetes-<minor>.conf and noop.conf), as the Flatcar sysext bakery does. Set
+	// it to a mirror of that layout for air-gapped nodes. Default
+	// https://extensions.flatcar.org/extensions.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	BaseURL string `json:"baseURL,omitempty"`
+
+	// sysupdate also installs the bakery's systemd-sysupdate configuration for the version's
+	// minor and enables systemd-sysupdate.timer, which stages newer patch releases of that minor
+	// and flags /run/reboot-required (for kured). Off by default: Cluster API owns the version,
+	// and a node updated behind its back runs a version its Machine does not say.
+	// +optional
+	Sysupdate bool `json:"sysupdate,omitempty"`
+}
+
+// BinariesSource is where the release binaries come from.
+type BinariesSource struct {
+	// baseURL serves the Kubernetes release layout:
+	// <baseURL>/<version>/bin/linux/<arch>/{kubeadm,kubelet,kubectl} and a .sha256 file beside
+	// each. Set it to a mirror of that layout for air-gapped nodes. Default
+	// https://dl.k8s.io/release.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	BaseURL string `json:"baseURL,omitempty"`
+
+	// kubectl also installs kubectl.
+	// +optional
+	Kubectl bool `json:"kubectl,omitempty"`
 }
 
 // User is a user Ignition creates (passwd.users), with KubeadmConfig's field names where Ignition

@@ -88,6 +88,7 @@ func FromSpec(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role igniti
 		IgnitionVersion:     spec.IgnitionVersion,
 		Role:                role,
 		KubernetesVersion:   kubernetesVersion,
+		Kubernetes:          spec.Kubernetes,
 		PreKubeadmCommands:  spec.PreKubeadmCommands,
 		PostKubeadmCommands: spec.PostKubeadmCommands,
 		Verbosity:           spec.Verbosity,

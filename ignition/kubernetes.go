@@ -1,0 +1,338 @@
+package ignition
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/blang/semver/v4"
+	"github.com/coreos/go-systemd/v22/unit"
+	types "github.com/coreos/ignition/v2/config/v3_0/types"
+	"k8s.io/utils/ptr"
+
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+)
+
+// Where the Kubernetes sources put things on the node. The sysext paths are the Flatcar sysext
+// bakery's documented ones, which its systemd-sysupdate configuration expects; the release
+// binaries go to /opt/bin, Flatcar's place for binaries added to its read-only /usr.
+const (
+	sysextDir         = "/opt/extensions/kubernetes"
+	sysextLink        = "/etc/extensions/kubernetes.raw"
+	sysupdateConfDir  = "/etc/sysupdate.kubernetes.d"
+	sysupdateNoopPath = "/etc/sysupdate.d/noop.conf"
+	sysupdateScript   = "/etc/cabpi/sysupdate-kubernetes.sh"
+	sysupdateService  = "systemd-sysupdate.service"
+	sysupdateTimer    = "systemd-sysupdate.timer"
+	sysupdateDropin   = "kubernetes.conf"
+	sysextService     = "systemd-sysext.service"
+	binDir            = "/opt/bin"
+	// binariesStage is where Ignition downloads the release binaries and their SHA-256 files,
+	// not executable; the bootstrap installs them into binDir once they match.
+	binariesStage = "/opt/cabpi/kubernetes"
+	kubeletUnit   = "kubelet.service"
+	kubeletDropin = "10-kubeadm.conf"
+)
+
+// releaseVersion is a release's version as both layouts name it; the release layout also has
+// pre-releases (v1.35.0-rc.1). Build metadata (v1.34.0+vendor.1) is in neither.
+var (
+	sysextVersion  = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+$`)
+	releaseVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
+)
+
+// kubernetesInstall is what a Kubernetes source adds to the provider's config.
+type kubernetesInstall struct {
+	// files are downloaded by Ignition (remote contents) or carry data (units' scripts).
+	remote []remoteFile
+	data   []File
+	links  []types.Link
+	units  []types.Unit
+	// stepFiles (embedded scripts defining functions) and stepCall are the bootstrap script's
+	// part that makes kubeadm and the kubelet usable, run before the user's commands.
+	stepFiles []string
+	stepCall  string
+	// after orders kubeadm.service after these units, and wants them.
+	after []string
+	// owned are the paths the source writes: a user file or snippet may not write them.
+	owned []string
+}
+
+// remoteFile is a file Ignition downloads.
+type remoteFile struct {
+	path, source string
+	mode         int
+}
+
+// checkKubernetes checks spec.kubernetes on its own and against the variant and version: the
+// fields of a source only with that source, a base URL Ignition can fetch from, the bakery's
+// images only for Flatcar, and a version the source's layout has. Errors are placed at
+// PartKubernetes (the field at fault) or PartKubernetesVersion (the owner's version).
+func checkKubernetes(variant cabpiv1.Variant, k cabpiv1.KubernetesSpec, version string) *Error {
+	source := kubernetesSource(k)
+	switch source {
+	case cabpiv1.KubernetesSourceImage, cabpiv1.KubernetesSourceSysext, cabpiv1.KubernetesSourceBinaries:
+	default:
+		return errorf(ErrInvalidInput, At(PartKubernetes, KubernetesSource),
+			"source %q is not image, sysext or binaries", k.Source)
+	}
+	switch k.Arch {
+	case "", cabpiv1.ArchitectureAMD64, cabpiv1.ArchitectureARM64:
+	default:
+		return errorf(ErrInvalidInput, At(PartKubernetes, KubernetesArch), "arch %q is not amd64 or arm64", k.Arch)
+	}
+	if k.Sysext != nil && source != cabpiv1.KubernetesSourceSysext {
+		return errorf(ErrInvalidInput, At(PartKubernetes, KubernetesSysext),
+			"sysext is only read with source sysext, and source is %s", source)
+	}
+	if k.Binaries != nil && source != cabpiv1.KubernetesSourceBinaries {
+		return errorf(ErrInvalidInput, At(PartKubernetes, KubernetesBinaries),
+			"binaries is only read with source binaries, and source is %s", source)
+	}
+	switch source {
+	case cabpiv1.KubernetesSourceSysext:
+		base := ""
+		if k.Sysext != nil {
+			base = k.Sysext.BaseURL
+		}
+		if base != "" {
+			if ierr := checkBaseURL(At(PartKubernetes, KubernetesSysext, KubernetesBaseURL), base); ierr != nil {
+				return ierr
+			}
+		} else if variant == cabpiv1.VariantFCOS {
+			return errorf(ErrInvalidInput, At(PartKubernetes, KubernetesSysext, KubernetesBaseURL),
+				"unset, so the Flatcar sysext bakery's images, which are built for Flatcar: systemd-sysext on Fedora CoreOS "+
+					"does not merge them (their extension-release names ID=flatcar). With variant fcos, set sysext.baseURL "+
+					"to images built for Fedora CoreOS in the same layout, or use source binaries")
+		}
+		if !sysextVersion.MatchString(version) {
+			return errorf(ErrUnsupportedKubernetesVersion, At(PartKubernetesVersion),
+				"%q is not a release the sysext layout has (kubernetes-vMAJOR.MINOR.PATCH-<arch>.raw): "+
+					"source sysext needs the owner's spec.version to be a release such as v1.34.4", version)
+		}
+	case cabpiv1.KubernetesSourceBinaries:
+		if k.Binaries != nil && k.Binaries.BaseURL != "" {
+			if ierr := checkBaseURL(At(PartKubernetes, KubernetesBinaries, KubernetesBaseURL), k.Binaries.BaseURL); ierr != nil {
+				return ierr
+			}
+		}
+		if !releaseVersion.MatchString(version) {
+			return errorf(ErrUnsupportedKubernetesVersion, At(PartKubernetesVersion),
+				"%q is not a version the Kubernetes release layout has (<version>/bin/linux/<arch>/): "+
+					"source binaries needs the owner's spec.version to be a release such as v1.34.4, without build metadata", version)
+		}
+	}
+	return nil
+}
+
+// checkBaseURL accepts an absolute http or https URL without query or fragment, to which the
+// layout's paths are appended.
+func checkBaseURL(at Place, base string) *Error {
+	u, err := url.Parse(base)
+	if err != nil {
+		return errorf(ErrInvalidInput, at, "%q is not a URL: %v", base, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errorf(ErrInvalidInput, at, "%q is not an http or https URL with a host", base)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return errorf(ErrInvalidInput, at, "%q has a query, fragment or user info: the layout's paths are appended to it", base)
+	}
+	return nil
+}
+
+func kubernetesSource(k cabpiv1.KubernetesSpec) cabpiv1.KubernetesSource {
+	if k.Source == "" {
+		return cabpiv1.KubernetesSourceImage
+	}
+	return k.Source
+}
+
+func kubernetesArch(k cabpiv1.KubernetesSpec) cabpiv1.Architecture {
+	if k.Arch == "" {
+		return cabpiv1.ArchitectureAMD64
+	}
+	return k.Arch
+}
+
+// sysextArch is the architecture as the sysext bakery names its images.
+func sysextArch(a cabpiv1.Architecture) string {
+	if a == cabpiv1.ArchitectureAMD64 {
+		return "x86-64"
+	}
+	return string(a)
+}
+
+// SysextImageName is the file name of the Kubernetes system extension image of version for arch
+// in the bakery's layout: kubernetes-v1.34.4-x86-64.raw.
+func SysextImageName(version string, arch cabpiv1.Architecture) string {
+	return fmt.Sprintf("kubernetes-%s-%s.raw", version, sysextArch(arch))
+}
+
+// joinURL appends the layout's path elements to base.
+func joinURL(base string, elem ...string) string {
+	return strings.TrimRight(base, "/") + "/" + strings.Join(elem, "/")
+}
+
+// kubernetesFor builds what the input's Kubernetes source adds, once checkKubernetes accepted it.
+func kubernetesFor(in *Input, ver semver.Version) (*kubernetesInstall, error) {
+	k := in.Kubernetes
+	switch kubernetesSource(k) {
+	case cabpiv1.KubernetesSourceSysext:
+		return sysextInstall(k, in.KubernetesVersion, ver)
+	case cabpiv1.KubernetesSourceBinaries:
+		return binariesInstall(k, in.KubernetesVersion)
+	}
+	return &kubernetesInstall{}, nil
+}
+
+// sysextInstall: Ignition downloads the image into the bakery's directory and links it from
+// /etc/extensions, where systemd-sysext merges it into /usr at boot; kubeadm.service waits for
+// that merge and the bootstrap checks it happened and brought the Machine's version.
+func sysextInstall(k cabpiv1.KubernetesSpec, version string, ver semver.Version) (*kubernetesInstall, error) {
+	base := cabpiv1.DefaultSysextBaseURL
+	if k.Sysext != nil && k.Sysext.BaseURL != "" {
+		base = k.Sysext.BaseURL
+	}
+	name := SysextImageName(version, kubernetesArch(k))
+	image := path.Join(sysextDir, name)
+	inst := &kubernetesInstall{
+		remote: []remoteFile{{path: image, source: joinURL(base, name), mode: 0o644}},
+		links:  []types.Link{{Node: types.Node{Path: sysextLink, Overwrite: ptr.To(true)}, LinkEmbedded1: types.LinkEmbedded1{Target: image}}},
+		after:  []string{sysextService},
+		owned:  []string{sysextDir, sysextLink},
+	}
+	call, err := shellCall([]string{"cabpi_use_sysext", version})
+	if err != nil {
+		return nil, err
+	}
+	inst.stepFiles, inst.stepCall = []string{"kubernetes-version.sh", "kubernetes-sysext.sh"}, call
+	if k.Sysext == nil || !k.Sysext.Sysupdate {
+		return inst, nil
+	}
+	// The bakery's systemd-sysupdate configuration for the version's minor: patch releases only.
+	minor := fmt.Sprintf("kubernetes-v%d.%d.conf", ver.Major, ver.Minor)
+	script, err := scripts.ReadFile("scripts/sysupdate-kubernetes.sh")
+	if err != nil {
+		return nil, fmt.Errorf("reading the embedded sysupdate script: %w", err)
+	}
+	inst.remote = append(inst.remote,
+		remoteFile{path: path.Join(sysupdateConfDir, minor), source: joinURL(base, "kubernetes", minor), mode: 0o644},
+		remoteFile{path: sysupdateNoopPath, source: joinURL(base, "noop.conf"), mode: 0o644})
+	inst.data = append(inst.data, File{Path: sysupdateScript, Content: script, Mode: 0o755})
+	dropin := serializeUnit([]*unit.UnitOption{
+		unit.NewUnitOption("Service", "ExecStartPre", "/bin/bash "+sysupdateScript),
+	})
+	inst.units = append(inst.units,
+		types.Unit{Name: sysupdateService, Dropins: []types.Dropin{{Name: sysupdateDropin, Contents: ptr.To(dropin)}}},
+		types.Unit{Name: sysupdateTimer, Enabled: ptr.To(true)})
+	inst.owned = append(inst.owned, sysupdateConfDir, sysupdateNoopPath, sysupdateScript,
+		path.Join(systemdUnitDir, sysupdateService+".d", sysupdateDropin))
+	return inst, nil
+}
+
+// binariesInstall: Ignition downloads kubeadm, kubelet (and kubectl) with their SHA-256 files into
+// a staging directory; the bootstrap checks them and installs them into /opt/bin. The kubelet's
+// unit and kubeadm's drop-in for it are written here, the unit enabled by the bootstrap only
+// after the check.
+func binariesInstall(k cabpiv1.KubernetesSpec, version string) (*kubernetesInstall, error) {
+	base := cabpiv1.DefaultBinariesBaseURL
+	names := []string{"kubeadm", "kubelet"}
+	if k.Binaries != nil {
+		if k.Binaries.BaseURL != "" {
+			base = k.Binaries.BaseURL
+		}
+		if k.Binaries.Kubectl {
+			names = append(names, "kubectl")
+		}
+	}
+	arch := string(kubernetesArch(k))
+	stage := path.Join(binariesStage, version)
+	inst := &kubernetesInstall{owned: []string{binariesStage}}
+	for _, name := range names {
+		source := joinURL(base, version, "bin", "linux", arch, name)
+		inst.remote = append(inst.remote,
+			remoteFile{path: path.Join(stage, name), source: source, mode: 0o644},
+			remoteFile{path: path.Join(stage, name+".sha256"), source: source + ".sha256", mode: 0o644})
+		inst.owned = append(inst.owned, path.Join(binDir, name))
+	}
+	kubeletPath := path.Join(binDir, "kubelet")
+	inst.units = []types.Unit{{
+		Name:     kubeletUnit,
+		Contents: ptr.To(serializeUnit(kubeletUnitOptions(kubeletPath))),
+		Dropins:  []types.Dropin{{Name: kubeletDropin, Contents: ptr.To(serializeUnit(kubeletDropinOptions(kubeletPath)))}},
+	}}
+	inst.owned = append(inst.owned, path.Join(systemdUnitDir, kubeletUnit), path.Join(systemdUnitDir, kubeletUnit+".d", kubeletDropin))
+	call, err := shellCall(append([]string{"cabpi_install_binaries", version, stage}, names...))
+	if err != nil {
+		return nil, err
+	}
+	inst.stepFiles, inst.stepCall = []string{"kubernetes-version.sh", "kubernetes-binaries.sh"}, call
+	return inst, nil
+}
+
+// kubeletUnitOptions is the kubelet's unit as the Kubernetes release packages it for kubeadm: it
+// restarts every few seconds until kubeadm has configured it.
+func kubeletUnitOptions(kubelet string) []*unit.UnitOption {
+	return []*unit.UnitOption{
+		unit.NewUnitOption("Unit", "Description", "kubelet: The Kubernetes Node Agent"),
+		unit.NewUnitOption("Unit", "Documentation", "https://kubernetes.io/docs/"),
+		unit.NewUnitOption("Unit", "Wants", "network-online.target"),
+		unit.NewUnitOption("Unit", "After", "network-online.target"),
+		unit.NewUnitOption("Service", "ExecStart", kubelet),
+		unit.NewUnitOption("Service", "Restart", "always"),
+		unit.NewUnitOption("Service", "StartLimitInterval", "0"),
+		unit.NewUnitOption("Service", "RestartSec", "10"),
+		unit.NewUnitOption("Install", "WantedBy", "multi-user.target"),
+	}
+}
+
+// kubeletDropinOptions is kubeadm's drop-in for the kubelet, as the Kubernetes release packages
+// it: the kubeconfigs and configuration kubeadm writes, the flags it computes
+// (kubeadm-flags.env), and the user's (KUBELET_EXTRA_ARGS, /etc/default/kubelet).
+func kubeletDropinOptions(kubelet string) []*unit.UnitOption {
+	return []*unit.UnitOption{
+		unit.NewUnitOption("Service", "Environment",
+			`"KUBELET_KUBECONFIG_ARGS=--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf"`),
+		unit.NewUnitOption("Service", "Environment", `"KUBELET_CONFIG_ARGS=--config=/var/lib/kubelet/config.yaml"`),
+		unit.NewUnitOption("Service", "EnvironmentFile", "-/var/lib/kubelet/kubeadm-flags.env"),
+		unit.NewUnitOption("Service", "EnvironmentFile", "-/etc/default/kubelet"),
+		unit.NewUnitOption("Service", "ExecStart", ""),
+		unit.NewUnitOption("Service", "ExecStart",
+			kubelet+" $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS"),
+	}
+}
+
+// serializeUnit writes unit options; reading from memory does not fail.
+func serializeUnit(opts []*unit.UnitOption) string {
+	data, err := io.ReadAll(unit.Serialize(opts))
+	if err != nil {
+		panic(fmt.Sprintf("serializing a unit from memory: %v", err))
+	}
+	return string(data)
+}
+
+// ownedFiles are the source's data files as the provider's files (checked and written like the
+// certificates).
+func (k *kubernetesInstall) ownedFiles() []ownedFile {
+	out := make([]ownedFile, 0, len(k.data))
+	for _, f := range k.data {
+		out = append(out, ownedFile{File: f, place: At(PartKubernetes)})
+	}
+	return out
+}
+
+// remotePaths are the paths of the files and links the source has Ignition write.
+func (k *kubernetesInstall) remotePaths() []string {
+	out := make([]string, 0, len(k.remote)+len(k.links))
+	for _, f := range k.remote {
+		out = append(out, f.path)
+	}
+	for _, l := range k.links {
+		out = append(out, l.Path)
+	}
+	return out
+}
