@@ -120,12 +120,16 @@ TEST_PKGS = $(shell go list ./... | grep -Ev '/test/e2e(/|$$)')
 E2E_KUBERNETES_VERSION ?= v1.34.4
 # The etcd kubeadm v1.34 runs (its image tag 3.6.5-0: `kubeadm config images list`).
 E2E_ETCD_VERSION ?= v3.6.5
-E2E_TIMEOUT ?= 45m
+# The minor before it: workers that start there and are upgraded by a change of version alone
+# (spec.kubernetes sysext and binaries; kubeadm and kubelet only).
+E2E_KUBERNETES_PREVIOUS ?= v1.33.13
+E2E_TIMEOUT ?= 60m
 
 .PHONY: e2e
 e2e: deps envtest-assets ignition-apply ## Boot real nodes (systemd-nspawn, real kubeadm and kubelet) from cabpi's output; builds the node image and Kubernetes binaries once (cached).
 	CGO_ENABLED=0 go build -trimpath -o "$(CABPI_CACHE)/pause/pause" ./hack/pause
 	CABPI_KUBE_BIN="$$(bash hack/kube-binaries.sh $(E2E_KUBERNETES_VERSION) kubeadm kubelet kube-controller-manager kube-apiserver kube-scheduler)" \
+	CABPI_KUBE_BIN_PREVIOUS="$$(bash hack/kube-binaries.sh $(E2E_KUBERNETES_PREVIOUS) kubeadm kubelet)" \
 	CABPI_ETCD_BIN="$$(bash hack/etcd-binary.sh $(E2E_ETCD_VERSION))/etcd" \
 	CABPI_PAUSE_BIN="$(CABPI_CACHE)/pause/pause" \
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest-assets.sh)" \

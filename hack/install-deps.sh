@@ -3,10 +3,11 @@
 # already there: libblkid-dev, which the cgo build of ignition-apply links against; util-linux
 # (unshare) for the boot simulation's namespaces; gettext-base (envsubst), which the cloud
 # providers' Flatcar pattern runs in the boot simulation; systemd-container (systemd-nspawn) and
-# debootstrap for the real-node suite (make e2e), plus iproute2 for its bridge.
+# debootstrap for the real-node suite (make e2e), plus iproute2 for its bridge and squashfs-tools
+# (mksquashfs) for the Kubernetes system extension images it serves its nodes.
 set -euo pipefail
 
-packages=(libblkid-dev util-linux gettext-base systemd-container debootstrap iproute2)
+packages=(libblkid-dev util-linux gettext-base systemd-container debootstrap iproute2 squashfs-tools)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -42,6 +42,7 @@ import (
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/provider"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/nodeimage"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/nspawn"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/releaseserver"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/workload"
 )
@@ -49,6 +50,11 @@ import (
 // kubernetesVersion is the nodes' and the Machines' version: the last minor whose kubelet runs
 // on cgroup v1 by default with Debian 12's containerd 1.6.
 const kubernetesVersion = "v1.34.4"
+
+// previousKubernetesVersion is the minor before: workers that start there are upgraded to
+// kubernetesVersion by a change of their version alone (kubeadm and kubelet only; the Makefile's
+// E2E_KUBERNETES_PREVIOUS, passed as CABPI_KUBE_BIN_PREVIOUS).
+const previousKubernetesVersion = "v1.33.13"
 
 // suitePrefix is the /24 the suite owns: the bridge holds its first address, the nodes the next.
 var suitePrefix = netip.MustParsePrefix("10.213.87.0/24")
@@ -69,6 +75,10 @@ var (
 	instances *provider.Instances
 	nodes     *nodeWatch
 	timings   = &timingTable{}
+	// workloadCP is the workload control plane the suite runs on the host.
+	workloadCP *workload.ControlPlane
+	// releases serves both versions' release binaries and system extensions on the bridge.
+	releases *releaseserver.Server
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -76,7 +86,7 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 func run(m *testing.M) int {
 	flag.Parse()
 	var missing []string
-	for _, v := range []string{"CABPI_KUBE_BIN", "CABPI_ETCD_BIN", "CABPI_PAUSE_BIN", "KUBEBUILDER_ASSETS", "CABPI_IGNITION_APPLY", "CABPI_CACHE"} {
+	for _, v := range []string{"CABPI_KUBE_BIN", "CABPI_KUBE_BIN_PREVIOUS", "CABPI_ETCD_BIN", "CABPI_PAUSE_BIN", "KUBEBUILDER_ASSETS", "CABPI_IGNITION_APPLY", "CABPI_CACHE"} {
 		if os.Getenv(v) == "" {
 			missing = append(missing, v)
 		}
@@ -153,6 +163,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	undo = append(undo, cp.Stop)
+	workloadCP = cp
 	cfg, err := clientcmd.BuildConfigFromFlags("", cp.AdminKubeconfig)
 	if err == nil {
 		workloadC, err = kubernetes.NewForConfig(cfg)
@@ -176,17 +187,39 @@ func run(m *testing.M) int {
 	// Every node is removed whatever happened (its journal kept in the artifacts).
 	undo = append(undo, func() error { return instances.Close(context.Background()) })
 	// The images are built (or found in the cache) before any Machine asks.
-	for _, f := range []nodeimage.Flavor{nodeimage.FlavorFlatcar, nodeimage.FlavorFCOS} {
-		if _, err := instances.Images.Build(ctx, f, instances.Kubernetes); err != nil {
+	for _, f := range []nodeimage.Flavor{nodeimage.FlavorFlatcar, nodeimage.FlavorFCOS, nodeimage.FlavorFlatcarStock, nodeimage.FlavorFCOSStock} {
+		k := instances.Kubernetes
+		if f.Stock() {
+			k = nodeimage.Kubernetes{}
+		}
+		if _, err := instances.Images.Build(ctx, f, k); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e: building the node image:", err)
 			return 1
 		}
 	}
+	// Kubernetes for the stock images, as the Internet would serve it, from the bridge.
+	var served []releaseserver.Release
+	for _, r := range []releaseserver.Release{
+		{Version: previousKubernetesVersion, BinDir: os.Getenv("CABPI_KUBE_BIN_PREVIOUS")},
+		{Version: kubernetesVersion, BinDir: kubeBin},
+	} {
+		if r.Sysext, err = instances.Images.Sysext(ctx, r.Version, r.BinDir); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return 1
+		}
+		served = append(served, r)
+	}
+	if releases, err = releaseserver.Start(network.HostAddr(), served); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	undo = append(undo, releases.Close)
 
 	code := testenv.Run(m, testenv.Suite{
 		Options: testenv.Options{
 			ClusterController: true, MachineController: true, MachineSetController: true,
 			MachineDeploymentController: true, MachineHealthCheckController: true, MachinePoolController: true,
+			TopologyControllers: true,
 			Webhooks:           true,
 			AdditionalCRDPaths: []string{filepath.Join("..", "framework", "infrastructure", "config", "crd")},
 			AddToScheme:        []func(*runtime.Scheme) error{infrav1.AddToScheme},

@@ -71,7 +71,7 @@ func assertWorkerJoined(t *testing.T, m *clusterv1.Machine, release string) {
 	node, err := workloadC.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, m.Spec.ProviderID, node.Spec.ProviderID, "the Node reports the Machine's provider ID")
-	assert.Equal(t, kubernetesVersion, node.Status.NodeInfo.KubeletVersion)
+	assert.Equal(t, m.Spec.Version, node.Status.NodeInfo.KubeletVersion, "the kubelet runs the Machine's version")
 	assert.Contains(t, node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: inst.Address.String()})
 	registered := nodes.registered(m.Name)
 	require.NotNil(t, registered, "the suite saw Node %s registered", m.Name)

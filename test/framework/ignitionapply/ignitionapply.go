@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"net/netip"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -73,6 +75,12 @@ type Options struct {
 	// a directory (--ignore-unsupported), and applies the rest. Tests check the skipped sections
 	// in the config itself.
 	IgnoreUnsupported bool
+	// RemoteWithin lets Ignition fetch the config's remote contents (http and https sources),
+	// as the initramfs does, when every one of them names an address inside this prefix: the
+	// suite's own network. Unset (the zero prefix), ignition-apply runs --offline and refuses
+	// remote contents. A source outside the prefix, or a host name, is refused before
+	// ignition-apply runs, so that nothing is fetched from off the machine and nothing is resolved.
+	RemoteWithin netip.Prefix
 	// ImageAccounts gives the root the accounts of a Flatcar image before Ignition runs: the
 	// host's /etc/passwd and /etc/group, plus core (500) where the host has none, so that files
 	// owned by name ("root:root", "core") resolve as on a node.
@@ -121,7 +129,14 @@ func ApplyInto(root string, config []byte, opts Options) error {
 			return err
 		}
 	}
-	args := []string{"--root", root, "--offline"}
+	args := []string{"--root", root}
+	if opts.RemoteWithin.IsValid() {
+		if err := checkRemoteSources(stripped, opts.RemoteWithin); err != nil {
+			return err
+		}
+	} else {
+		args = append(args, "--offline")
+	}
 	if opts.IgnoreUnsupported {
 		args = append(args, "--ignore-unsupported")
 	}
@@ -308,4 +323,47 @@ func UnitEnabled(t testing.TB, root, unit string) bool {
 		}
 	}
 	return false
+}
+
+// checkRemoteSources refuses a config with a remote source (any "source" that is not a data URL,
+// in the config or in a config it carries compressed) whose host is not an address in prefix.
+func checkRemoteSources(config []byte, prefix netip.Prefix) error {
+	var doc any
+	if err := json.Unmarshal(config, &doc); err != nil {
+		return fmt.Errorf("config is not JSON: %w", err)
+	}
+	var sources []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if s, ok := x.(string); ok && k == "source" && !strings.HasPrefix(s, "data:") {
+					sources = append(sources, s)
+				}
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(doc)
+	if inner, err := ignition.Unwrap(config); err == nil && !bytes.Equal(inner, config) {
+		if err := checkRemoteSources(inner, prefix); err != nil {
+			return err
+		}
+	}
+	for _, s := range sources {
+		u, err := url.Parse(s)
+		if err != nil {
+			return fmt.Errorf("remote source %q: %w", s, err)
+		}
+		addr, err := netip.ParseAddr(u.Hostname())
+		if err != nil || !prefix.Contains(addr) || (u.Scheme != "http" && u.Scheme != "https") {
+			return fmt.Errorf("remote source %q is not an http(s) address in %s, the network of the suite: not fetched", s, prefix)
+		}
+	}
+	return nil
 }

@@ -29,14 +29,14 @@ type File struct {
 // documented manual install puts the binaries in /opt/bin (not on systemd's default PATH) and the
 // unit in /etc; the Kubernetes sysext or a layered Fedora CoreOS image puts both under /usr.
 func (f Flavor) binDir() string {
-	if f == FlavorFlatcar {
+	if f.system() == FlavorFlatcar {
 		return "/opt/bin"
 	}
 	return "/usr/bin"
 }
 
 func (f Flavor) unitDir() string {
-	if f == FlavorFlatcar {
+	if f.system() == FlavorFlatcar {
 		return "/etc/systemd/system"
 	}
 	return "/usr/lib/systemd/system"
@@ -46,7 +46,7 @@ func (f Flavor) unitDir() string {
 // writes: Flatcar's coreos-metadata.service writes /run/metadata/flatcar with COREOS_OPENSTACK_*,
 // Fedora CoreOS' afterburn.service /run/metadata/afterburn with AFTERBURN_OPENSTACK_*.
 func (f Flavor) metadataAgent() (unitName, output, prefix string) {
-	if f == FlavorFlatcar {
+	if f.system() == FlavorFlatcar {
 		return "coreos-metadata.service", "/run/metadata/flatcar", "COREOS_OPENSTACK"
 	}
 	return "afterburn.service", "/run/metadata/afterburn", "AFTERBURN_OPENSTACK"
@@ -58,13 +58,20 @@ const scriptDir = "/usr/libexec/cabpi-test"
 // Files are the files the flavor adds to the base root, besides kubeadm and kubelet: the
 // kubelet's unit and kubeadm's drop-in for it, the CNI configuration, the sysctl kubeadm's
 // preflight wants, the boot steps that make this container behave like the real system, and
-// the first-boot machine-id. Sorted by path.
+// the first-boot machine-id. A stock flavor has no kubelet unit: it merges system extensions at
+// boot instead (extensions.go). Sorted by path.
 func (f Flavor) Files() ([]File, error) {
-	bin := f.binDir()
-	files := []File{
-		{Path: path.Join(f.unitDir(), "kubelet.service"), Mode: 0o644, Data: kubeletUnit(bin)},
-		{Path: path.Join(f.unitDir(), "kubelet.service.d", "10-kubeadm.conf"), Mode: 0o644, Data: kubeadmDropIn(bin)},
-		{Path: "/etc/systemd/system/multi-user.target.wants/kubelet.service", LinkTarget: path.Join(f.unitDir(), "kubelet.service")},
+	var files []File
+	if f.Stock() {
+		files = append(files, sysextFiles()...)
+	} else {
+		bin := f.binDir()
+		files = append(files,
+			File{Path: path.Join(f.unitDir(), "kubelet.service"), Mode: 0o644, Data: kubeletUnit(bin)},
+			File{Path: path.Join(f.unitDir(), "kubelet.service.d", "10-kubeadm.conf"), Mode: 0o644, Data: kubeadmDropIn(bin)},
+			File{Path: "/etc/systemd/system/multi-user.target.wants/kubelet.service", LinkTarget: path.Join(f.unitDir(), "kubelet.service")})
+	}
+	files = append(files, []File{
 		// kubeadm's preflight refuses a node that does not forward IPv4; Flatcar ships this.
 		{Path: "/etc/sysctl.d/50-cabpi-test-forward.conf", Mode: 0o644, Data: []byte("net.ipv4.ip_forward = 1\n")},
 		// Debian installs the CNI plugins in /usr/lib/cni; containerd 1.6 looks in /opt/cni/bin.
@@ -74,7 +81,7 @@ func (f Flavor) Files() ([]File, error) {
 		{Path: "/etc/machine-id", Mode: 0o444, Data: []byte("uninitialized\n")},
 		// No resolver: a node reaches only the suite's own addresses.
 		{Path: "/etc/resolv.conf", Mode: 0o644, Data: []byte("# no name servers: the node reaches only the test's own network\n")},
-	}
+	}...)
 	conflist, err := cniConfig()
 	if err != nil {
 		return nil, err
@@ -94,7 +101,7 @@ func (f Flavor) Files() ([]File, error) {
 	agent, output, prefix := f.metadataAgent()
 	files = append(files,
 		unitFile(path.Join("/usr/lib/systemd/system", agent), metadataUnit(output, prefix)))
-	if f == FlavorFlatcar {
+	if f.system() == FlavorFlatcar {
 		names = append(names, "etc-noexec.sh")
 		files = append(files,
 			unitFile("/etc/systemd/system/cabpi-etc-noexec.service", etcNoexecUnit()),

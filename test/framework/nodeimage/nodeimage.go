@@ -32,7 +32,24 @@ const (
 	// FlavorFCOS: kubeadm and kubelet in /usr/bin (as a sysext or a layered image puts them),
 	// afterburn.service writing /run/metadata/afterburn.
 	FlavorFCOS Flavor = "fcos"
+	// FlavorFlatcarStock is the flatcar-like image as Flatcar ships, without Kubernetes:
+	// systemd-sysext.service enabled, and Flatcar's reload of the units extensions bring.
+	FlavorFlatcarStock Flavor = "flatcar-stock"
+	// FlavorFCOSStock is the fcos-like image as Fedora CoreOS ships, without Kubernetes.
+	FlavorFCOSStock Flavor = "fcos-stock"
 )
+
+// Stock reports whether the flavor has no Kubernetes of its own.
+func (f Flavor) Stock() bool { return f == FlavorFlatcarStock || f == FlavorFCOSStock }
+
+// system is the operating system the flavor resembles: FlavorFlatcar or FlavorFCOS.
+func (f Flavor) system() Flavor {
+	switch f {
+	case FlavorFlatcar, FlavorFlatcarStock:
+		return FlavorFlatcar
+	}
+	return FlavorFCOS
+}
 
 // basePackages make the Debian root a node: systemd as PID 1 and what kubeadm's preflight and
 // the kubelet need, from Debian's packages.
@@ -72,7 +89,7 @@ type Kubernetes struct {
 const ContainerdDir = "/var/lib/containerd"
 
 // Build returns the root file system of the flavor with k's kubeadm and kubelet, building
-// what is not cached yet.
+// what is not cached yet. A stock flavor takes nothing of k: it has no Kubernetes.
 func (b Builder) Build(ctx context.Context, flavor Flavor, k Kubernetes) (string, error) {
 	base, err := b.base(ctx)
 	if err != nil {
@@ -81,6 +98,9 @@ func (b Builder) Build(ctx context.Context, flavor Flavor, k Kubernetes) (string
 	files, err := flavor.Files()
 	if err != nil {
 		return "", err
+	}
+	if flavor.Stock() {
+		return b.stock(base, flavor, files)
 	}
 	var archive string
 	var digests []string
@@ -140,6 +160,23 @@ func (b Builder) Build(ctx context.Context, flavor Flavor, k Kubernetes) (string
 			return nil
 		}
 		return b.importImages(ctx, root, archive)
+	})
+}
+
+// stock builds the flavor without Kubernetes: the base root and the flavor's files.
+func (b Builder) stock(base string, flavor Flavor, files []File) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "base=%s flavor=%s\n", filepath.Base(filepath.Dir(base)), flavor)
+	for _, f := range files {
+		fmt.Fprintf(h, "%s %o %q %d\n", f.Path, f.Mode, f.LinkTarget, len(f.Data))
+		h.Write(f.Data)
+	}
+	dir := filepath.Join(b.CacheDir, fmt.Sprintf("%s-%s", flavor, short(h.Sum(nil))))
+	return b.cached(dir, func(root string) error {
+		if err := run(context.Background(), b.Log, "cp", "-a", base+"/.", root); err != nil {
+			return fmt.Errorf("copying the base root: %w", err)
+		}
+		return writeFiles(root, files)
 	})
 }
 

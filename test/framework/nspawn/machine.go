@@ -47,6 +47,11 @@ type Spec struct {
 	// system, bound over its root: what cannot live on overlayfs, such as containerd's state
 	// (its snapshotter's overlay mounts need an upper layer that is not overlayfs).
 	CopiedDirs []string
+	// LoopDevices gives the machine /dev/loop-control and that many loop devices (/dev/loop0 on),
+	// which systemd-sysext attaches extension images to; systemd-nspawn gives a machine none. The
+	// kernel's loop devices are shared with the host: each machine that merges an image holds one
+	// while it runs.
+	LoopDevices int
 }
 
 // ErrIgnition: ignition-apply refused the machine's Ignition (as the initramfs would fail the
@@ -87,7 +92,9 @@ func Prepare(ctx context.Context, s Spec) (*Machine, error) {
 		}
 	}
 	if s.Ignition != nil {
-		if err := ignitionapply.ApplyInto(m.root, s.Ignition, ignitionapply.Options{}); err != nil {
+		// Remote contents (a system extension, release binaries) are fetched from the suite's
+		// own network only, as a node's initramfs would fetch them from its provider's.
+		if err := ignitionapply.ApplyInto(m.root, s.Ignition, ignitionapply.Options{RemoteWithin: s.Network.Prefix}); err != nil {
 			_ = m.Remove(ctx)
 			return nil, fmt.Errorf("%w of %s: %w", ErrIgnition, s.Name, err)
 		}
@@ -148,6 +155,15 @@ func (m *Machine) Boot(ctx context.Context) error {
 		"--system-call-filter=@keyring")
 	for _, d := range m.CopiedDirs {
 		cmd.Args = append(cmd.Args, "--bind="+m.copiedDir(d)+":"+d)
+	}
+	if m.LoopDevices > 0 {
+		devices, err := loopDevices(m.LoopDevices)
+		if err != nil {
+			return fmt.Errorf("booting %s: %w", m.Name, err)
+		}
+		for _, d := range devices {
+			cmd.Args = append(cmd.Args, "--bind="+d)
+		}
 	}
 	cmd.Env = append(os.Environ(), "SYSTEMD_NSPAWN_API_VFS_WRITABLE=1")
 	out := m.Console

@@ -14,7 +14,12 @@ import (
 	machinehealthcheckcontroller "sigs.k8s.io/cluster-api/core/reconcilers/machinehealthcheck"
 	machinepoolcontroller "sigs.k8s.io/cluster-api/core/reconcilers/machinepool"
 	machinesetcontroller "sigs.k8s.io/cluster-api/core/reconcilers/machineset"
+	clusterclasscontroller "sigs.k8s.io/cluster-api/core/reconcilers/clusterclass"
+	topologyclustercontroller "sigs.k8s.io/cluster-api/core/reconcilers/topology/cluster"
+	topologymachinedeploymentcontroller "sigs.k8s.io/cluster-api/core/reconcilers/topology/machinedeployment"
+	topologymachinesetcontroller "sigs.k8s.io/cluster-api/core/reconcilers/topology/machineset"
 	capisetup "sigs.k8s.io/cluster-api/core/setup"
+	"sigs.k8s.io/cluster-api/feature"
 	"sigs.k8s.io/cluster-api/util/index"
 )
 
@@ -98,6 +103,11 @@ func (e *Environment) setupCAPI(ctx context.Context, name string) error {
 			return fmt.Errorf("testenv: setting up CAPI MachineHealthCheck controller: %w", err)
 		}
 	}
+	if opts.TopologyControllers {
+		if err := e.setupTopology(ctx, ctrlOpts); err != nil {
+			return err
+		}
+	}
 	if opts.MachinePoolController {
 		if err := (&machinepoolcontroller.Reconciler{
 			Client:       mgr.GetClient(),
@@ -106,6 +116,37 @@ func (e *Environment) setupCAPI(ctx context.Context, name string) error {
 		}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 			return fmt.Errorf("testenv: setting up CAPI MachinePool controller: %w", err)
 		}
+	}
+	return nil
+}
+
+// setupTopology turns the ClusterTopology feature gate on (process-wide, as the manager's flag
+// does) and registers the ClusterClass and managed topology reconcilers. RuntimeClient stays
+// nil: it is only required with the RuntimeSDK feature gate (off by default).
+func (e *Environment) setupTopology(ctx context.Context, ctrlOpts controller.Options) error {
+	mgr := e.Manager
+	if err := feature.MutableGates.Set(string(feature.ClusterTopology) + "=true"); err != nil {
+		return fmt.Errorf("testenv: enabling the ClusterTopology feature gate: %w", err)
+	}
+	if err := (&clusterclasscontroller.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
+		return fmt.Errorf("testenv: setting up CAPI ClusterClass controller: %w", err)
+	}
+	if err := (&topologyclustercontroller.Reconciler{
+		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
+		ClusterCache: e.ClusterCache,
+	}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
+		return fmt.Errorf("testenv: setting up CAPI topology Cluster controller: %w", err)
+	}
+	if err := (&topologymachinedeploymentcontroller.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+	}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
+		return fmt.Errorf("testenv: setting up CAPI topology MachineDeployment controller: %w", err)
+	}
+	if err := (&topologymachinesetcontroller.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+	}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
+		return fmt.Errorf("testenv: setting up CAPI topology MachineSet controller: %w", err)
 	}
 	return nil
 }

@@ -56,6 +56,11 @@ type Options struct {
 	// MachineHealthCheckController runs CAPI's MachineHealthCheck reconciler
 	// (core/reconcilers/machinehealthcheck).
 	MachineHealthCheckController bool
+	// TopologyControllers runs Cluster API's ClusterClass and managed topology reconcilers
+	// (core/reconcilers/clusterclass, topology/cluster, topology/machinedeployment,
+	// topology/machineset) with the ClusterTopology feature gate on, as a management cluster
+	// started with it does. It needs the Cluster, MachineDeployment and MachineSet controllers.
+	TopologyControllers bool
 
 	// KubeadmCRDs also installs CABPK's KubeadmConfig/KubeadmConfigTemplate CRDs.
 	KubeadmCRDs bool
@@ -102,7 +107,8 @@ type Options struct {
 }
 
 func (o Options) clusterCacheNeeded() bool {
-	return o.ClusterCache || o.MachineController || o.ClusterController || o.MachineSetController || o.MachinePoolController || o.MachineHealthCheckController
+	return o.ClusterCache || o.MachineController || o.ClusterController || o.MachineSetController || o.MachinePoolController ||
+		o.MachineHealthCheckController || o.TopologyControllers
 }
 
 // Environment is a running envtest with a Manager.
@@ -314,7 +320,7 @@ func managerOptions(scheme *runtime.Scheme, opts Options, install envtest.Webhoo
 	}
 	mgrOpts.Scheme = scheme
 	mgrOpts.Controller.SkipNameValidation = ptr.To(true)
-	if opts.ClusterController || opts.MachineSetController || opts.MachineDeploymentController {
+	if opts.ClusterController || opts.MachineSetController || opts.MachineDeploymentController || opts.TopologyControllers {
 		mgrOpts.Cache.DefaultTransform = nil
 	}
 	if opts.Webhooks {

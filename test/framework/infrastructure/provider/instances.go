@@ -153,6 +153,9 @@ func (s *Instances) Create(ctx context.Context, key types.NamespacedName, spec I
 		Instance: nspawn.Instance{Hostname: spec.Name, UUID: spec.UUID},
 		Ignition: spec.Ignition, Console: console,
 		CopiedDirs: []string{nodeimage.ContainerdDir},
+		// A stock image gets Kubernetes from its bootstrap data, the system extension among the
+		// ways: systemd-sysext needs a loop device to attach the image to.
+		LoopDevices: stockLoopDevices(spec.Flavor),
 	})
 	if err != nil {
 		_ = console.Close()
@@ -256,6 +259,17 @@ func (s *Instances) artifact(key types.NamespacedName, name, suffix string) (*os
 	return os.Create(filepath.Join(dir, name+"."+suffix))
 }
 
+// loopDevicesPerMachine bounds the loop devices a stock machine is given: the kernel's are
+// shared, and each merged extension of a running machine holds one.
+const loopDevicesPerMachine = 32
+
+func stockLoopDevices(f infrav1.Flavor) int {
+	if f.Stock() {
+		return loopDevicesPerMachine
+	}
+	return 0
+}
+
 // image builds (or finds) the flavor's image once per Instances: concurrent instances of a new
 // flavor wait for one build, and later ones do not hash the binaries again.
 func (s *Instances) image(ctx context.Context, flavor nodeimage.Flavor) (string, error) {
@@ -264,7 +278,11 @@ func (s *Instances) image(ctx context.Context, flavor nodeimage.Flavor) (string,
 	if root, ok := s.images[flavor]; ok {
 		return root, nil
 	}
-	root, err := s.Images.Build(ctx, flavor, s.Kubernetes)
+	k := s.Kubernetes
+	if flavor.Stock() {
+		k = nodeimage.Kubernetes{} // nothing of Kubernetes in a stock image
+	}
+	root, err := s.Images.Build(ctx, flavor, k)
 	if err != nil {
 		return "", fmt.Errorf("building the %s node image: %w", flavor, err)
 	}

@@ -132,7 +132,8 @@ func (r *MachineReconciler) reconcileNormal(ctx context.Context, cluster *cluste
 			setReady(nm, metav1.ConditionFalse, infrav1.WaitingForBootstrapDataReason, "the Machine has no bootstrap data Secret yet")
 			return ctrl.Result{}, nil
 		}
-		if machine.Spec.Version != r.Instances.Kubernetes.Version {
+		// A stock image has no Kubernetes of its own: the bootstrap data brings the version.
+		if !nm.Spec.Flavor.Stock() && machine.Spec.Version != r.Instances.Kubernetes.Version {
 			setReady(nm, metav1.ConditionFalse, infrav1.UnsupportedKubernetesVersionReason,
 				fmt.Sprintf("the node images carry Kubernetes %s, the Machine asks for %q", r.Instances.Kubernetes.Version, machine.Spec.Version))
 			return ctrl.Result{}, nil

@@ -111,7 +111,7 @@ func (r *MachinePoolReconciler) reconcileNormal(ctx context.Context, cluster *cl
 		setPoolReady(pool, metav1.ConditionFalse, infrav1.WaitingForBootstrapDataReason, "the MachinePool has no bootstrap data Secret yet")
 		return ctrl.Result{}, nil
 	}
-	if mp.Spec.Template.Spec.Version != r.Instances.Kubernetes.Version {
+	if !pool.Spec.Flavor.Stock() && mp.Spec.Template.Spec.Version != r.Instances.Kubernetes.Version {
 		setPoolReady(pool, metav1.ConditionFalse, infrav1.UnsupportedKubernetesVersionReason,
 			fmt.Sprintf("the node images carry Kubernetes %s, the MachinePool asks for %q", r.Instances.Kubernetes.Version, mp.Spec.Template.Spec.Version))
 		return ctrl.Result{}, nil

@@ -7,15 +7,23 @@ import (
 )
 
 // Flavor is the kind of node image an NspawnMachine boots (test/framework/nodeimage).
-// +kubebuilder:validation:Enum=flatcar;fcos
+// +kubebuilder:validation:Enum=flatcar;fcos;flatcar-stock;fcos-stock
 type Flavor string
 
 const (
-	// FlavorFlatcar boots the flatcar-like image.
+	// FlavorFlatcar boots the flatcar-like image with kubeadm and kubelet at the suite's version.
 	FlavorFlatcar Flavor = "flatcar"
-	// FlavorFCOS boots the fcos-like image.
+	// FlavorFCOS boots the fcos-like image with kubeadm and kubelet at the suite's version.
 	FlavorFCOS Flavor = "fcos"
+	// FlavorFlatcarStock boots the flatcar-like image as Flatcar ships: no Kubernetes in it
+	// (the bootstrap data brings it, at the Machine's version).
+	FlavorFlatcarStock Flavor = "flatcar-stock"
+	// FlavorFCOSStock boots the fcos-like image as Fedora CoreOS ships: no Kubernetes in it.
+	FlavorFCOSStock Flavor = "fcos-stock"
 )
+
+// Stock reports whether the flavor's image has no Kubernetes: any Machine version boots on it.
+func (f Flavor) Stock() bool { return f == FlavorFlatcarStock || f == FlavorFCOSStock }
 
 // Condition reasons of the Ready condition (the contract's failure reporting: CAPI mirrors an
 // InfraMachine's Ready condition into the Machine's InfrastructureReady).
@@ -216,6 +224,37 @@ type NspawnMachineTemplateList struct {
 	Items           []NspawnMachineTemplate `json:"items"`
 }
 
+// NspawnClusterTemplateResource is what a ClusterClass's topology makes NspawnClusters of.
+type NspawnClusterTemplateResource struct {
+	// +optional
+	ObjectMeta clusterv1.ObjectMeta `json:"metadata,omitempty,omitzero"`
+	Spec       NspawnClusterSpec    `json:"spec"`
+}
+
+// NspawnClusterTemplateSpec holds the template.
+type NspawnClusterTemplateSpec struct {
+	Template NspawnClusterTemplateResource `json:"template"`
+}
+
+// NspawnClusterTemplate is the infrastructure template of a ClusterClass.
+// +kubebuilder:object:root=true
+// +kubebuilder:metadata:labels="cluster.x-k8s.io/v1beta2=v1alpha1"
+// +kubebuilder:resource:categories=cluster-api
+type NspawnClusterTemplate struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec NspawnClusterTemplateSpec `json:"spec,omitempty"`
+}
+
+// NspawnClusterTemplateList is a list of NspawnClusterTemplates.
+// +kubebuilder:object:root=true
+type NspawnClusterTemplateList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NspawnClusterTemplate `json:"items"`
+}
+
 // NspawnMachinePoolSpec is a pool of instances, one per replica of its MachinePool.
 type NspawnMachinePoolSpec struct {
 	// Flavor is the node image of every instance.
@@ -273,7 +312,8 @@ func init() {
 	SchemeBuilder.Register(&NspawnMachinePool{}, &NspawnMachinePoolList{})
 	SchemeBuilder.Register(&NspawnCluster{}, &NspawnClusterList{},
 		&NspawnMachine{}, &NspawnMachineList{},
-		&NspawnMachineTemplate{}, &NspawnMachineTemplateList{})
+		&NspawnMachineTemplate{}, &NspawnMachineTemplateList{},
+		&NspawnClusterTemplate{}, &NspawnClusterTemplateList{})
 }
 
 // GetConditions and SetConditions let Cluster API's conditions helpers work on the kinds.

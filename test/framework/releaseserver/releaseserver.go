@@ -1,0 +1,181 @@
+// Package releaseserver serves Kubernetes to the real-node suite's nodes the way the Internet
+// would, from an address on the suite's own bridge: the release binaries in the Kubernetes release
+// layout with their published SHA-256 files (dl.k8s.io), and the Kubernetes system extension
+// images in the Flatcar sysext bakery's layout. A second copy of the release layout serves a
+// tampered kubelet (one byte more than the published digest says), for the check at boot.
+package releaseserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Release is what the server has of one Kubernetes version.
+type Release struct {
+	// Version is the release ("v1.34.4").
+	Version string
+	// BinDir holds its kubeadm and kubelet.
+	BinDir string
+	// Sysext is its Kubernetes system extension image (nodeimage.Builder.Sysext); empty for none.
+	Sysext string
+}
+
+// Binaries served from each release's BinDir.
+var binaries = []string{"kubeadm", "kubelet"}
+
+// TamperedBinary is the binary the tampered copy of the release layout serves altered.
+const TamperedBinary = "kubelet"
+
+// Paths of the layouts on the server.
+const (
+	releasePath  = "/release"
+	tamperedPath = "/tampered/release"
+	sysextPath   = "/extensions"
+)
+
+// Server is a running release server.
+type Server struct {
+	base   string
+	server *http.Server
+	done   chan error
+
+	mu       sync.Mutex
+	requests map[string]int
+}
+
+// served is one path of the server.
+type served struct {
+	file string
+	// data, when set, is served instead of file (the SHA-256 files).
+	data []byte
+	// tampered appends a byte to file.
+	tampered bool
+}
+
+// Start serves releases on addr (a free port), until Close.
+func Start(addr netip.Addr, releases []Release) (*Server, error) {
+	paths := map[string]served{}
+	for _, r := range releases {
+		for _, name := range binaries {
+			file := filepath.Join(r.BinDir, name)
+			sum, err := fileSHA256(file)
+			if err != nil {
+				return nil, err
+			}
+			for _, layout := range []string{releasePath, tamperedPath} {
+				p := path.Join(layout, r.Version, "bin", "linux", "amd64", name)
+				paths[p] = served{file: file, tampered: layout == tamperedPath && name == TamperedBinary}
+				// As dl.k8s.io publishes it: the hex digest alone.
+				paths[p+".sha256"] = served{data: []byte(sum)}
+			}
+		}
+		if r.Sysext != "" {
+			paths[path.Join(sysextPath, fmt.Sprintf("kubernetes-%s-x86-64.raw", r.Version))] = served{file: r.Sysext}
+		}
+	}
+	ln, err := net.Listen("tcp", netip.AddrPortFrom(addr, 0).String())
+	if err != nil {
+		return nil, fmt.Errorf("listening for the release server: %w", err)
+	}
+	s := &Server{base: "http://" + ln.Addr().String(), done: make(chan error, 1), requests: map[string]int{}}
+	s.server = &http.Server{Handler: s.handler(paths), ReadHeaderTimeout: 10 * time.Second}
+	go func() { s.done <- s.server.Serve(ln) }()
+	return s, nil
+}
+
+func (s *Server) handler(paths map[string]served) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := paths[r.URL.Path]
+		if !ok || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+			http.NotFound(w, r)
+			return
+		}
+		s.mu.Lock()
+		s.requests[r.URL.Path]++
+		s.mu.Unlock()
+		if p.data != nil {
+			w.Header().Set("Content-Length", strconv.Itoa(len(p.data)))
+			_, _ = w.Write(p.data)
+			return
+		}
+		f, err := os.Open(p.file)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		defer f.Close()
+		info, err := f.Stat()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		size := info.Size()
+		if p.tampered {
+			size++
+		}
+		w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+		if r.Method == http.MethodHead {
+			return
+		}
+		if _, err := io.Copy(w, f); err != nil {
+			return
+		}
+		if p.tampered {
+			_, _ = w.Write([]byte{0})
+		}
+	})
+}
+
+// BinariesURL is the base URL of the release layout (spec.kubernetes.binaries.baseURL).
+func (s *Server) BinariesURL() string { return s.base + releasePath }
+
+// TamperedBinariesURL is the base URL of the release layout whose TamperedBinary does not match
+// its SHA-256 file.
+func (s *Server) TamperedBinariesURL() string { return s.base + tamperedPath }
+
+// SysextURL is the base URL of the system extension images (spec.kubernetes.sysext.baseURL).
+func (s *Server) SysextURL() string { return s.base + sysextPath }
+
+// Requests is how often path (below the server's root) was fetched.
+func (s *Server) Requests(p string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[p]
+}
+
+// Close stops the server.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := s.server.Shutdown(ctx)
+	if serveErr := <-s.done; !errors.Is(serveErr, http.ErrServerClosed) {
+		err = errors.Join(err, serveErr)
+	}
+	return err
+}
+
+func fileSHA256(file string) (string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hashing %s: %w", file, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
