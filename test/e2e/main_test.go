@@ -220,9 +220,9 @@ func run(m *testing.M) int {
 			ClusterController: true, MachineController: true, MachineSetController: true,
 			MachineDeploymentController: true, MachineHealthCheckController: true, MachinePoolController: true,
 			TopologyControllers: true,
-			Webhooks:           true,
-			AdditionalCRDPaths: []string{filepath.Join("..", "framework", "infrastructure", "config", "crd")},
-			AddToScheme:        []func(*runtime.Scheme) error{infrav1.AddToScheme},
+			Webhooks:            true,
+			AdditionalCRDPaths:  []string{filepath.Join("..", "framework", "infrastructure", "config", "crd")},
+			AddToScheme:         []func(*runtime.Scheme) error{infrav1.AddToScheme},
 		},
 		Setup: func(e *testenv.Environment) error {
 			mgmt = e

@@ -9,12 +9,12 @@ import (
 
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	clustercontroller "sigs.k8s.io/cluster-api/core/reconcilers/cluster"
+	clusterclasscontroller "sigs.k8s.io/cluster-api/core/reconcilers/clusterclass"
 	machinecontroller "sigs.k8s.io/cluster-api/core/reconcilers/machine"
 	machinedeploymentcontroller "sigs.k8s.io/cluster-api/core/reconcilers/machinedeployment"
 	machinehealthcheckcontroller "sigs.k8s.io/cluster-api/core/reconcilers/machinehealthcheck"
 	machinepoolcontroller "sigs.k8s.io/cluster-api/core/reconcilers/machinepool"
 	machinesetcontroller "sigs.k8s.io/cluster-api/core/reconcilers/machineset"
-	clusterclasscontroller "sigs.k8s.io/cluster-api/core/reconcilers/clusterclass"
 	topologyclustercontroller "sigs.k8s.io/cluster-api/core/reconcilers/topology/cluster"
 	topologymachinedeploymentcontroller "sigs.k8s.io/cluster-api/core/reconcilers/topology/machinedeployment"
 	topologymachinesetcontroller "sigs.k8s.io/cluster-api/core/reconcilers/topology/machineset"
