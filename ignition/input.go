@@ -148,6 +148,9 @@ type Output struct {
 	// Warnings are what the input's documents were warned about (e.g. a key Butane does not
 	// know and dropped); none with strict, where they are errors.
 	Warnings []Warning
+	// KubernetesFrom are the URLs the node downloads kubeadm and the kubelet from (source sysext
+	// or binaries, with their SHA-256 files); none when the image has them.
+	KubernetesFrom []string
 }
 
 // SizeReport is the weight of the rendered data.

@@ -336,3 +336,12 @@ func (k *kubernetesInstall) remotePaths() []string {
 	}
 	return out
 }
+
+// sources are the URLs the source downloads from.
+func (k *kubernetesInstall) sources() []string {
+	var out []string
+	for _, f := range k.remote {
+		out = append(out, f.source)
+	}
+	return out
+}

@@ -36,6 +36,7 @@ func render(in *Input) (*merged, Output, error) {
 	if err != nil {
 		return nil, Output{}, err
 	}
+	out.KubernetesFrom = m.kubernetesFrom
 	return m, out, nil
 }
 
@@ -48,6 +49,8 @@ type merged struct {
 	metadata    *metadataSource
 	generated   []ownedFile
 	warnings    []Warning
+	// kubernetesFrom are the Kubernetes source's download URLs (Output.KubernetesFrom).
+	kubernetesFrom []string
 }
 
 // mergeInput checks the input, builds the provider's config, translates the snippet and merges
@@ -131,7 +134,7 @@ func mergeInput(in *Input) (*merged, *Error, error) {
 		return nil, ierr, nil
 	}
 	return &merged{target: target, data: data, kubeVersion: kubeVersion, metadata: metadata, generated: generated,
-		warnings: warnings}, nil, nil
+		warnings: warnings, kubernetesFrom: inst.sources()}, nil, nil
 }
 
 // translateSnippet translates the input's provisioning document, Butane or Container Linux

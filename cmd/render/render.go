@@ -64,6 +64,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	printSize(stderr, out, spec)
+	printKubernetes(stderr, out, spec, opts.KubernetesVersion)
 	if opts.Butane {
 		// The Butane view is for reading: a wrapper shows the config it carries.
 		config, err := ignition.Unwrap(out.Data)
@@ -112,5 +113,17 @@ func printSize(w io.Writer, out ignition.Output, spec *cabpiv1.IgnitionConfigSpe
 	}
 	for _, warning := range out.Warnings {
 		fmt.Fprintf(w, "warning: spec.%s\n", warning)
+	}
+}
+
+// printKubernetes says where the node gets kubeadm and the kubelet of the version from.
+func printKubernetes(w io.Writer, out ignition.Output, spec *cabpiv1.IgnitionConfigSpec, version string) {
+	if len(out.KubernetesFrom) == 0 {
+		fmt.Fprintf(w, "kubeadm and kubelet %s: from the image (spec.kubernetes.source image)\n", version)
+		return
+	}
+	fmt.Fprintf(w, "kubeadm and kubelet %s: spec.kubernetes.source %s, downloaded by the node from:\n", version, spec.Kubernetes.Source)
+	for _, u := range out.KubernetesFrom {
+		fmt.Fprintf(w, "  %s\n", u)
 	}
 }
