@@ -32,6 +32,14 @@ func TestPreparedWithJoinTokenEqualsRender(t *testing.T) {
 		},
 		"wrapped over a limit": func(in *ignition.Input) { in.Butane, in.Compress, in.SizeLimit = snippet, true, 1500 },
 		"fcos":                 func(in *ignition.Input) { in.Variant = cabpiv1.VariantFCOS; in.Compress = true },
+		"kubernetes sysext with sysupdate": func(in *ignition.Input) {
+			in.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext, Sysext: &cabpiv1.SysextSource{Sysupdate: true}}
+			in.Compress = true
+		},
+		"kubernetes binaries": func(in *ignition.Input) {
+			in.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries, Binaries: &cabpiv1.BinariesSource{Kubectl: true}}
+			in.Compress = true
+		},
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {

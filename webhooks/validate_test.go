@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
@@ -42,4 +44,126 @@ func TestValidateSpecSaysEachWarningOnce(t *testing.T) {
 	require.Empty(t, errs)
 	require.Len(t, warnings, 1, "%v", warnings)
 	assert.Contains(t, warnings[0], "spec.butane.inline: line 4, column 3")
+}
+
+// spec.kubernetes errors are field errors at the field the renderer places them at, under
+// spec for an IgnitionConfig and spec.template.spec for a template, through the webhooks' own
+// entry points; the rest of the spec is still checked once spec.kubernetes is set aside.
+func TestValidateKubernetesPlaces(t *testing.T) {
+	fcosSysext := func(s *cabpiv1.IgnitionConfigSpec) {
+		s.Variant = cabpiv1.VariantFCOS
+		s.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext}
+	}
+	sysextWithBinaries := func(s *cabpiv1.IgnitionConfigSpec) {
+		s.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries,
+			Sysext: &cabpiv1.SysextSource{BaseURL: "https://mirror.example/ext"}}
+	}
+	ftpBinaries := func(s *cabpiv1.IgnitionConfigSpec) {
+		s.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries, Binaries: &cabpiv1.BinariesSource{BaseURL: "ftp://x"}}
+	}
+	type want struct {
+		field string
+		// contains is a user-facing property of the cause's message: the bad value or what to do.
+		contains string
+	}
+	cases := []struct {
+		name     string
+		template bool
+		spec     func(*cabpiv1.IgnitionConfigSpec)
+		want     []want // nil: accepted
+	}{
+		{"config: fcos sysext without baseURL", false, fcosSysext,
+			[]want{{"spec.kubernetes.sysext.baseURL", "Flatcar"}}},
+		{"template: fcos sysext without baseURL", true, fcosSysext,
+			[]want{{"spec.template.spec.kubernetes.sysext.baseURL", "Flatcar"}}},
+		{"config: sysext with source binaries", false, sysextWithBinaries,
+			[]want{{"spec.kubernetes.sysext", "only read with source sysext"}}},
+		{"template: sysext with source binaries", true, sysextWithBinaries,
+			[]want{{"spec.template.spec.kubernetes.sysext", "only read with source sysext"}}},
+		{"config: binaries baseURL ftp", false, ftpBinaries,
+			[]want{{"spec.kubernetes.binaries.baseURL", `Invalid value: "ftp://x": `}}},
+		{"template: binaries baseURL ftp", true, ftpBinaries,
+			[]want{{"spec.template.spec.kubernetes.binaries.baseURL", `Invalid value: "ftp://x": `}}},
+		{"template: unknown arch", true, func(s *cabpiv1.IgnitionConfigSpec) {
+			s.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext, Arch: "s390x"}
+		}, []want{{"spec.template.spec.kubernetes.arch", `Invalid value: "s390x": `}}},
+		{"config: a user's file at /opt/bin/kubeadm with binaries", false, func(s *cabpiv1.IgnitionConfigSpec) {
+			s.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries}
+			s.Files = []cabpiv1.File{{Path: "/opt/bin/kubeadm", Content: "x"}}
+		}, []want{{"spec.files[0].path", "/opt/bin/kubeadm"}}},
+		{"template: a snippet writing the extension link with sysext", true, func(s *cabpiv1.IgnitionConfigSpec) {
+			s.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext}
+			s.Butane.Inline = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n  - path: /etc/extensions/kubernetes.raw\n"
+		}, []want{{"spec.template.spec.butane.inline", "/etc/extensions/kubernetes.raw"}}},
+		// Set aside, spec.kubernetes leaves the rest to be checked: the file's error is found too.
+		{"config: bad baseURL and a bad command", false, func(s *cabpiv1.IgnitionConfigSpec) {
+			ftpBinaries(s)
+			s.PreKubeadmCommands = []string{"echo 'x"}
+		}, []want{{"spec.kubernetes.binaries.baseURL", `Invalid value: "ftp://x": `}, {"spec.preKubeadmCommands[0]", "not a complete shell command"}}},
+		{"config: flatcar sysext", false, func(s *cabpiv1.IgnitionConfigSpec) {
+			s.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext, Sysext: &cabpiv1.SysextSource{Sysupdate: true}}
+		}, nil},
+		{"template: fcos binaries from a mirror", true, func(s *cabpiv1.IgnitionConfigSpec) {
+			s.Variant = cabpiv1.VariantFCOS
+			s.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries, Arch: cabpiv1.ArchitectureARM64,
+				Binaries: &cabpiv1.BinariesSource{BaseURL: "https://mirror.example/release/", Kubectl: true}}
+		}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			if tc.template {
+				tpl := &cabpiv1.IgnitionConfigTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t"}}
+				tc.spec(&tpl.Spec.Template.Spec)
+				_, err = (&IgnitionConfigTemplateWebhook{}).ValidateCreate(t.Context(), tpl)
+			} else {
+				c := &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Name: "c"}}
+				tc.spec(&c.Spec)
+				_, err = (&IgnitionConfigWebhook{}).ValidateCreate(t.Context(), c)
+			}
+			if tc.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			var status *apierrors.StatusError
+			require.ErrorAs(t, err, &status)
+			require.Equal(t, metav1.StatusReasonInvalid, status.ErrStatus.Reason)
+			require.NotNil(t, status.ErrStatus.Details)
+			causes := status.ErrStatus.Details.Causes
+			require.Len(t, causes, len(tc.want), "%v", causes)
+			for i, w := range tc.want {
+				assert.Equal(t, w.field, causes[i].Field)
+				assert.Equal(t, metav1.CauseTypeFieldValueInvalid, causes[i].Type)
+				assert.Contains(t, causes[i].Message, w.contains)
+			}
+		})
+	}
+}
+
+// The owner's version is the Kubernetes version: one the source's layout does not have is an
+// error on the spec as a whole (no field of the spec is at fault), and the same version is fine
+// with source image.
+func TestValidateKubernetesOwnerVersion(t *testing.T) {
+	for _, tc := range []struct {
+		source  cabpiv1.KubernetesSource
+		version string
+		bad     bool
+	}{
+		{cabpiv1.KubernetesSourceSysext, "v1.34.0-rc.1", true},
+		{cabpiv1.KubernetesSourceBinaries, "v1.34.0+vendor.1", true},
+		{cabpiv1.KubernetesSourceBinaries, "v1.35.0-rc.1", false},
+		{cabpiv1.KubernetesSourceImage, "v1.34.0+vendor.1", false},
+	} {
+		t.Run(string(tc.source)+"-"+tc.version, func(t *testing.T) {
+			spec := &cabpiv1.IgnitionConfigSpec{Kubernetes: cabpiv1.KubernetesSpec{Source: tc.source}}
+			errs, _ := validateSpec(specCheck{spec: spec, path: field.NewPath("spec"), kubernetesVersion: tc.version})
+			if !tc.bad {
+				assert.Empty(t, errs)
+				return
+			}
+			require.Len(t, errs, 1, "%v", errs)
+			assert.Equal(t, "spec", errs[0].Field)
+			assert.Contains(t, errs[0].Detail, tc.version)
+		})
+	}
 }

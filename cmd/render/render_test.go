@@ -307,3 +307,83 @@ func TestButaneWarningsOnStderr(t *testing.T) {
 	_, _, err = run(t, "-f", doc(true))
 	require.ErrorContains(t, err, "filez")
 }
+
+// `cabpi render` of spec.kubernetes shows what Ignition downloads (the release binaries and
+// their SHA-256 files in the staging directory, the extension image), the kubelet's unit for
+// /opt/bin, and the bootstrap's step; the Butane view of it translates back to the same config.
+func TestRenderKubernetesSources(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name, spec, version string
+		// contains are lines of the JSON output; butane, of the Butane view.
+		contains, butane []string
+	}{
+		{
+			name:    "binaries",
+			spec:    "  kubernetes:\n    source: binaries\n    binaries:\n      kubectl: true\n",
+			version: "v1.34.4",
+			contains: []string{
+				`"path": "/opt/cabpi/kubernetes/v1.34.4/kubeadm"`,
+				`"source": "https://dl.k8s.io/release/v1.34.4/bin/linux/amd64/kubeadm"`,
+				`"path": "/opt/cabpi/kubernetes/v1.34.4/kubeadm.sha256"`,
+				`"source": "https://dl.k8s.io/release/v1.34.4/bin/linux/amd64/kubeadm.sha256"`,
+				`"path": "/opt/cabpi/kubernetes/v1.34.4/kubelet"`,
+				`"path": "/opt/cabpi/kubernetes/v1.34.4/kubelet.sha256"`,
+				`"path": "/opt/cabpi/kubernetes/v1.34.4/kubectl"`,
+				`"source": "https://dl.k8s.io/release/v1.34.4/bin/linux/amd64/kubectl.sha256"`,
+				`"name": "kubelet.service"`,
+				`ExecStart=/opt/bin/kubelet\n`,
+			},
+			butane: []string{
+				"cabpi_install_binaries v1.34.4 /opt/cabpi/kubernetes/v1.34.4 kubeadm kubelet kubectl\n",
+				"source: https://dl.k8s.io/release/v1.34.4/bin/linux/amd64/kubelet\n",
+				"path: /opt/cabpi/kubernetes/v1.34.4/kubelet.sha256\n",
+			},
+		},
+		{
+			name:    "sysext",
+			spec:    "  kubernetes:\n    source: sysext\n    arch: arm64\n",
+			version: "v1.34.4",
+			contains: []string{
+				`"path": "/opt/extensions/kubernetes/kubernetes-v1.34.4-arm64.raw"`,
+				`"source": "https://extensions.flatcar.org/extensions/kubernetes-v1.34.4-arm64.raw"`,
+				`"path": "/etc/extensions/kubernetes.raw"`,
+				`"target": "/opt/extensions/kubernetes/kubernetes-v1.34.4-arm64.raw"`,
+				`After=systemd-sysext.service\n`,
+			},
+			butane: []string{"cabpi_use_sysext v1.34.4\n", "target: /opt/extensions/kubernetes/kubernetes-v1.34.4-arm64.raw\n"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, tc.name+".yaml")
+			require.NoError(t, os.WriteFile(p, []byte("kind: IgnitionConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1alpha1\nspec:\n"+tc.spec), 0o644))
+			args := []string{"-f", p, "--kubernetes-version", tc.version}
+			out, stderr, err := run(t, args...)
+			require.NoError(t, err, stderr)
+			require.Contains(t, stderr, "rendered Ignition")
+			for _, s := range tc.contains {
+				require.Contains(t, out, s)
+			}
+			_, rpt, err := ignconfig.Parse([]byte(out))
+			require.NoError(t, err, rpt.String())
+
+			bu, stderr, err := run(t, append(args, "--butane")...)
+			require.NoError(t, err, stderr)
+			for _, s := range tc.butane {
+				require.Contains(t, bu, s)
+			}
+			back, rpt, err := butane.TranslateBytes([]byte(bu), butanecommon.TranslateBytesOptions{})
+			require.NoError(t, err, "%s\n%s", rpt.String(), bu)
+			require.Equal(t, meaning(t, []byte(out)), meaning(t, back))
+		})
+	}
+
+	// Admission's rules hold offline too: the error names the field.
+	p := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("kind: IgnitionConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1alpha1\nspec:\n"+
+		"  variant: fcos\n  kubernetes:\n    source: sysext\n"), 0o644))
+	out, _, err := run(t, "-f", p)
+	require.ErrorContains(t, err, "kubernetes.sysext.baseURL")
+	require.Empty(t, out)
+}

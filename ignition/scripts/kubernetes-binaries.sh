@@ -20,6 +20,6 @@ cabpi_install_binaries() {
     install -m 0755 "$dir/$name" "/opt/bin/$name"
   done
   export PATH="/opt/bin:$PATH"
-  cabpi_check_kubernetes "$version"
+  cabpi_check_kubernetes "$version" || return 1
   systemctl enable kubelet.service
 }

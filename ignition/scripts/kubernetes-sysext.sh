@@ -8,5 +8,5 @@ cabpi_use_sysext() {
   if [[ $(systemctl show -P LoadState kubelet.service) != loaded ]]; then
     systemctl daemon-reload
   fi
-  cabpi_check_kubernetes "$1"
+  cabpi_check_kubernetes "$1" || return 1
 }

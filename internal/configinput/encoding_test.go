@@ -121,3 +121,24 @@ func TestAppendRefusedForCAPD(t *testing.T) {
 	_, err = Offline(t.Context(), spec, ignition.RoleWorkerJoin, DefaultKubernetesVersion, OfflineResolver{})
 	require.NoError(t, err)
 }
+
+// CAPD writes only inline file contents: a Kubernetes source that downloads is refused for
+// platform docker, at spec.kubernetes.source; the image source and other platforms render.
+func TestDownloadingKubernetesSourceRefusedForCAPD(t *testing.T) {
+	for _, source := range []cabpiv1.KubernetesSource{cabpiv1.KubernetesSourceSysext, cabpiv1.KubernetesSourceBinaries} {
+		t.Run(string(source), func(t *testing.T) {
+			spec := &cabpiv1.IgnitionConfigSpec{Platform: cabpiv1.PlatformDocker, Kubernetes: cabpiv1.KubernetesSpec{Source: source}}
+			_, err := Offline(t.Context(), spec, ignition.RoleWorkerJoin, DefaultKubernetesVersion, OfflineResolver{})
+			var ierr *ignition.Error
+			require.ErrorAs(t, err, &ierr)
+			assert.Equal(t, ignition.At(ignition.PartKubernetes, ignition.KubernetesSource), ierr.Place)
+
+			spec.Platform = cabpiv1.PlatformOpenStack
+			_, err = Offline(t.Context(), spec, ignition.RoleWorkerJoin, DefaultKubernetesVersion, OfflineResolver{})
+			require.NoError(t, err)
+		})
+	}
+	spec := &cabpiv1.IgnitionConfigSpec{Platform: cabpiv1.PlatformDocker, Kubernetes: cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceImage}}
+	_, err := Offline(t.Context(), spec, ignition.RoleWorkerJoin, DefaultKubernetesVersion, OfflineResolver{})
+	require.NoError(t, err)
+}

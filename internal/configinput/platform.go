@@ -84,6 +84,12 @@ func applyPlatform(in *ignition.Input, p cabpiv1.Platform) error {
 	if p != cabpiv1.PlatformDocker {
 		return nil
 	}
+	// CAPD writes only the inline contents of files: it downloads nothing and links nothing.
+	if src := in.Kubernetes.Source; src != "" && src != cabpiv1.KubernetesSourceImage {
+		return &ignition.Error{Kind: ignition.ErrInvalidInput, Place: ignition.At(ignition.PartKubernetes, ignition.KubernetesSource),
+			Message: fmt.Sprintf("CAPD (platform docker) writes only inline file contents and downloads nothing: source %s cannot work there; "+
+				"use source image (CAPD's kindest/node images have kubeadm and the kubelet)", src)}
+	}
 	for i, f := range in.Files {
 		if f.Append {
 			return &ignition.Error{Kind: ignition.ErrInvalidInput, Place: ignition.Entry(ignition.PartFile, i, ignition.FileAppend),

@@ -240,3 +240,192 @@ func TestConvertRefusesAContainerLinuxConfigThatDoesNotTranspile(t *testing.T) {
 	assert.Contains(t, err.Error(), "containerLinuxConfig")
 	assert.Contains(t, err.Error(), "line 1")
 }
+
+// sysextConfig is a KubeadmConfig whose Container Linux Config is clc (YAML, unindented).
+func sysextConfig(clc string) string {
+	var indented strings.Builder
+	for line := range strings.SplitSeq(strings.TrimSuffix(clc, "\n"), "\n") {
+		indented.WriteString("        " + line + "\n")
+	}
+	return config("  format: ignition\n  ignition:\n    containerLinuxConfig:\n      additionalConfig: |\n" + indented.String())
+}
+
+// The providers' flatcar-sysext flavors install Kubernetes from the Container Linux Config; the
+// conversion maps them onto spec.kubernetes and removes what the renderer now writes.
+func TestConvertKubernetesSysext(t *testing.T) {
+	const field = "spec.ignition.containerLinuxConfig.additionalConfig"
+	cases := map[string]struct {
+		clc   string
+		check func(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, notes string)
+	}{
+		"a literal version, arm64 and a mirror: baseURL is the mirror, the version the Machine's": {
+			clc: `# the mirror of the bakery
+storage:
+  links:
+    - path: /etc/extensions/kubernetes.raw
+      target: /opt/extensions/kubernetes/kubernetes-v1.32.2-arm64.raw
+  files:
+    - path: /opt/extensions/kubernetes/kubernetes-v1.32.2-arm64.raw
+      contents:
+        remote:
+          url: https://mirror.example/sysext/kubernetes-v1.32.2-arm64.raw
+    - path: /etc/motd
+      contents:
+        inline: hello
+`,
+			check: func(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, notes string) {
+				assert.Equal(t, cabpiv1.KubernetesSpec{
+					Source: cabpiv1.KubernetesSourceSysext,
+					Arch:   cabpiv1.ArchitectureARM64,
+					Sysext: &cabpiv1.SysextSource{BaseURL: "https://mirror.example/sysext"},
+				}, spec.Kubernetes)
+				clc := spec.ContainerLinuxConfig.Inline
+				assert.NotContains(t, clc, "/etc/extensions/kubernetes.raw")
+				assert.NotContains(t, clc, "kubernetes-v1.32.2-arm64.raw")
+				assert.NotContains(t, clc, "links:")
+				assert.Contains(t, clc, "# the mirror of the bakery\n")
+				assert.Contains(t, clc, "path: /etc/motd")
+				assert.Contains(t, notes, "the mirror https://mirror.example/sysext (spec.kubernetes.sysext.baseURL), which must serve the bakery's current layout")
+				assert.Contains(t, notes, "the image's version v1.32.2 is dropped: spec.kubernetes installs the version of the Machine's spec.version")
+				assert.NotContains(t, notes, "whose URLs moved")
+				assert.NotContains(t, notes, "systemd-sysupdate")
+			},
+		},
+		"a link without its file: unchanged, with a note": {
+			clc: `storage:
+  links:
+    - path: /etc/extensions/kubernetes.raw
+      target: /opt/extensions/kubernetes/kubernetes-${KUBERNETES_VERSION}-x86-64.raw
+`,
+			check: func(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, notes string) {
+				assert.Zero(t, spec.Kubernetes)
+				assert.Equal(t, "storage:\n  links:\n    - path: /etc/extensions/kubernetes.raw\n      target: /opt/extensions/kubernetes/kubernetes-${KUBERNETES_VERSION}-x86-64.raw\n", spec.ContainerLinuxConfig.Inline)
+				assert.Equal(t, "note: KubeadmConfig ns/c: "+field+": not mapped onto spec.kubernetes (source sysext): there is no file at the link's target /opt/extensions/kubernetes/kubernetes-${KUBERNETES_VERSION}-x86-64.raw; the Container Linux Config is kept as it is and installs Kubernetes itself\n", notes)
+			},
+		},
+		"the timer enabled: sysupdate, and the bakery's current layout": {
+			clc: `storage:
+  links:
+    - path: /etc/extensions/kubernetes.raw
+      hard: false
+      target: /opt/extensions/kubernetes/kubernetes-${KUBERNETES_VERSION}-x86-64.raw
+  files:
+    - path: /etc/sysupdate.kubernetes.d/kubernetes-${KUBERNETES_VERSION%.*}.conf
+      mode: 0644
+      contents:
+        remote:
+          url: https://extensions.flatcar.org/extensions/kubernetes/kubernetes-${KUBERNETES_VERSION%.*}.conf
+    - path: /etc/sysupdate.d/noop.conf
+      mode: 0644
+      contents:
+        remote:
+          url: https://extensions.flatcar.org/extensions/noop.conf
+    - path: /opt/extensions/kubernetes/kubernetes-${KUBERNETES_VERSION}-x86-64.raw
+      contents:
+        remote:
+          url: https://extensions.flatcar.org/extensions/kubernetes-${KUBERNETES_VERSION}-x86-64.raw
+systemd:
+  units:
+    - name: systemd-sysupdate.service
+      dropins:
+        - name: kubernetes.conf
+          contents: |
+            [Service]
+            ExecStartPre=/usr/lib/systemd/systemd-sysupdate -C kubernetes update
+        - name: 20-mine.conf
+          contents: |
+            [Service]
+            Environment=A=b
+    - name: systemd-sysupdate.timer
+      enabled: true
+    - name: locksmithd.service
+      mask: true
+`,
+			check: func(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, notes string) {
+				assert.Equal(t, cabpiv1.KubernetesSpec{
+					Source: cabpiv1.KubernetesSourceSysext,
+					Arch:   cabpiv1.ArchitectureAMD64,
+					Sysext: &cabpiv1.SysextSource{Sysupdate: true},
+				}, spec.Kubernetes)
+				clc := spec.ContainerLinuxConfig.Inline
+				assert.NotContains(t, clc, "storage:", "every file and link was the extension's")
+				assert.NotContains(t, clc, "systemd-sysupdate.timer")
+				assert.NotContains(t, clc, "kubernetes.conf")
+				assert.Contains(t, clc, "- name: systemd-sysupdate.service\n      dropins:\n        - name: 20-mine.conf\n", "the user's own drop-in stays")
+				assert.Contains(t, clc, "- name: locksmithd.service\n      mask: true\n")
+				assert.Contains(t, notes, "with its systemd-sysupdate configuration, are now spec.kubernetes (source sysext, arch amd64): the Kubernetes system extension is downloaded from the bakery's current layout, https://extensions.flatcar.org/extensions (spec.kubernetes.sysext.baseURL unset)\n")
+				assert.NotContains(t, notes, "timer disabled")
+				assert.NotContains(t, notes, "is dropped")
+			},
+		},
+		"a per-release tag of the bakery's GitHub releases, everything else removed": {
+			clc: `storage:
+  links:
+    - path: /etc/extensions/kubernetes.raw
+      target: /opt/extensions/kubernetes/kubernetes-${KUBERNETES_VERSION}-x86-64.raw
+  files:
+    - path: /opt/extensions/kubernetes/kubernetes-${KUBERNETES_VERSION}-x86-64.raw
+      contents:
+        remote:
+          url: https://github.com/flatcar/sysext-bakery/releases/download/kubernetes-v1.32.2/kubernetes-${KUBERNETES_VERSION}-x86-64.raw
+    - path: /etc/sysupdate.d/noop.conf
+      contents:
+        remote:
+          url: https://github.com/flatcar/sysext-bakery/releases/download/latest/noop.conf
+`,
+			check: func(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, notes string) {
+				assert.Equal(t, cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext, Arch: cabpiv1.ArchitectureAMD64}, spec.Kubernetes)
+				assert.Equal(t, "storage:\n  files:\n    - path: /etc/sysupdate.d/noop.conf\n      contents:\n        remote:\n          url: https://github.com/flatcar/sysext-bakery/releases/download/latest/noop.conf\n", spec.ContainerLinuxConfig.Inline)
+				assert.Contains(t, notes, "the source downloaded kubernetes-${KUBERNETES_VERSION}-x86-64.raw from the bakery's GitHub releases, whose URLs moved (cluster-api-provider-openstack#2600)")
+				assert.Contains(t, notes, "systemd-sysupdate is configured only in part (no a file in /etc/sysupdate.kubernetes.d, no systemd-sysupdate.service's drop-in kubernetes.conf): not mapped onto spec.kubernetes.sysext.sysupdate, its entries are kept as they are")
+			},
+		},
+		"the file downloads another image: unchanged, with a note": {
+			clc: `storage:
+  links:
+    - path: /etc/extensions/kubernetes.raw
+      target: /opt/extensions/kubernetes/kubernetes-v1.32.2-x86-64.raw
+  files:
+    - path: /opt/extensions/kubernetes/kubernetes-v1.32.2-x86-64.raw
+      contents:
+        remote:
+          url: https://mirror.example/kubernetes-v1.31.0-x86-64.raw
+`,
+			check: func(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, notes string) {
+				assert.Zero(t, spec.Kubernetes)
+				assert.Contains(t, spec.ContainerLinuxConfig.Inline, "/etc/extensions/kubernetes.raw")
+				assert.Contains(t, notes, "not mapped onto spec.kubernetes (source sysext): the file at /opt/extensions/kubernetes/kubernetes-v1.32.2-x86-64.raw downloads https://mirror.example/kubernetes-v1.31.0-x86-64.raw, not kubernetes-v1.32.2-x86-64.raw")
+			},
+		},
+		"a mirror whose directories are per version: unchanged, with a note": {
+			clc: `storage:
+  links:
+    - path: /etc/extensions/kubernetes.raw
+      target: /opt/extensions/kubernetes/kubernetes-v1.32.2-x86-64.raw
+  files:
+    - path: /opt/extensions/kubernetes/kubernetes-v1.32.2-x86-64.raw
+      contents:
+        remote:
+          url: https://mirror.example/v1.32.2/kubernetes-v1.32.2-x86-64.raw
+`,
+			check: func(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, notes string) {
+				assert.Zero(t, spec.Kubernetes)
+				assert.Contains(t, notes, "its directory names the version")
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec, lines := convertOne(t, sysextConfig(tc.clc))
+			var notes strings.Builder
+			for _, l := range lines {
+				if strings.HasPrefix(l, "warning: ") {
+					continue // the renderer's, on the entries kept (a file without a mode)
+				}
+				require.True(t, strings.HasPrefix(l, "note: KubeadmConfig ns/c: "+field+": "), "only notes about the Container Linux Config: %s", l)
+				notes.WriteString(l + "\n")
+			}
+			tc.check(t, spec, notes.String())
+		})
+	}
+}

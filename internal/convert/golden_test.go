@@ -111,8 +111,16 @@ func convertedSpecs(t *testing.T, stream string) map[string]*cabpiv1.IgnitionCon
 	return specs
 }
 
-// bootConverted renders spec for role offline and boots it.
+// bootConverted renders spec for role offline and boots it. A spec with a Kubernetes source
+// (spec.kubernetes, which the sysext flavors become) is checked to download it, then booted as if
+// the image carried Kubernetes: the simulation has neither the network the downloads need nor
+// systemd-sysext to merge an extension; the renderer's own tests cover the sources.
 func bootConverted(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, role ignition.Role) {
+	if spec.Kubernetes.Source != "" && spec.Kubernetes.Source != cabpiv1.KubernetesSourceImage {
+		assertKubernetesInstalled(t, spec, role)
+		spec = spec.DeepCopy()
+		spec.Kubernetes = cabpiv1.KubernetesSpec{}
+	}
 	out, err := configinput.RenderOffline(t.Context(), spec, role, configinput.DefaultKubernetesVersion, &bytes.Buffer{})
 	require.NoError(t, err)
 	config, err := ignition.Unwrap(out.Data)
@@ -159,6 +167,45 @@ func bootConverted(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, role ignition
 }
 
 const presetPath = "/etc/systemd/system-preset/20-ignition.preset"
+
+// assertKubernetesInstalled checks that the rendered config downloads the Kubernetes system
+// extension of spec.kubernetes and links it where systemd-sysext reads it, once (the converted
+// Container Linux Config no longer writes them).
+func assertKubernetesInstalled(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, role ignition.Role) {
+	t.Helper()
+	require.Equal(t, cabpiv1.KubernetesSourceSysext, spec.Kubernetes.Source, "the conversion maps only the sysext flavors")
+	out, err := configinput.RenderOffline(t.Context(), spec, role, configinput.DefaultKubernetesVersion, &bytes.Buffer{})
+	require.NoError(t, err)
+	config, err := ignition.Unwrap(out.Data)
+	require.NoError(t, err)
+	rendered, rpt, err := ignconfig.Parse(config)
+	require.NoError(t, err, rpt.String())
+
+	arch := spec.Kubernetes.Arch
+	if arch == "" {
+		arch = cabpiv1.ArchitectureAMD64
+	}
+	base := cabpiv1.DefaultSysextBaseURL
+	if spec.Kubernetes.Sysext != nil && spec.Kubernetes.Sysext.BaseURL != "" {
+		base = spec.Kubernetes.Sysext.BaseURL
+	}
+	name := ignition.SysextImageName(configinput.DefaultKubernetesVersion, arch)
+	image := path.Join("/opt/extensions/kubernetes", name)
+	var sources []string
+	for _, f := range rendered.Storage.Files {
+		if f.Path == image {
+			sources = append(sources, ptr.Deref(f.Contents.Source, ""))
+		}
+	}
+	assert.Equal(t, []string{strings.TrimRight(base, "/") + "/" + name}, sources, "the image is downloaded once, from the base URL")
+	var targets []string
+	for _, l := range rendered.Storage.Links {
+		if l.Path == "/etc/extensions/kubernetes.raw" {
+			targets = append(targets, ptr.Deref(l.Target, ""))
+		}
+	}
+	assert.Equal(t, []string{image}, targets, "the extension is linked once, to the image")
+}
 
 type wantFile struct {
 	from    string // what asks for it

@@ -50,13 +50,22 @@ func convertSpec(src *kubeadmv1.KubeadmConfigSpec, f *findings) (*cabpiv1.Igniti
 		return nil, err
 	}
 	clc := src.Ignition.ContainerLinuxConfig
+	userCLC := clc.AdditionalConfig
+	if userCLC != "" {
+		// The flatcar-sysext flavors install Kubernetes from the CLC; spec.kubernetes does that
+		// now, and the renderer refuses a snippet that writes its paths.
+		userCLC, spec.Kubernetes, err = mapKubernetesSysext(userCLC, f)
+		if err != nil {
+			return nil, err
+		}
+	}
 	switch {
-	case clc.AdditionalConfig != "":
-		doc, err := mergeIntoCLC(clc.AdditionalConfig, prov)
+	case userCLC != "":
+		doc, err := mergeIntoCLC(userCLC, prov)
 		if err != nil {
 			// The CLC is not YAML we can extend: keep it as it is and say what is left out.
 			f.lossy("ignition.containerLinuxConfig.additionalConfig", "%v: the ntp, diskSetup and mounts settings are not carried", err)
-			doc = clc.AdditionalConfig
+			doc = userCLC
 		}
 		spec.ContainerLinuxConfig = cabpiv1.ContainerLinuxConfigSpec{Inline: doc, Strict: ptr.Deref(clc.Strict, false)}
 	case !prov.empty():

@@ -820,6 +820,25 @@ func TestAdmission(t *testing.T) {
 			want: []cause{{"spec.template.spec.preKubeadmCommands[0]", "not a complete shell command"}},
 		},
 		{
+			name: "fcos sysext from the Flatcar bakery",
+			obj: func(*testing.T) client.Object {
+				return newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Variant = cabpiv1.VariantFCOS
+					s.Kubernetes.Source = cabpiv1.KubernetesSourceSysext
+				}))
+			},
+			want: []cause{{"spec.kubernetes.sysext.baseURL", "Flatcar"}},
+		},
+		{
+			name: "template: binaries from an ftp baseURL",
+			obj: func(*testing.T) client.Object {
+				return newTemplate(ns, func(s *cabpiv1.IgnitionConfigSpec) {
+					s.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries, Binaries: &cabpiv1.BinariesSource{BaseURL: "ftp://x"}}
+				})
+			},
+			want: []cause{{"spec.template.spec.kubernetes.binaries.baseURL", "ftp://x"}},
+		},
+		{
 			name: "template: Ignition 3.0.0 for flatcar",
 			obj: func(*testing.T) client.Object {
 				return newTemplate(ns, func(s *cabpiv1.IgnitionConfigSpec) { s.IgnitionVersion = "3.0.0" })

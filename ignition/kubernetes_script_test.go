@@ -1,0 +1,212 @@
+package ignition
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+)
+
+// fakeBinary is a stand-in for kubeadm or the kubelet: it answers the version question the
+// bootstrap asks (kubeadm version -o short; kubelet --version) with version.
+func fakeBinary(name, version string) []byte {
+	answer := version
+	if name == "kubelet" {
+		answer = "Kubernetes " + version
+	}
+	return []byte("#!/bin/sh\n# fake " + name + "\necho '" + answer + "'\n")
+}
+
+// binariesStep is the bootstrap's binaries step as the renderer composes it (the header, the
+// embedded functions, the call binariesInstall builds), then a marker line that only runs when
+// the step succeeded. The functions install into the literal /opt/bin, and the call names the
+// literal staging directory: a test cannot write there (nor should it), so both are replaced by
+// directories under root. That is the only change to the text; an unshare'd mount namespace
+// would keep the literal paths but needs user namespaces, which containers running the tests
+// often do not allow.
+func binariesStep(t *testing.T, root string, kubectl bool) string {
+	t.Helper()
+	inst, err := binariesInstall(cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries,
+		Binaries: &cabpiv1.BinariesSource{Kubectl: kubectl}}, "v1.34.4")
+	require.NoError(t, err)
+	var b strings.Builder
+	for _, name := range append([]string{"header.sh"}, inst.stepFiles...) {
+		data, err := scripts.ReadFile("scripts/" + name)
+		require.NoError(t, err)
+		b.Write(data)
+	}
+	b.WriteString(inst.stepCall)
+	b.WriteString("echo cabpi-step-done\n")
+	text := b.String()
+	binaries, err := scripts.ReadFile("scripts/kubernetes-binaries.sh")
+	require.NoError(t, err)
+	require.Contains(t, string(binaries), `"`+binDir+`/$name"`, "the functions install into /opt/bin")
+	require.Contains(t, inst.stepCall, binariesStage+"/v1.34.4")
+	return strings.NewReplacer(binDir, filepath.Join(root, "opt/bin"), binariesStage, filepath.Join(root, "opt/cabpi/kubernetes")).Replace(text)
+}
+
+// The binaries step on a real bash: kubeadm and the kubelet (and kubectl) are installed, 0755,
+// and the kubelet enabled only when every binary matches the SHA-256 file published beside it
+// and kubeadm and the kubelet say they are the Machine's version; otherwise the step fails
+// (stopping the bootstrap before kubeadm), names what is wrong, and enables nothing.
+func TestBinariesStepOnBash(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	digest := func(b []byte) string {
+		sum := sha256.Sum256(b)
+		return hex.EncodeToString(sum[:])
+	}
+	// stage edits the staged files of name (binary and .sha256) after they were written right.
+	type stage func(t *testing.T, dir string)
+	overwrite := func(name, content string) stage {
+		return func(t *testing.T, dir string) {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+		}
+	}
+	flipByte := func(name string) stage {
+		return func(t *testing.T, dir string) {
+			p := filepath.Join(dir, name)
+			data, err := os.ReadFile(p)
+			require.NoError(t, err)
+			data[len(data)-3] ^= 0x01 // the last digit of the echoed version: still a working script
+			require.NoError(t, os.WriteFile(p, data, 0o644))
+		}
+	}
+	remove := func(name string) stage {
+		return func(t *testing.T, dir string) { require.NoError(t, os.Remove(filepath.Join(dir, name))) }
+	}
+	// versioned stages name with a digest file that matches, but reporting another version.
+	versioned := func(name, version string) stage {
+		return func(t *testing.T, dir string) {
+			data := fakeBinary(name, version)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name+".sha256"), []byte(digest(data)), 0o644))
+		}
+	}
+	cases := []struct {
+		name    string
+		kubectl bool
+		// sumLine writes the .sha256 file from the digest and the binary's name.
+		sumLine func(sum, name string) string
+		edit    stage
+		// wantErr are what the failure message says (user-facing); nil: the step succeeds.
+		wantErr []string
+		// installedOnFail: the binaries were installed before the step failed (the version check
+		// runs the installed ones).
+		installedOnFail bool
+	}{
+		{name: "digest only, as dl.k8s.io publishes it"},
+		{name: "digest only with a newline", sumLine: func(sum, _ string) string { return sum + "\n" }},
+		{name: "sha256sum's digest and file name", sumLine: func(sum, name string) string { return sum + "  " + name + "\n" }},
+		{name: "sha256sum's binary-mode line", sumLine: func(sum, name string) string { return sum + " *" + name + "\n" }},
+		{name: "with kubectl", kubectl: true},
+		{name: "kubelet changed by one byte", edit: flipByte("kubelet"), wantErr: []string{"kubelet v1.34.4 does not match"}},
+		{name: "kubeadm changed by one byte", edit: flipByte("kubeadm"), wantErr: []string{"kubeadm v1.34.4 does not match"}},
+		{name: "kubectl changed by one byte", kubectl: true, edit: flipByte("kubectl"), wantErr: []string{"kubectl v1.34.4 does not match"}},
+		{name: "kubelet's digest is kubeadm's", edit: func(t *testing.T, dir string) {
+			data, err := os.ReadFile(filepath.Join(dir, "kubeadm.sha256"))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "kubelet.sha256"), data, 0o644))
+		}, wantErr: []string{"kubelet v1.34.4 does not match"}},
+		{name: "kubelet missing", edit: remove("kubelet"), wantErr: []string{"kubelet v1.34.4 does not match"}},
+		{name: "empty sha256 file", edit: overwrite("kubeadm.sha256", ""), wantErr: []string{"kubeadm.sha256 holds no SHA-256 digest"}},
+		{name: "an error page for a sha256 file", edit: overwrite("kubelet.sha256", "<html><body>404 Not Found</body></html>\n"),
+			wantErr: []string{"kubelet.sha256 holds no SHA-256 digest"}},
+		{name: "a truncated digest", edit: func(t *testing.T, dir string) {
+			data, err := os.ReadFile(filepath.Join(dir, "kubelet.sha256"))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "kubelet.sha256"), data[:63], 0o644))
+		}, wantErr: []string{"kubelet.sha256 holds no SHA-256 digest"}},
+		{name: "sha256 file missing", edit: remove("kubeadm.sha256"), wantErr: []string{"kubeadm.sha256 holds no SHA-256 digest"}},
+		{name: "kubeadm of another version", edit: versioned("kubeadm", "v1.34.3"),
+			wantErr: []string{"found kubeadm v1.34.3 and kubelet v1.34.4, the Machine has v1.34.4"}, installedOnFail: true},
+		{name: "kubelet of another version", edit: versioned("kubelet", "v1.35.0"),
+			wantErr: []string{"the Machine has v1.34.4"}, installedOnFail: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			stageDir := filepath.Join(root, "opt/cabpi/kubernetes/v1.34.4")
+			require.NoError(t, os.MkdirAll(stageDir, 0o755))
+			names := []string{"kubeadm", "kubelet"}
+			if tc.kubectl {
+				names = append(names, "kubectl")
+			}
+			sumLine := tc.sumLine
+			if sumLine == nil {
+				sumLine = func(sum, _ string) string { return sum } // no newline, as dl.k8s.io serves it
+			}
+			for _, n := range names {
+				data := fakeBinary(n, "v1.34.4")
+				// As Ignition writes them: mode 0644, not executable.
+				require.NoError(t, os.WriteFile(filepath.Join(stageDir, n), data, 0o644))
+				require.NoError(t, os.WriteFile(filepath.Join(stageDir, n+".sha256"), []byte(sumLine(digest(data), n)), 0o644))
+			}
+			if tc.edit != nil {
+				tc.edit(t, stageDir)
+			}
+
+			// systemctl records its arguments; nothing else on PATH is faked.
+			fakeBin := filepath.Join(root, "fakebin")
+			require.NoError(t, os.MkdirAll(fakeBin, 0o755))
+			calls := filepath.Join(root, "systemctl.calls")
+			require.NoError(t, os.WriteFile(filepath.Join(fakeBin, "systemctl"),
+				[]byte("#!/bin/sh\necho \"$*\" >> '"+calls+"'\n"), 0o755))
+			script := filepath.Join(root, "step.sh")
+			require.NoError(t, os.WriteFile(script, []byte(binariesStep(t, root, tc.kubectl)), 0o700))
+
+			cmd := exec.Command("bash", script)
+			cmd.Env = []string{"PATH=" + fakeBin + ":/usr/local/bin:/usr/bin:/bin", "LC_ALL=C"}
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+
+			systemctl, readErr := os.ReadFile(calls)
+			if readErr != nil {
+				require.ErrorIs(t, readErr, os.ErrNotExist)
+			}
+			optBin := filepath.Join(root, "opt/bin")
+			if tc.wantErr == nil {
+				require.NoError(t, err, "stderr: %s", stderr.String())
+				assert.Contains(t, stdout.String(), "cabpi-step-done")
+				for _, n := range names {
+					info, err := os.Stat(filepath.Join(optBin, n))
+					require.NoError(t, err, n)
+					assert.Equal(t, os.FileMode(0o755), info.Mode().Perm(), "mode of %s", n)
+					staged, err := os.ReadFile(filepath.Join(stageDir, n))
+					require.NoError(t, err)
+					installed, err := os.ReadFile(filepath.Join(optBin, n))
+					require.NoError(t, err)
+					assert.Equal(t, staged, installed, n)
+				}
+				assert.Equal(t, "enable kubelet.service\n", string(systemctl))
+				return
+			}
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "the step fails: stdout %s", stdout.String())
+			assert.NotContains(t, stdout.String(), "cabpi-step-done", "the bootstrap stops at the step")
+			for _, want := range tc.wantErr {
+				assert.Contains(t, stderr.String(), want)
+			}
+			assert.Empty(t, string(systemctl), "the kubelet is not enabled")
+			if !tc.installedOnFail {
+				entries, err := os.ReadDir(optBin)
+				if err == nil {
+					assert.Empty(t, entries, "nothing is installed when a binary does not match")
+				} else {
+					require.ErrorIs(t, err, os.ErrNotExist)
+				}
+			}
+		})
+	}
+}
