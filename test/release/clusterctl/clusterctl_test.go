@@ -381,7 +381,8 @@ func TestGenerateClusterClusterClass(t *testing.T) {
 }
 
 // TestGenerateClusterVSphere renders the vSphere flavor and checks, through the real renderer,
-// that the Butane snippet puts the Kubernetes sysext on the node.
+// that spec.kubernetes (source sysext) puts the Kubernetes sysext of the Machine's version on the
+// node, from the bakery's current layout.
 func TestGenerateClusterVSphere(t *testing.T) {
 	r := newProviderRepo(t)
 	ns := env.CreateNamespace(t, "vsphere").Name
@@ -402,8 +403,7 @@ func TestGenerateClusterVSphere(t *testing.T) {
 	requireDryRunApplied(t, objs)
 
 	sysext := "/opt/extensions/kubernetes/kubernetes-" + kubernetesVersion + "-x86-64.raw"
-	source := "https://github.com/flatcar/sysext-bakery/releases/download/kubernetes-" + kubernetesVersion +
-		"/kubernetes-" + kubernetesVersion + "-x86-64.raw"
+	source := cabpiv1.DefaultSysextBaseURL + "/kubernetes-" + kubernetesVersion + "-x86-64.raw"
 	check := func(cfg ignitionJSON, role ignition.Role) {
 		t.Helper()
 		f, ok := cfg.file(sysext)
