@@ -138,27 +138,20 @@ func binaryLayer(binary, target string) (io.ReadCloser, error) {
 }
 
 // writeArchive writes the images into one docker-format archive (what `ctr images import`
-// reads) and returns their digests, for the image's cache key.
-func writeArchive(specs []imageSpec, archive string) ([]string, error) {
+// reads).
+func writeArchive(specs []imageSpec, archive string) error {
 	images := map[name.Reference]v1.Image{}
-	var digests []string
 	for _, s := range specs {
 		img, err := s.image()
 		if err != nil {
-			return nil, err
-		}
-		d, err := img.Digest()
-		if err != nil {
-			return nil, err
+			return err
 		}
 		images[s.ref] = img
-		digests = append(digests, s.ref.Name()+"@"+d.String())
 	}
 	if err := tarball.MultiRefWriteToFile(archive, images); err != nil {
-		return nil, fmt.Errorf("writing the image archive: %w", err)
+		return fmt.Errorf("writing the image archive: %w", err)
 	}
-	sort.Strings(digests)
-	return digests, nil
+	return nil
 }
 
 // containerdConfig is containerd 1.6's configuration (version 2) where it differs from the

@@ -102,11 +102,9 @@ func (b Builder) Build(ctx context.Context, flavor Flavor, k Kubernetes) (string
 	if flavor.Stock() {
 		return b.stock(base, flavor, files)
 	}
-	var archive string
-	var digests []string
+	var specs []imageSpec
 	if k.ControlPlane != nil {
-		specs, err := controlPlaneImages(ctx, filepath.Join(k.BinDir, "kubeadm"), k.Version, *k.ControlPlane)
-		if err != nil {
+		if specs, err = controlPlaneImages(ctx, filepath.Join(k.BinDir, "kubeadm"), k.Version, *k.ControlPlane); err != nil {
 			return "", err
 		}
 		cfg, err := containerdConfigFile(sandboxImage(specs))
@@ -114,22 +112,17 @@ func (b Builder) Build(ctx context.Context, flavor Flavor, k Kubernetes) (string
 			return "", err
 		}
 		files = append(files, cfg)
-		if err := os.MkdirAll(b.CacheDir, 0o755); err != nil {
-			return "", err
-		}
-		tmp, err := os.CreateTemp(b.CacheDir, ".images-*.tar")
-		if err != nil {
-			return "", err
-		}
-		archive = tmp.Name()
-		_ = tmp.Close()
-		defer os.Remove(archive)
-		if digests, err = writeArchive(specs, archive); err != nil {
+	}
+	// The key covers the images by what goes into them (reference, place and binary), so a
+	// cached image is found without building the images' archive again.
+	h := sha256.New()
+	fmt.Fprintf(h, "base=%s flavor=%s kubernetes=%s images=%d\n", filepath.Base(filepath.Dir(base)), flavor, k.Version, len(specs))
+	for _, spec := range specs {
+		fmt.Fprintf(h, "image %s %s\n", spec.ref.Name(), spec.target)
+		if err := hashFile(h, spec.binary); err != nil {
 			return "", err
 		}
 	}
-	h := sha256.New()
-	fmt.Fprintf(h, "base=%s flavor=%s kubernetes=%s images=%s\n", filepath.Base(filepath.Dir(base)), flavor, k.Version, strings.Join(digests, ","))
 	for _, f := range files {
 		fmt.Fprintf(h, "%s %o %q %d\n", f.Path, f.Mode, f.LinkTarget, len(f.Data))
 		h.Write(f.Data)
@@ -156,10 +149,10 @@ func (b Builder) Build(ctx context.Context, flavor Flavor, k Kubernetes) (string
 		if err := writeFiles(root, files); err != nil {
 			return err
 		}
-		if archive == "" {
+		if len(specs) == 0 {
 			return nil
 		}
-		return b.importImages(ctx, root, archive)
+		return b.importImages(ctx, root, specs)
 	})
 }
 
@@ -180,9 +173,20 @@ func (b Builder) stock(base string, flavor Flavor, files []File) (string, error)
 	})
 }
 
-// importImages runs the image's own containerd in the root (not booted, no network) to import
-// the archive into namespace k8s.io, unpacked for the overlayfs snapshotter.
-func (b Builder) importImages(ctx context.Context, root, archive string) error {
+// importImages writes the images into an archive and runs the image's own containerd in the
+// root (not booted, no network) to import it into namespace k8s.io, unpacked for the overlayfs
+// snapshotter.
+func (b Builder) importImages(ctx context.Context, root string, specs []imageSpec) error {
+	tmp, err := os.CreateTemp(b.CacheDir, ".images-*.tar")
+	if err != nil {
+		return err
+	}
+	archive := tmp.Name()
+	_ = tmp.Close()
+	defer os.Remove(archive)
+	if err := writeArchive(specs, archive); err != nil {
+		return err
+	}
 	script, err := scripts.ReadFile("scripts/import-images.sh")
 	if err != nil {
 		return err

@@ -28,6 +28,7 @@ import (
 
 	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/feature"
 
@@ -211,7 +212,12 @@ func Start(ctx context.Context, opts Options) (_ *Environment, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	scheme, err := NewScheme(opts.AddToScheme...)
+	adders := opts.AddToScheme
+	if opts.TopologyControllers {
+		// The ClusterClass controller watches ExtensionConfigs (Runtime SDK), gate on or off.
+		adders = append(append([]func(*runtime.Scheme) error(nil), adders...), runtimev1.AddToScheme)
+	}
+	scheme, err := NewScheme(adders...)
 	if err != nil {
 		return nil, fmt.Errorf("testenv: building scheme: %w", err)
 	}

@@ -1,0 +1,57 @@
+package releaseserver
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The server serves each binary with its digest as dl.k8s.io does, the tampered copy with one
+// byte more than that digest says, the system extension in the bakery's layout, and nothing else.
+func TestServesTheLayouts(t *testing.T) {
+	bin := t.TempDir()
+	for _, name := range binaries {
+		require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte("the "+name+" binary"), 0o755))
+	}
+	sysext := filepath.Join(t.TempDir(), "kubernetes.raw")
+	require.NoError(t, os.WriteFile(sysext, []byte("squashfs"), 0o644))
+	s, err := Start(netip.MustParseAddr("127.0.0.1"), []Release{{Version: "v1.34.4", BinDir: bin, Sysext: sysext}})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, s.Close()) })
+
+	get := func(url string) (int, []byte) {
+		t.Helper()
+		resp, err := http.Get(url)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, body
+	}
+	for _, name := range binaries {
+		code, body := get(s.BinariesURL() + "/v1.34.4/bin/linux/amd64/" + name)
+		require.Equal(t, http.StatusOK, code)
+		_, digest := get(s.BinariesURL() + "/v1.34.4/bin/linux/amd64/" + name + ".sha256")
+		sum := sha256.Sum256(body)
+		assert.Equal(t, hex.EncodeToString(sum[:]), string(digest), "%s matches its published digest", name)
+
+		_, tampered := get(s.TamperedBinariesURL() + "/v1.34.4/bin/linux/amd64/" + name)
+		_, tamperedDigest := get(s.TamperedBinariesURL() + "/v1.34.4/bin/linux/amd64/" + name + ".sha256")
+		tsum := sha256.Sum256(tampered)
+		assert.Equal(t, name != TamperedBinary, hex.EncodeToString(tsum[:]) == string(tamperedDigest), "%s in the tampered copy", name)
+	}
+	code, body := get(s.SysextURL() + "/kubernetes-v1.34.4-x86-64.raw")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "squashfs", string(body))
+	assert.Equal(t, 1, s.Requests("/extensions/kubernetes-v1.34.4-x86-64.raw"))
+	code, _ = get(s.BinariesURL() + "/v1.33.0/bin/linux/amd64/kubeadm")
+	assert.Equal(t, http.StatusNotFound, code)
+}
