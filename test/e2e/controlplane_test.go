@@ -74,19 +74,7 @@ func (lc *lbCluster) controlPlaneMachine(t *testing.T, f flavor, name string, mu
 	for _, m := range mutate {
 		m(&spec)
 	}
-	config := &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels}, Spec: spec}
-	infra := &infrav1.NspawnMachine{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
-		Spec: infrav1.NspawnMachineSpec{Flavor: f.name}}
-	machine := &clusterv1.Machine{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
-		Spec: clusterv1.MachineSpec{
-			ClusterName: lc.cluster.Name, Version: kubernetesVersion,
-			Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: cabpiv1.GroupVersion.Group, Kind: "IgnitionConfig", Name: name}},
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: infrav1.GroupVersion.Group, Kind: "NspawnMachine", Name: name},
-		},
-	}
+	config, infra, machine := standaloneMachine(lc.cluster.Name, name, kubernetesVersion, labels, spec, infrav1.NspawnMachineSpec{Flavor: f.name})
 	create(t, config, infra, machine)
 	return machine
 }

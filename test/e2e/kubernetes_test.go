@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,7 +14,6 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/provider"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/releaseserver"
@@ -166,39 +164,15 @@ func TestTamperedReleaseBinaryNeverRuns(t *testing.T) {
 	spec.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries,
 		Binaries: &cabpiv1.BinariesSource{BaseURL: releases.TamperedBinariesURL()}}
 	labels := map[string]string{clusterv1.ClusterNameLabel: clusterName}
-	config := &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels}, Spec: spec}
-	infra := &infrav1.NspawnMachine{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
-		Spec: infrav1.NspawnMachineSpec{Flavor: f.name}}
-	machine := &clusterv1.Machine{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
-		Spec: clusterv1.MachineSpec{
-			ClusterName: clusterName, Version: kubernetesVersion,
-			Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: cabpiv1.GroupVersion.Group, Kind: "IgnitionConfig", Name: name}},
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: infrav1.GroupVersion.Group, Kind: "NspawnMachine", Name: name},
-		},
-	}
+	config, infra, machine := standaloneMachine(clusterName, name, kubernetesVersion, labels, spec, infrav1.NspawnMachineSpec{Flavor: f.name})
 	create(t, config, infra, machine)
 	t.Cleanup(func() { deleteAndWait(t, machine, 3*time.Minute) })
 
 	var inst *provider.Instance
 	require.Eventually(t, func() bool { inst = instanceOf(machine); return inst != nil && inst.Running() },
 		3*time.Minute, time.Second, "the node of %s boots", name)
-	deadline := time.Now().Add(4 * time.Minute)
-	var state string
-	for time.Now().Before(deadline) {
-		if inst.Running() {
-			require.False(t, exists(t, inst, ignition.SentinelPath), "a sentinel with a tampered kubelet")
-			out, _ := onNode(t, inst, "systemctl", "is-active", "kubeadm.service")
-			if state = out; state == "failed" || state == "active" {
-				break
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	require.Equal(t, "failed", state, "kubeadm.service")
-	assert.False(t, exists(t, inst, ignition.SentinelPath), "no sentinel")
+	// Never a sentinel while kubeadm runs, nor after it failed.
+	requireKubeadmFailsWithoutSentinel(t, inst, "with a tampered kubelet")
 	assert.Equal(t, "exit-code", unitProperty(t, inst, "kubeadm.service", "Result"))
 	journal, _ := onNode(t, inst, "journalctl", "--no-pager", "-u", "kubeadm.service", "-o", "cat")
 	assert.Contains(t, journal, releaseserver.TamperedBinary+" "+kubernetesVersion+" does not match its published SHA-256", "the bootstrap names the binary")

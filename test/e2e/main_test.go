@@ -305,15 +305,7 @@ func createCluster(ctx context.Context, e *testenv.Environment, cp *workload.Con
 	if err := e.Client.Create(ctx, controlPlane); err != nil {
 		return fmt.Errorf("creating the control plane: %w", err)
 	}
-	status := map[string]any{
-		"externalManagedControlPlane": true,
-		"version":                     kubernetesVersion,
-		"initialization":              map[string]any{"controlPlaneInitialized": true},
-	}
-	if err := unstructured.SetNestedField(controlPlane.Object, status, "status"); err != nil {
-		return err
-	}
-	if err := e.Client.Status().Update(ctx, controlPlane); err != nil {
+	if err := setExternalControlPlaneStatus(ctx, e.Client, controlPlane, kubernetesVersion); err != nil {
 		return fmt.Errorf("marking the control plane initialized: %w", err)
 	}
 	if err := cp.Certificates.SaveGenerated(ctx, e.Client, client.ObjectKeyFromObject(c), owner); err != nil {
@@ -332,4 +324,18 @@ func createCluster(ctx context.Context, e *testenv.Environment, cp *workload.Con
 	}
 	cluster = c
 	return nil
+}
+
+// setExternalControlPlaneStatus reports a control-plane object as its provider would for the
+// suite's own control plane: externally managed, initialized, at version.
+func setExternalControlPlaneStatus(ctx context.Context, c client.Client, cp *unstructured.Unstructured, version string) error {
+	status := map[string]any{
+		"externalManagedControlPlane": true,
+		"version":                     version,
+		"initialization":              map[string]any{"controlPlaneInitialized": true},
+	}
+	if err := unstructured.SetNestedField(cp.Object, status, "status"); err != nil {
+		return err
+	}
+	return c.Status().Update(ctx, cp)
 }

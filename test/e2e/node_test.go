@@ -148,3 +148,24 @@ func recordTiming(t *testing.T, f flavor, m *clusterv1.Machine) {
 }
 
 var recorded sync.Map // Machine name → recorded
+
+// requireKubeadmFailsWithoutSentinel looks at the node every 200 ms until kubeadm.service has
+// finished, requiring that no sentinel is there at any look (why names what cannot succeed), and
+// that the unit failed, within 4 minutes.
+func requireKubeadmFailsWithoutSentinel(t *testing.T, inst *provider.Instance, why string) {
+	t.Helper()
+	deadline := time.Now().Add(4 * time.Minute)
+	var state string
+	for time.Now().Before(deadline) {
+		if inst.Running() {
+			require.False(t, exists(t, inst, ignition.SentinelPath), "a sentinel %s", why)
+			out, _ := onNode(t, inst, "systemctl", "is-active", "kubeadm.service")
+			if state = out; state == "failed" || state == "active" {
+				break
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.Equal(t, "failed", state, "kubeadm.service")
+	assert.False(t, exists(t, inst, ignition.SentinelPath), "no sentinel")
+}

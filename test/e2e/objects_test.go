@@ -276,3 +276,22 @@ func nodeReady(n *corev1.Node) (corev1.NodeCondition, bool) {
 	}
 	return corev1.NodeCondition{}, false
 }
+
+// standaloneMachine is a Machine of a cluster with its own IgnitionConfig and NspawnMachine (no
+// MachineDeployment), all named name and labelled with labels (the cluster name among them).
+func standaloneMachine(clusterName, name, version string, labels map[string]string, spec cabpiv1.IgnitionConfigSpec,
+	infraSpec infrav1.NspawnMachineSpec) (*cabpiv1.IgnitionConfig, *infrav1.NspawnMachine, *clusterv1.Machine) {
+	config := &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels}, Spec: spec}
+	infra := &infrav1.NspawnMachine{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels}, Spec: infraSpec}
+	machine := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
+		Spec: clusterv1.MachineSpec{
+			ClusterName: clusterName, Version: version,
+			Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: cabpiv1.GroupVersion.Group, Kind: "IgnitionConfig", Name: name}},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "NspawnMachine", Name: name},
+		},
+	}
+	return config, infra, machine
+}

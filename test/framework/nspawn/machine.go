@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -62,9 +63,38 @@ var ErrIgnition = errors.New("applying the Ignition")
 type Machine struct {
 	Spec
 	root string
+
+	// mu guards boot: a test reboots a machine while a reconciler asks whether it runs.
+	mu   sync.Mutex
+	boot *boot
+}
+
+// boot is one run of systemd-nspawn. err is written before done is closed, and read after.
+type boot struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error
+}
+
+// current is the machine's last boot, nil before the first.
+func (m *Machine) current() *boot {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.boot
+}
+
+// up is the current boot while it runs, else nil.
+func (m *Machine) up() *boot {
+	b := m.current()
+	if b == nil {
+		return nil
+	}
+	select {
+	case <-b.done:
+		return nil
+	default:
+		return b
+	}
 }
 
 // Prepare mounts the machine's root over the image and writes into it what the infrastructure
@@ -142,7 +172,7 @@ func (m *Machine) copyDir(ctx context.Context, d string) error {
 // kubelet reads it), every capability and the keyring system calls (kubelet, containerd and
 // runc need them), no resolver from the host.
 func (m *Machine) Boot(ctx context.Context) error {
-	if m.cmd != nil && m.running() {
+	if m.up() != nil {
 		return fmt.Errorf("%s is running", m.Name)
 	}
 	cmd := exec.Command("systemd-nspawn", "--quiet", "--boot",
@@ -176,29 +206,24 @@ func (m *Machine) Boot(ctx context.Context) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("booting %s: %w", m.Name, err)
 	}
-	m.cmd, m.done, m.err = cmd, make(chan struct{}), nil
+	b := &boot{cmd: cmd, done: make(chan struct{})}
+	m.mu.Lock()
+	m.boot = b
+	m.mu.Unlock()
 	go func() {
-		m.err = cmd.Wait()
-		close(m.done)
+		b.err = cmd.Wait()
+		close(b.done)
 	}()
 	return nil
 }
 
-func (m *Machine) running() bool {
-	select {
-	case <-m.done:
-		return false
-	default:
-		return true
-	}
-}
-
 // pid1 is the host PID of the machine's systemd: the one child of systemd-nspawn.
 func (m *Machine) pid1() (int, error) {
-	if m.cmd == nil || !m.running() {
+	b := m.up()
+	if b == nil {
 		return 0, fmt.Errorf("%s is not running", m.Name)
 	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", m.cmd.Process.Pid, m.cmd.Process.Pid))
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", b.cmd.Process.Pid, b.cmd.Process.Pid))
 	if err != nil {
 		return 0, err
 	}
@@ -227,6 +252,10 @@ func (m *Machine) Exec(ctx context.Context, name string, args ...string) ([]byte
 // WaitBooted waits until systemd in the machine has finished starting up (running, or degraded
 // when a unit failed) and returns the state.
 func (m *Machine) WaitBooted(ctx context.Context) (string, error) {
+	b := m.current()
+	if b == nil {
+		return "", fmt.Errorf("%s was never booted", m.Name)
+	}
 	for {
 		out, _ := m.Exec(ctx, "systemctl", "is-system-running")
 		switch state := strings.TrimSpace(string(out)); state {
@@ -236,8 +265,8 @@ func (m *Machine) WaitBooted(ctx context.Context) (string, error) {
 		select {
 		case <-ctx.Done():
 			return "", fmt.Errorf("waiting for %s to boot: %w", m.Name, ctx.Err())
-		case <-m.done:
-			return "", fmt.Errorf("%s stopped while booting: %v", m.Name, m.err)
+		case <-b.done:
+			return "", fmt.Errorf("%s stopped while booting: %v", m.Name, b.err)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
@@ -267,37 +296,39 @@ func (m *Machine) JournalOffline(ctx context.Context, units ...string) ([]byte, 
 }
 
 // Running says whether the machine is up (booted and not powered off).
-func (m *Machine) Running() bool { return m.cmd != nil && m.running() }
+func (m *Machine) Running() bool { return m.up() != nil }
 
 // PowerOff shuts the machine down as a power button would: systemd-nspawn passes SIGTERM on to
 // its init as the poweroff signal. A machine still up after timeout is killed.
 func (m *Machine) PowerOff(timeout time.Duration) error {
-	if m.cmd == nil || !m.running() {
+	b := m.up()
+	if b == nil {
 		return nil
 	}
-	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	_ = b.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-m.done:
+	case <-b.done:
 		return nil
 	case <-time.After(timeout):
 	}
-	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
-	<-m.done
+	_ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL)
+	<-b.done
 	return fmt.Errorf("%s did not power off within %s: killed", m.Name, timeout)
 }
 
 // Kill cuts the machine's power: its init (PID 1 of its PID namespace, so every process of
 // the machine with it) and systemd-nspawn are killed at once, nothing shuts down cleanly.
 func (m *Machine) Kill() error {
-	if m.cmd == nil || !m.running() {
+	b := m.up()
+	if b == nil {
 		return nil
 	}
 	if pid, err := m.pid1(); err == nil {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+	_ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL)
 	select {
-	case <-m.done:
+	case <-b.done:
 		return nil
 	case <-time.After(30 * time.Second):
 		return fmt.Errorf("%s: systemd-nspawn did not exit after SIGKILL", m.Name)

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -82,11 +83,11 @@ func (s *Instances) DeleteLoadBalancer(key types.NamespacedName) error {
 type Instance struct {
 	*nspawn.Machine
 	index  int
-	booted bool
+	booted atomic.Bool
 }
 
 // Booted says whether the instance was ever booted.
-func (i *Instance) Booted() bool { return i.booted }
+func (i *Instance) Booted() bool { return i.booted.Load() }
 
 // InstanceSpec is what an NspawnMachine asks for.
 type InstanceSpec struct {
@@ -177,7 +178,7 @@ func (s *Instances) Boot(ctx context.Context, inst *Instance) error {
 	if err := inst.Boot(ctx); err != nil {
 		return err
 	}
-	inst.booted = true
+	inst.booted.Store(true)
 	return nil
 }
 
@@ -226,7 +227,7 @@ func (s *Instances) Close(ctx context.Context) error {
 // saveJournal writes the journal of kubeadm and the kubelet (every boot) into the artifacts,
 // while the instance runs; a powered-off instance's journal is read from its root.
 func (s *Instances) saveJournal(ctx context.Context, key types.NamespacedName, inst *Instance) error {
-	if s.Artifacts == "" || !inst.booted {
+	if s.Artifacts == "" || !inst.Booted() {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -19,8 +19,6 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
-	"sigs.k8s.io/cluster-api/util/patch"
-	"sigs.k8s.io/cluster-api/util/paused"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
@@ -79,35 +77,16 @@ func (r *MachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("getting the owner Machine of %s: %w", req, err)
 	}
-	if machine == nil {
-		if !nm.DeletionTimestamp.IsZero() {
-			return ctrl.Result{}, r.reconcileDelete(ctx, nm)
-		}
-		return ctrl.Result{}, nil // the Machine controller sets the owner reference
+	var owner *metav1.ObjectMeta
+	if machine != nil {
+		owner = &machine.ObjectMeta
 	}
-	cluster, err := util.GetClusterFromMetadata(ctx, r.Client, machine.ObjectMeta)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("getting the Cluster of %s: %w", req, err)
-	}
-	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, nm); err != nil || isPaused || requeue {
-		return ctrl.Result{}, err
-	}
-	if !nm.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.reconcileDelete(ctx, nm)
-	}
-	if controllerutil.AddFinalizer(nm, infrav1.MachineFinalizer) {
-		return ctrl.Result{}, r.Client.Update(ctx, nm)
-	}
-	helper, err := patch.NewHelper(nm, r.Client)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	defer func() {
-		if err := helper.Patch(ctx, nm, patch.WithOwnedConditions{Conditions: []string{infrav1.ReadyCondition, infrav1.BootstrapSucceededCondition}}); err != nil {
-			retErr = errors.Join(retErr, err)
-		}
-	}()
-	return r.reconcileNormal(ctx, cluster, machine, nm)
+	return prologue{client: r.Client, obj: nm, finalizer: infrav1.MachineFinalizer,
+		conditions: []string{infrav1.ReadyCondition, infrav1.BootstrapSucceededCondition},
+		delete:     func(ctx context.Context) error { return r.reconcileDelete(ctx, nm) },
+	}.run(ctx, owner, func(cluster *clusterv1.Cluster) (ctrl.Result, error) {
+		return r.reconcileNormal(ctx, cluster, machine, nm)
+	})
 }
 
 func setReady(nm *infrav1.NspawnMachine, status metav1.ConditionStatus, reason, message string) {

@@ -21,8 +21,6 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
-	"sigs.k8s.io/cluster-api/util/patch"
-	"sigs.k8s.io/cluster-api/util/paused"
 
 	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
 )
@@ -66,35 +64,16 @@ func (r *MachinePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("getting the owner MachinePool of %s: %w", req, err)
 	}
-	if mp == nil {
-		if !pool.DeletionTimestamp.IsZero() {
-			return ctrl.Result{}, r.reconcileDelete(ctx, pool)
-		}
-		return ctrl.Result{}, nil // the MachinePool controller sets the owner reference
+	var owner *metav1.ObjectMeta
+	if mp != nil {
+		owner = &mp.ObjectMeta
 	}
-	cluster, err := util.GetClusterFromMetadata(ctx, r.Client, mp.ObjectMeta)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("getting the Cluster of %s: %w", req, err)
-	}
-	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, pool); err != nil || isPaused || requeue {
-		return ctrl.Result{}, err
-	}
-	if !pool.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.reconcileDelete(ctx, pool)
-	}
-	if controllerutil.AddFinalizer(pool, infrav1.MachineFinalizer) {
-		return ctrl.Result{}, r.Client.Update(ctx, pool)
-	}
-	helper, err := patch.NewHelper(pool, r.Client)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	defer func() {
-		if err := helper.Patch(ctx, pool, patch.WithOwnedConditions{Conditions: []string{infrav1.ReadyCondition}}); err != nil {
-			retErr = errors.Join(retErr, err)
-		}
-	}()
-	return r.reconcileNormal(ctx, cluster, mp, pool)
+	return prologue{client: r.Client, obj: pool, finalizer: infrav1.MachinePoolFinalizer,
+		conditions: []string{infrav1.ReadyCondition},
+		delete:     func(ctx context.Context) error { return r.reconcileDelete(ctx, pool) },
+	}.run(ctx, owner, func(cluster *clusterv1.Cluster) (ctrl.Result, error) {
+		return r.reconcileNormal(ctx, cluster, mp, pool)
+	})
 }
 
 func setPoolReady(pool *infrav1.NspawnMachinePool, status metav1.ConditionStatus, reason, message string) {
@@ -180,7 +159,7 @@ func (r *MachinePoolReconciler) reconcileDelete(ctx context.Context, pool *infra
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("deleting the instances of %s: %w", client.ObjectKeyFromObject(pool), err)
 	}
-	if controllerutil.RemoveFinalizer(pool, infrav1.MachineFinalizer) {
+	if controllerutil.RemoveFinalizer(pool, infrav1.MachinePoolFinalizer) {
 		return r.Client.Update(ctx, pool)
 	}
 	return nil

@@ -73,6 +73,10 @@ const ClusterFinalizer = "nspawncluster.infrastructure.cluster.x-k8s.io"
 // object goes.
 const MachineFinalizer = "nspawnmachine.infrastructure.cluster.x-k8s.io"
 
+// MachinePoolFinalizer lets an NspawnMachinePool's instances be powered off and removed before
+// the object goes.
+const MachinePoolFinalizer = "nspawnmachinepool.infrastructure.cluster.x-k8s.io"
+
 // NspawnClusterSpec is the cluster's infrastructure: where its API server is.
 type NspawnClusterSpec struct {
 	// ControlPlaneEndpoint is the workload API server: set by the suite when it runs the control
