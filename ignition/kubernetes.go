@@ -17,17 +17,18 @@ import (
 )
 
 // Where the Kubernetes sources put things on the node. The sysext paths are the Flatcar sysext
-// bakery's documented ones, which its systemd-sysupdate configuration expects; the release
-// binaries go to /opt/bin, Flatcar's place for binaries added to its read-only /usr.
+// bakery's documented ones, which its systemd-sysupdate configuration expects (and which the
+// cloud providers' Flatcar-sysext flavors write: cabpi convert reads them); the release binaries
+// go to /opt/bin, Flatcar's place for binaries added to its read-only /usr.
 const (
-	sysextDir         = "/opt/extensions/kubernetes"
-	sysextLink        = "/etc/extensions/kubernetes.raw"
-	sysupdateConfDir  = "/etc/sysupdate.kubernetes.d"
-	sysupdateNoopPath = "/etc/sysupdate.d/noop.conf"
+	SysextDir         = "/opt/extensions/kubernetes"
+	SysextLink        = "/etc/extensions/kubernetes.raw"
+	SysupdateConfDir  = "/etc/sysupdate.kubernetes.d"
+	SysupdateNoopPath = "/etc/sysupdate.d/noop.conf"
+	SysupdateService  = "systemd-sysupdate.service"
+	SysupdateTimer    = "systemd-sysupdate.timer"
+	SysupdateDropin   = "kubernetes.conf"
 	sysupdateScript   = "/etc/cabpi/sysupdate-kubernetes.sh"
-	sysupdateService  = "systemd-sysupdate.service"
-	sysupdateTimer    = "systemd-sysupdate.timer"
-	sysupdateDropin   = "kubernetes.conf"
 	sysextService     = "systemd-sysext.service"
 	binDir            = "/opt/bin"
 	// binariesStage is where Ignition downloads the release binaries and their SHA-256 files,
@@ -108,7 +109,7 @@ func checkKubernetes(variant cabpiv1.Variant, k cabpiv1.KubernetesSpec, version 
 					"does not merge them (their extension-release names ID=flatcar). With variant fcos, set sysext.baseURL "+
 					"to images built for Fedora CoreOS in the same layout, or use source binaries")
 		}
-		if !sysextVersion.MatchString(version) {
+		if !SysextVersion(version) {
 			return errorf(ErrUnsupportedKubernetesVersion, At(PartKubernetesVersion),
 				"%q is not a release the sysext layout has (kubernetes-vMAJOR.MINOR.PATCH-<arch>.raw): "+
 					"source sysext needs the owner's spec.version to be a release such as v1.34.4", version)
@@ -127,6 +128,10 @@ func checkKubernetes(variant cabpiv1.Variant, k cabpiv1.KubernetesSpec, version 
 	}
 	return nil
 }
+
+// SysextVersion reports whether v is a version the sysext layout has images of: a release,
+// vMAJOR.MINOR.PATCH (no pre-release, no build metadata).
+func SysextVersion(v string) bool { return sysextVersion.MatchString(v) }
 
 // checkBaseURL accepts an absolute http or https URL without query or fragment, to which the
 // layout's paths are appended.
@@ -198,12 +203,12 @@ func sysextInstall(k cabpiv1.KubernetesSpec, version string, ver semver.Version)
 		base = k.Sysext.BaseURL
 	}
 	name := SysextImageName(version, kubernetesArch(k))
-	image := path.Join(sysextDir, name)
+	image := path.Join(SysextDir, name)
 	inst := &kubernetesInstall{
 		remote: []remoteFile{{path: image, source: joinURL(base, name), mode: 0o644}},
-		links:  []types.Link{{Node: types.Node{Path: sysextLink, Overwrite: ptr.To(true)}, LinkEmbedded1: types.LinkEmbedded1{Target: image}}},
+		links:  []types.Link{{Node: types.Node{Path: SysextLink, Overwrite: ptr.To(true)}, LinkEmbedded1: types.LinkEmbedded1{Target: image}}},
 		after:  []string{sysextService},
-		owned:  []string{sysextDir, sysextLink},
+		owned:  []string{SysextDir, SysextLink},
 	}
 	call, err := shellCall([]string{"cabpi_use_sysext", version})
 	if err != nil {
@@ -220,17 +225,17 @@ func sysextInstall(k cabpiv1.KubernetesSpec, version string, ver semver.Version)
 		return nil, fmt.Errorf("reading the embedded sysupdate script: %w", err)
 	}
 	inst.remote = append(inst.remote,
-		remoteFile{path: path.Join(sysupdateConfDir, minor), source: joinURL(base, "kubernetes", minor), mode: 0o644},
-		remoteFile{path: sysupdateNoopPath, source: joinURL(base, "noop.conf"), mode: 0o644})
+		remoteFile{path: path.Join(SysupdateConfDir, minor), source: joinURL(base, "kubernetes", minor), mode: 0o644},
+		remoteFile{path: SysupdateNoopPath, source: joinURL(base, "noop.conf"), mode: 0o644})
 	inst.data = append(inst.data, File{Path: sysupdateScript, Content: script, Mode: 0o755})
 	dropin := serializeUnit([]*unit.UnitOption{
 		unit.NewUnitOption("Service", "ExecStartPre", "/bin/bash "+sysupdateScript),
 	})
 	inst.units = append(inst.units,
-		types.Unit{Name: sysupdateService, Dropins: []types.Dropin{{Name: sysupdateDropin, Contents: ptr.To(dropin)}}},
-		types.Unit{Name: sysupdateTimer, Enabled: ptr.To(true)})
-	inst.owned = append(inst.owned, sysupdateConfDir, sysupdateNoopPath, sysupdateScript,
-		path.Join(systemdUnitDir, sysupdateService+".d", sysupdateDropin))
+		types.Unit{Name: SysupdateService, Dropins: []types.Dropin{{Name: SysupdateDropin, Contents: ptr.To(dropin)}}},
+		types.Unit{Name: SysupdateTimer, Enabled: ptr.To(true)})
+	inst.owned = append(inst.owned, SysupdateConfDir, SysupdateNoopPath, sysupdateScript,
+		path.Join(systemdUnitDir, SysupdateService+".d", SysupdateDropin))
 	return inst, nil
 }
 

@@ -12,20 +12,14 @@ import (
 	"gopkg.in/yaml.v3"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
-// What the providers' flatcar-sysext flavors (CAPO, CAPZ, CAPV) write in the Container Linux
-// Config to install Kubernetes as a system extension: the sysext bakery's documented paths, which
-// the renderer writes itself for spec.kubernetes source sysext (ignition/kubernetes.go) and refuses
-// from a user's snippet.
+// The providers' flatcar-sysext flavors (CAPO, CAPZ, CAPV) write the Kubernetes system extension
+// in the Container Linux Config at the sysext bakery's documented paths, the renderer's
+// (ignition.SysextLink, ignition.SysextDir, the sysupdate files), which it writes itself for
+// spec.kubernetes source sysext and refuses from a user's snippet.
 const (
-	sysextLinkPath    = "/etc/extensions/kubernetes.raw"
-	sysextImageDir    = "/opt/extensions/kubernetes"
-	sysupdateConfDir  = "/etc/sysupdate.kubernetes.d"
-	sysupdateNoopPath = "/etc/sysupdate.d/noop.conf"
-	sysupdateService  = "systemd-sysupdate.service"
-	sysupdateTimer    = "systemd-sysupdate.timer"
-	sysupdateDropin   = "kubernetes.conf"
 	// kubernetesVersionVariable is clusterctl's variable for the cluster's version, which the
 	// flavors put in the image's name; the converted config takes the Machine's version instead.
 	kubernetesVersionVariable = "${KUBERNETES_VERSION}"
@@ -36,8 +30,6 @@ const (
 var (
 	// sysextImageName is the bakery's image name, kubernetes-<version>-<x86-64|arm64>.raw.
 	sysextImageName = regexp.MustCompile(`^kubernetes-(.+)-(x86-64|arm64)\.raw$`)
-	// sysextReleaseVersion is a version the bakery has images of (no pre-releases, no build metadata).
-	sysextReleaseVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+$`)
 	// bakeryReleaseDir is a release of the sysext bakery on GitHub (latest, or a per-image tag such
 	// as kubernetes-v1.32.2): where the flavors downloaded from before the bakery moved.
 	bakeryReleaseDir = regexp.MustCompile(`^https://github\.com/flatcar/sysext-bakery/releases/download/[^/]+$`)
@@ -196,39 +188,39 @@ type sysextImage struct {
 // found is false when the document has neither (nothing to map); reason says why what it has
 // cannot be mapped onto spec.kubernetes.
 func findSysextImage(d *clcDocument) (img sysextImage, found bool, reason string) {
-	links := entries(d.links, "path", equals(sysextLinkPath))
-	inImageDir := slices.Concat(entries(d.files, "path", under(sysextImageDir)),
-		entries(d.links, "path", under(sysextImageDir)), entries(d.dirs, "path", under(sysextImageDir)))
+	links := entries(d.links, "path", equals(ignition.SysextLink))
+	inImageDir := slices.Concat(entries(d.files, "path", under(ignition.SysextDir)),
+		entries(d.links, "path", under(ignition.SysextDir)), entries(d.dirs, "path", under(ignition.SysextDir)))
 	if len(links) == 0 && len(inImageDir) == 0 {
 		return img, false, ""
 	}
 	switch len(links) {
 	case 0:
-		return img, true, fmt.Sprintf("it writes under %s but has no link at %s, which systemd-sysext reads", sysextImageDir, sysextLinkPath)
+		return img, true, fmt.Sprintf("it writes under %s but has no link at %s, which systemd-sysext reads", ignition.SysextDir, ignition.SysextLink)
 	case 1:
 	default:
-		return img, true, fmt.Sprintf("it has %d links at %s", len(links), sysextLinkPath)
+		return img, true, fmt.Sprintf("it has %d links at %s", len(links), ignition.SysextLink)
 	}
 	img.link = links[0]
 	var link clctypes.Link
 	if err := img.link.entry.Decode(&link); err != nil {
-		return img, true, fmt.Sprintf("the link at %s is not a Container Linux Config link (%v)", sysextLinkPath, err)
+		return img, true, fmt.Sprintf("the link at %s is not a Container Linux Config link (%v)", ignition.SysextLink, err)
 	}
 	if reason := linkExtras(link); reason != "" {
-		return img, true, fmt.Sprintf("the link at %s %s, which spec.kubernetes does not write", sysextLinkPath, reason)
+		return img, true, fmt.Sprintf("the link at %s %s, which spec.kubernetes does not write", ignition.SysextLink, reason)
 	}
 	dir, name := path.Split(link.Target)
 	parts := sysextImageName.FindStringSubmatch(name)
-	if path.Clean(dir) != sysextImageDir || parts == nil {
-		return img, true, fmt.Sprintf("the link's target %s is not %s/kubernetes-<version>-<x86-64|arm64>.raw", link.Target, sysextImageDir)
+	if path.Clean(dir) != ignition.SysextDir || parts == nil {
+		return img, true, fmt.Sprintf("the link's target %s is not %s/kubernetes-<version>-<x86-64|arm64>.raw", link.Target, ignition.SysextDir)
 	}
 	img.version, img.arch = parts[1], bakeryArchitectures[parts[2]]
-	if img.version != kubernetesVersionVariable && !sysextReleaseVersion.MatchString(img.version) {
+	if img.version != kubernetesVersionVariable && !ignition.SysextVersion(img.version) {
 		return img, true, fmt.Sprintf("the version %s in the image's name is neither %s nor a release such as v1.32.2", img.version, kubernetesVersionVariable)
 	}
 	for _, e := range inImageDir {
 		if p := scalarOf(e.entry, "path"); p != link.Target || e.list != d.files {
-			return img, true, fmt.Sprintf("it also writes %s, and spec.kubernetes owns %s", p, sysextImageDir)
+			return img, true, fmt.Sprintf("it also writes %s, and spec.kubernetes owns %s", p, ignition.SysextDir)
 		}
 	}
 	switch len(inImageDir) {
@@ -332,13 +324,13 @@ type sysupdateConfig struct {
 
 func findSysupdate(d *clcDocument) sysupdateConfig {
 	s := sysupdateConfig{
-		conf:  entries(d.files, "path", under(sysupdateConfDir)),
-		noop:  entries(d.files, "path", equals(sysupdateNoopPath)),
-		timer: entries(d.units, "name", equals(sysupdateTimer)),
+		conf:  entries(d.files, "path", under(ignition.SysupdateConfDir)),
+		noop:  entries(d.files, "path", equals(ignition.SysupdateNoopPath)),
+		timer: entries(d.units, "name", equals(ignition.SysupdateTimer)),
 	}
-	for _, service := range entries(d.units, "name", equals(sysupdateService)) {
+	for _, service := range entries(d.units, "name", equals(ignition.SysupdateService)) {
 		if dropins := sequenceOf(service.entry, "dropins"); dropins != nil {
-			if found := entries(dropins, "name", equals(sysupdateDropin)); len(found) > 0 {
+			if found := entries(dropins, "name", equals(ignition.SysupdateDropin)); len(found) > 0 {
 				s.dropin, s.service = found, service.entry
 			}
 		}
@@ -350,13 +342,13 @@ func findSysupdate(d *clcDocument) sysupdateConfig {
 func (s sysupdateConfig) missing() []string {
 	var out []string
 	if len(s.conf) == 0 {
-		out = append(out, "a file in "+sysupdateConfDir)
+		out = append(out, "a file in "+ignition.SysupdateConfDir)
 	}
 	if len(s.noop) == 0 {
-		out = append(out, sysupdateNoopPath)
+		out = append(out, ignition.SysupdateNoopPath)
 	}
 	if len(s.dropin) == 0 {
-		out = append(out, sysupdateService+"'s drop-in "+sysupdateDropin)
+		out = append(out, ignition.SysupdateService+"'s drop-in "+ignition.SysupdateDropin)
 	}
 	return out
 }
@@ -394,7 +386,7 @@ func timerEnabled(timer []clcEntry) (bool, error) {
 	for _, t := range timer {
 		var u clctypes.SystemdUnit
 		if err := t.entry.Decode(&u); err != nil {
-			return false, fmt.Errorf("reading the %s unit: %w", sysupdateTimer, err)
+			return false, fmt.Errorf("reading the %s unit: %w", ignition.SysupdateTimer, err)
 		}
 		if u.Enable || (u.Enabled != nil && *u.Enabled) {
 			return true, nil
@@ -459,7 +451,7 @@ func mapKubernetesSysext(doc string, f *findings) (string, cabpiv1.KubernetesSpe
 		k.Sysext = &sysext
 	}
 
-	what := "the link at " + sysextLinkPath + " and the image it points to"
+	what := "the link at " + ignition.SysextLink + " and the image it points to"
 	if sysupdateMapped {
 		what += ", with its systemd-sysupdate configuration,"
 	}
