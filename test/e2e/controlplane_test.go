@@ -251,9 +251,25 @@ func TestControlPlane(t *testing.T) {
 				assert.Contains(t, node.Spec.Taints, corev1.Taint{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule})
 				assert.True(t, exists(t, instanceOf(m), "/run/cluster-api/bootstrap-success.complete"), "the sentinel on %s", m.Name)
 			}
-			pods, err := wc.CoreV1().Pods(metav1.NamespaceSystem).List(t.Context(), metav1.ListOptions{LabelSelector: "component=kube-apiserver"})
-			require.NoError(t, err)
-			assert.Len(t, pods.Items, 3, "an API server on each control-plane node")
+			// The kubelet reports each static pod as a mirror pod once it reaches the API: a
+			// node's may come a little after its Node.
+			var want []string
+			for _, m := range machines {
+				want = append(want, m.Name)
+			}
+			slices.Sort(want)
+			assert.EventuallyWithT(t, func(c *assert.CollectT) {
+				pods, err := wc.CoreV1().Pods(metav1.NamespaceSystem).List(t.Context(), metav1.ListOptions{LabelSelector: "component=kube-apiserver"})
+				if !assert.NoError(c, err) {
+					return
+				}
+				var on []string
+				for _, p := range pods.Items {
+					on = append(on, p.Spec.NodeName)
+				}
+				slices.Sort(on)
+				assert.Equal(c, want, on, "the nodes of the kube-apiserver mirror pods")
+			}, 2*time.Minute, time.Second, "an API server on each control-plane node")
 
 			nc := &infrav1.NspawnCluster{}
 			require.NoError(t, mgmt.Client.Get(t.Context(), types.NamespacedName{Namespace: namespace, Name: lc.cluster.Name}, nc))
