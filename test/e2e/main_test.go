@@ -141,6 +141,14 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
+	// The host's loop devices as they are now, given back after the machines (undo runs in
+	// reverse): stock machines are given loop devices, and their systemd removes those it used.
+	restoreLoops, err := nspawn.KeepHostLoopDevices()
+	undo = append(undo, restoreLoops)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
 
 	work, err := os.MkdirTemp("", "cabpi-e2e-")
 	if err != nil {
