@@ -2,7 +2,6 @@ package ignition
 
 import (
 	"fmt"
-	"io"
 	"net/url"
 	"path"
 	"regexp"
@@ -133,20 +132,28 @@ func checkKubernetes(variant cabpiv1.Variant, k cabpiv1.KubernetesSpec, version 
 // vMAJOR.MINOR.PATCH (no pre-release, no build metadata).
 func SysextVersion(v string) bool { return sysextVersion.MatchString(v) }
 
-// checkBaseURL accepts an absolute http or https URL without query or fragment, to which the
-// layout's paths are appended.
+// checkBaseURL places BaseURLProblem's reason at.
 func checkBaseURL(at Place, base string) *Error {
-	u, err := url.Parse(base)
-	if err != nil {
-		return errorf(ErrInvalidInput, at, "%q is not a URL: %v", base, err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return errorf(ErrInvalidInput, at, "%q is not an http or https URL with a host", base)
-	}
-	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return errorf(ErrInvalidInput, at, "%q has a query, fragment or user info: the layout's paths are appended to it", base)
+	if problem := BaseURLProblem(base); problem != "" {
+		return errorf(ErrInvalidInput, at, "%q %s", base, problem)
 	}
 	return nil
+}
+
+// BaseURLProblem says why base cannot be a source's base URL, "" when it can: the layout's
+// paths are appended to an absolute http or https URL with a host and no query, fragment or user.
+func BaseURLProblem(base string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return fmt.Sprintf("is not a URL: %v", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "is not an http or https URL with a host"
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "has a query, fragment or user info: the layout's paths are appended to it"
+	}
+	return ""
 }
 
 func kubernetesSource(k cabpiv1.KubernetesSpec) cabpiv1.KubernetesSource {
@@ -163,18 +170,31 @@ func kubernetesArch(k cabpiv1.KubernetesSpec) cabpiv1.Architecture {
 	return k.Arch
 }
 
-// sysextArch is the architecture as the sysext bakery names its images.
-func sysextArch(a cabpiv1.Architecture) string {
-	if a == cabpiv1.ArchitectureAMD64 {
-		return "x86-64"
-	}
-	return string(a)
+// sysextArchNames are the architectures as the sysext bakery names them in its images.
+var sysextArchNames = map[cabpiv1.Architecture]string{
+	cabpiv1.ArchitectureAMD64: "x86-64",
+	cabpiv1.ArchitectureARM64: "arm64",
 }
 
 // SysextImageName is the file name of the Kubernetes system extension image of version for arch
 // in the bakery's layout: kubernetes-v1.34.4-x86-64.raw.
 func SysextImageName(version string, arch cabpiv1.Architecture) string {
-	return fmt.Sprintf("kubernetes-%s-%s.raw", version, sysextArch(arch))
+	return fmt.Sprintf("kubernetes-%s-%s.raw", version, sysextArchNames[arch])
+}
+
+// ParseSysextImageName reads a name of SysextImageName's form; ok is false for any other name.
+func ParseSysextImageName(name string) (version string, arch cabpiv1.Architecture, ok bool) {
+	rest, prefixed := strings.CutPrefix(name, "kubernetes-")
+	rest, suffixed := strings.CutSuffix(rest, ".raw")
+	if !prefixed || !suffixed {
+		return "", "", false
+	}
+	for a, n := range sysextArchNames {
+		if v, isArch := strings.CutSuffix(rest, "-"+n); isArch && v != "" {
+			return v, a, true
+		}
+	}
+	return "", "", false
 }
 
 // joinURL appends the layout's path elements to base.
@@ -309,15 +329,6 @@ func kubeletDropinOptions(kubelet string) []*unit.UnitOption {
 		unit.NewUnitOption("Service", "ExecStart",
 			kubelet+" $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS"),
 	}
-}
-
-// serializeUnit writes unit options; reading from memory does not fail.
-func serializeUnit(opts []*unit.UnitOption) string {
-	data, err := io.ReadAll(unit.Serialize(opts))
-	if err != nil {
-		panic(fmt.Sprintf("serializing a unit from memory: %v", err))
-	}
-	return string(data)
 }
 
 // ownedFiles are the source's data files as the provider's files (checked and written like the

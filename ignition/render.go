@@ -120,10 +120,7 @@ func mergeInput(in *Input) (*merged, *Error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	unit, err := kubeadmUnit(metadata, inst.after)
-	if err != nil {
-		return nil, nil, err
-	}
+	unit := kubeadmUnit(metadata, inst.after)
 	base, err := json.Marshal(baseConfig(kubeadmYAML, script, unit, provider, inst, in.Files, in.Users, in.Compress))
 	if err != nil {
 		return nil, nil, fmt.Errorf("encoding the base config: %w", err)

@@ -19,7 +19,7 @@ const kubeadmUnitExecStart = "/bin/bash " + KubeadmScriptPath
 // The unit is built from typed options and serialized by go-systemd, the library Ignition itself
 // uses to read units; drop-ins a user adds are checked with the same parser (dropin.go).
 // With the Kubernetes system extension it also waits for systemd-sysext.service, which merges it.
-func kubeadmUnit(md *metadataSource, after []string) (string, error) {
+func kubeadmUnit(md *metadataSource, after []string) string {
 	opts := []*unit.UnitOption{
 		unit.NewUnitOption("Unit", "Description", "Bootstrap the node with kubeadm (Cluster API, cabpi)"),
 		unit.NewUnitOption("Unit", "Wants", "network-online.target"),
@@ -47,9 +47,15 @@ func kubeadmUnit(md *metadataSource, after []string) (string, error) {
 		unit.NewUnitOption("Service", "ExecStart", kubeadmUnitExecStart),
 		unit.NewUnitOption("Install", "WantedBy", "multi-user.target"),
 	)
+	return serializeUnit(opts)
+}
+
+// serializeUnit writes unit options as a unit file: go-systemd serializes into memory, which does
+// not fail.
+func serializeUnit(opts []*unit.UnitOption) string {
 	data, err := io.ReadAll(unit.Serialize(opts))
 	if err != nil {
-		return "", fmt.Errorf("serializing %s: %w", KubeadmUnitName, err)
+		panic(fmt.Sprintf("serializing a unit from memory: %v", err))
 	}
-	return string(data), nil
+	return string(data)
 }

@@ -2,7 +2,6 @@ package convert
 
 import (
 	"fmt"
-	"net/url"
 	"path"
 	"regexp"
 	"slices"
@@ -28,18 +27,10 @@ const (
 )
 
 var (
-	// sysextImageName is the bakery's image name, kubernetes-<version>-<x86-64|arm64>.raw.
-	sysextImageName = regexp.MustCompile(`^kubernetes-(.+)-(x86-64|arm64)\.raw$`)
 	// bakeryReleaseDir is a release of the sysext bakery on GitHub (latest, or a per-image tag such
 	// as kubernetes-v1.32.2): where the flavors downloaded from before the bakery moved.
 	bakeryReleaseDir = regexp.MustCompile(`^https://github\.com/flatcar/sysext-bakery/releases/download/[^/]+$`)
 )
-
-// bakeryArchitectures are the bakery's names of the architectures spec.kubernetes.arch takes.
-var bakeryArchitectures = map[string]cabpiv1.Architecture{
-	"x86-64": cabpiv1.ArchitectureAMD64,
-	"arm64":  cabpiv1.ArchitectureARM64,
-}
 
 // clcEntry is one entry of a list in the Container Linux Config (a file, a link, a unit, a
 // drop-in) and the list holding it, so that it can be removed in place.
@@ -210,11 +201,11 @@ func findSysextImage(d *clcDocument) (img sysextImage, found bool, reason string
 		return img, true, fmt.Sprintf("the link at %s %s, which spec.kubernetes does not write", ignition.SysextLink, reason)
 	}
 	dir, name := path.Split(link.Target)
-	parts := sysextImageName.FindStringSubmatch(name)
-	if path.Clean(dir) != ignition.SysextDir || parts == nil {
+	version, arch, ok := ignition.ParseSysextImageName(name)
+	if path.Clean(dir) != ignition.SysextDir || !ok {
 		return img, true, fmt.Sprintf("the link's target %s is not %s/kubernetes-<version>-<x86-64|arm64>.raw", link.Target, ignition.SysextDir)
 	}
-	img.version, img.arch = parts[1], bakeryArchitectures[parts[2]]
+	img.version, img.arch = version, arch
 	if img.version != kubernetesVersionVariable && !ignition.SysextVersion(img.version) {
 		return img, true, fmt.Sprintf("the version %s in the image's name is neither %s nor a release such as v1.32.2", img.version, kubernetesVersionVariable)
 	}
@@ -305,9 +296,8 @@ func mirrorProblem(dir, version string) string {
 	if strings.Contains(dir, version) {
 		return "its directory names the version, and spec.kubernetes.sysext.baseURL serves every version from one directory"
 	}
-	u, err := url.Parse(dir)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "its directory is not an http or https URL spec.kubernetes.sysext.baseURL can take"
+	if problem := ignition.BaseURLProblem(dir); problem != "" {
+		return "its directory " + problem + ", and spec.kubernetes.sysext.baseURL cannot take it"
 	}
 	return ""
 }
