@@ -609,7 +609,7 @@ func fileMode(t *testing.T, cfg exptypes.Config, path string) int {
 func TestSysextImageNameRoundTrip(t *testing.T) {
 	for _, arch := range []cabpiv1.Architecture{cabpiv1.ArchitectureAMD64, cabpiv1.ArchitectureARM64} {
 		for _, version := range []string{"v1.34.4", "${KUBERNETES_VERSION}"} {
-			v, a, ok := ParseSysextImageName(SysextImageName(version, arch))
+			v, a, ok := ignition.ParseSysextImageName(ignition.SysextImageName(version, arch))
 			require.True(t, ok, "%s %s", version, arch)
 			assert.Equal(t, version, v)
 			assert.Equal(t, arch, a)
@@ -617,7 +617,7 @@ func TestSysextImageNameRoundTrip(t *testing.T) {
 	}
 	for _, name := range []string{"kubernetes-v1.34.4-amd64.raw", "kubernetes--x86-64.raw", "kubernetes-v1.34.4-x86-64.img",
 		"docker-v1.34.4-x86-64.raw", "kubernetes.raw"} {
-		_, _, ok := ParseSysextImageName(name)
+		_, _, ok := ignition.ParseSysextImageName(name)
 		assert.False(t, ok, name)
 	}
 }
