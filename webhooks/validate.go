@@ -339,15 +339,14 @@ func hasError(errs field.ErrorList, e *field.Error) bool {
 // kubernetesValue is the value of spec.kubernetes at the place, for the error: none of it is
 // secret.
 func kubernetesValue(k cabpiv1.KubernetesSpec, at ignition.Place) any {
-	names := at.Names()
 	switch {
-	case len(names) == 1 && names[0] == string(ignition.KubernetesSource):
+	case slices.Equal(at.Path, []ignition.Member{ignition.KubernetesSource}):
 		return k.Source
-	case len(names) == 1 && names[0] == string(ignition.KubernetesArch):
+	case slices.Equal(at.Path, []ignition.Member{ignition.KubernetesArch}):
 		return k.Arch
-	case len(names) == 2 && names[1] == string(ignition.KubernetesBaseURL) && names[0] == string(ignition.KubernetesSysext) && k.Sysext != nil:
+	case slices.Equal(at.Path, []ignition.Member{ignition.KubernetesSysext, ignition.KubernetesBaseURL}) && k.Sysext != nil:
 		return k.Sysext.BaseURL
-	case len(names) == 2 && names[1] == string(ignition.KubernetesBaseURL) && names[0] == string(ignition.KubernetesBinaries) && k.Binaries != nil:
+	case slices.Equal(at.Path, []ignition.Member{ignition.KubernetesBinaries, ignition.KubernetesBaseURL}) && k.Binaries != nil:
 		return k.Binaries.BaseURL
 	}
 	return field.OmitValueType{}

@@ -196,11 +196,7 @@ func run(m *testing.M) int {
 	undo = append(undo, func() error { return instances.Close(context.Background()) })
 	// The images are built (or found in the cache) before any Machine asks.
 	for _, f := range []nodeimage.Flavor{nodeimage.FlavorFlatcar, nodeimage.FlavorFCOS, nodeimage.FlavorFlatcarStock, nodeimage.FlavorFCOSStock} {
-		k := instances.Kubernetes
-		if f.Stock() {
-			k = nodeimage.Kubernetes{}
-		}
-		if _, err := instances.Images.Build(ctx, f, k); err != nil {
+		if _, err := instances.Image(ctx, f); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e: building the node image:", err)
 			return 1
 		}

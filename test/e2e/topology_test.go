@@ -91,8 +91,13 @@ func TestTopologyVersionUpgradesWorkers(t *testing.T) {
 
 	// The suite as the control plane's provider, until the test ends.
 	provide, stop := context.WithCancel(ctx)
-	defer stop()
-	go provideExternalControlPlane(provide, t, topologyCluster)
+	provided := make(chan struct{})
+	go func() {
+		defer close(provided)
+		provideExternalControlPlane(provide, t, topologyCluster)
+	}()
+	// Stopped and waited for before the test ends: it logs through t.
+	defer func() { stop(); <-provided }()
 
 	md := func() *clusterv1.MachineDeployment {
 		t.Helper()

@@ -100,7 +100,7 @@ func (b Builder) Build(ctx context.Context, flavor Flavor, k Kubernetes) (string
 		return "", err
 	}
 	if flavor.Stock() {
-		return b.stock(base, flavor, files)
+		return b.stock(ctx, base, flavor, files)
 	}
 	var specs []imageSpec
 	if k.ControlPlane != nil {
@@ -157,7 +157,7 @@ func (b Builder) Build(ctx context.Context, flavor Flavor, k Kubernetes) (string
 }
 
 // stock builds the flavor without Kubernetes: the base root and the flavor's files.
-func (b Builder) stock(base string, flavor Flavor, files []File) (string, error) {
+func (b Builder) stock(ctx context.Context, base string, flavor Flavor, files []File) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "base=%s flavor=%s\n", filepath.Base(filepath.Dir(base)), flavor)
 	for _, f := range files {
@@ -166,7 +166,7 @@ func (b Builder) stock(base string, flavor Flavor, files []File) (string, error)
 	}
 	dir := filepath.Join(b.CacheDir, fmt.Sprintf("%s-%s", flavor, short(h.Sum(nil))))
 	return b.cached(dir, func(root string) error {
-		if err := run(context.Background(), b.Log, "cp", "-a", base+"/.", root); err != nil {
+		if err := run(ctx, b.Log, "cp", "-a", base+"/.", root); err != nil {
 			return fmt.Errorf("copying the base root: %w", err)
 		}
 		return writeFiles(root, files)

@@ -114,7 +114,7 @@ func (s *Instances) Get(key types.NamespacedName) *Instance {
 // Create makes the instance of an NspawnMachine: its root over the node image with the
 // Ignition applied, and its address; it is not booted.
 func (s *Instances) Create(ctx context.Context, key types.NamespacedName, spec InstanceSpec) (*Instance, error) {
-	image, err := s.image(ctx, nodeimage.Flavor(spec.Flavor))
+	image, err := s.Image(ctx, nodeimage.Flavor(spec.Flavor))
 	if err != nil {
 		return nil, err
 	}
@@ -265,15 +265,15 @@ func (s *Instances) artifact(key types.NamespacedName, name, suffix string) (*os
 const loopDevicesPerMachine = 32
 
 func stockLoopDevices(f infrav1.Flavor) int {
-	if f.Stock() {
+	if nodeimage.Flavor(f).Stock() {
 		return loopDevicesPerMachine
 	}
 	return 0
 }
 
-// image builds (or finds) the flavor's image once per Instances: concurrent instances of a new
+// Image builds (or finds) the flavor's image once per Instances: concurrent instances of a new
 // flavor wait for one build, and later ones do not hash the binaries again.
-func (s *Instances) image(ctx context.Context, flavor nodeimage.Flavor) (string, error) {
+func (s *Instances) Image(ctx context.Context, flavor nodeimage.Flavor) (string, error) {
 	s.imageMu.Lock()
 	defer s.imageMu.Unlock()
 	if root, ok := s.images[flavor]; ok {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/nodeimage"
 )
 
 // ProviderIDPrefix is what a node named from OpenStack metadata reports as its provider ID,
@@ -112,7 +113,7 @@ func (r *MachineReconciler) reconcileNormal(ctx context.Context, cluster *cluste
 			return ctrl.Result{}, nil
 		}
 		// A stock image has no Kubernetes of its own: the bootstrap data brings the version.
-		if !nm.Spec.Flavor.Stock() && machine.Spec.Version != r.Instances.Kubernetes.Version {
+		if !nodeimage.Flavor(nm.Spec.Flavor).Stock() && machine.Spec.Version != r.Instances.Kubernetes.Version {
 			setReady(nm, metav1.ConditionFalse, infrav1.UnsupportedKubernetesVersionReason,
 				fmt.Sprintf("the node images carry Kubernetes %s, the Machine asks for %q", r.Instances.Kubernetes.Version, machine.Spec.Version))
 			return ctrl.Result{}, nil

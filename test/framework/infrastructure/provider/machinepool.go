@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/nodeimage"
 )
 
 // MachinePoolReconciler runs an instance per replica of an NspawnMachinePool's MachinePool,
@@ -90,7 +91,7 @@ func (r *MachinePoolReconciler) reconcileNormal(ctx context.Context, cluster *cl
 		setPoolReady(pool, metav1.ConditionFalse, infrav1.WaitingForBootstrapDataReason, "the MachinePool has no bootstrap data Secret yet")
 		return ctrl.Result{}, nil
 	}
-	if !pool.Spec.Flavor.Stock() && mp.Spec.Template.Spec.Version != r.Instances.Kubernetes.Version {
+	if !nodeimage.Flavor(pool.Spec.Flavor).Stock() && mp.Spec.Template.Spec.Version != r.Instances.Kubernetes.Version {
 		setPoolReady(pool, metav1.ConditionFalse, infrav1.UnsupportedKubernetesVersionReason,
 			fmt.Sprintf("the node images carry Kubernetes %s, the MachinePool asks for %q", r.Instances.Kubernetes.Version, mp.Spec.Template.Spec.Version))
 		return ctrl.Result{}, nil

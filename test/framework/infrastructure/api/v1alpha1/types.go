@@ -22,9 +22,6 @@ const (
 	FlavorFCOSStock Flavor = "fcos-stock"
 )
 
-// Stock reports whether the flavor's image has no Kubernetes: any Machine version boots on it.
-func (f Flavor) Stock() bool { return f == FlavorFlatcarStock || f == FlavorFCOSStock }
-
 // Condition reasons of the Ready condition (the contract's failure reporting: CAPI mirrors an
 // InfraMachine's Ready condition into the Machine's InfrastructureReady).
 const (
