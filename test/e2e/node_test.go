@@ -92,7 +92,11 @@ func assertWorkerJoined(t *testing.T, m *clusterv1.Machine, release string) {
 		return true
 	}, time.Minute, time.Second, "Cluster API removes the uninitialized taint from Node %s", m.Name)
 
-	// The node.
+	// The node. Its Node registers before kubeadm join exits: wait for kubeadm.service to finish.
+	require.Eventually(t, func() bool {
+		out, _ := onNode(t, inst, "systemctl", "show", "kubeadm.service", "--value", "-p", "ActiveState")
+		return out != "activating"
+	}, 2*time.Minute, time.Second, "kubeadm.service finishes")
 	assert.True(t, exists(t, inst, ignition.SentinelPath), "the sentinel")
 	assert.False(t, exists(t, inst, ignition.KubeadmConfigPath), "the token-bearing kubeadm config is removed")
 	assert.Equal(t, "active", unitProperty(t, inst, "kubeadm.service", "ActiveState"))
