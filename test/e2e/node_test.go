@@ -45,11 +45,32 @@ func unitProperty(t *testing.T, inst *provider.Instance, unit, property string) 
 func kubeadmStarts(t *testing.T, inst *provider.Instance) int {
 	t.Helper()
 	out, err := onNode(t, inst, "journalctl", "--no-pager", "--boot=all", "-u", "kubeadm.service", "-o", "cat", "--grep", "^Starting kubeadm.service")
-	if err != nil && strings.Contains(out, "-- No entries --") {
+	// journalctl --grep exits 1 when nothing matches, saying so or not depending on its version.
+	if err != nil && (out == "" || strings.Contains(out, "-- No entries --")) {
+		boots, _ := onNode(t, inst, "journalctl", "--no-pager", "--list-boots")
+		t.Logf("no start of kubeadm.service in the journal of %s; its boots:\n%s", inst.Name, boots)
 		return 0
 	}
 	require.NoError(t, err)
 	return strings.Count(out, "Starting kubeadm.service")
+}
+
+// assertNoUnitFailed checks that systemd on the node has started up with no failed unit, and
+// logs the journal of each unit that failed.
+func assertNoUnitFailed(t *testing.T, inst *provider.Instance, when string) {
+	t.Helper()
+	state, err := inst.WaitBooted(t.Context())
+	require.NoError(t, err)
+	if assert.Equal(t, "running", state, "no unit failed %s", when) {
+		return
+	}
+	failed, _ := onNode(t, inst, "systemctl", "--failed", "--no-legend", "--plain")
+	for _, line := range strings.Split(failed, "\n") {
+		if unit, _, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
+			log, _ := onNode(t, inst, "journalctl", "--no-pager", "-b", "-u", unit)
+			t.Logf("failed unit %s on %s:\n%s", unit, inst.Name, log)
+		}
+	}
 }
 
 // assertWorkerJoined checks a joined worker from both ends: Cluster API's Machine, the Node the
@@ -98,6 +119,7 @@ func assertWorkerJoined(t *testing.T, m *clusterv1.Machine, release string) {
 		return out != "activating"
 	}, 2*time.Minute, time.Second, "kubeadm.service finishes")
 	assert.True(t, exists(t, inst, ignition.SentinelPath), "the sentinel")
+	assertNoUnitFailed(t, inst, "on the first boot")
 	assert.False(t, exists(t, inst, ignition.KubeadmConfigPath), "the token-bearing kubeadm config is removed")
 	assert.Equal(t, "active", unitProperty(t, inst, "kubeadm.service", "ActiveState"))
 	assert.Equal(t, "exited", unitProperty(t, inst, "kubeadm.service", "SubState"), "kubeadm.service is active (exited)")

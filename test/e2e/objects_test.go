@@ -72,8 +72,6 @@ systemd:
         Type=oneshot
         RemainAfterExit=yes
         ExecStart=/bin/true
-        Restart=on-failure
-        RestartSec=1
         [Install]
         WantedBy=multi-user.target
     - name: kubeadm.service

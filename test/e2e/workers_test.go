@@ -119,17 +119,7 @@ func testReboot(t *testing.T, m *clusterv1.Machine) {
 	require.NoError(t, inst.PowerOff(time.Minute))
 	down := time.Now()
 	require.NoError(t, inst.Boot(t.Context()))
-	state, err := inst.WaitBooted(t.Context())
-	require.NoError(t, err)
-	if !assert.Equal(t, "running", state, "no unit failed on the second boot") {
-		failed, _ := onNode(t, inst, "systemctl", "--failed", "--no-legend", "--plain")
-		for _, line := range strings.Split(failed, "\n") {
-			if unit, _, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
-				log, _ := onNode(t, inst, "journalctl", "--no-pager", "-b", "-u", unit)
-				t.Logf("failed unit %s:\n%s", unit, log)
-			}
-		}
-	}
+	assertNoUnitFailed(t, inst, "on the second boot")
 
 	assert.Equal(t, "inactive", unitProperty(t, inst, "kubeadm.service", "ActiveState"), "kubeadm.service does not run again")
 	assert.Equal(t, "no", unitProperty(t, inst, "kubeadm.service", "ConditionResult"), "skipped: its config is gone")

@@ -55,6 +55,11 @@ func (f Flavor) metadataAgent() (unitName, output, prefix string) {
 // scriptDir holds the image's own boot steps (not part of what the real systems ship).
 const scriptDir = "/usr/libexec/cabpi-test"
 
+// Init is what a node runs as PID 1 (nspawn.Spec.Init): it makes the cgroup v1 controllers
+// writable and then becomes systemd, so that systemd starts with controllers it can write
+// (scripts/init.sh says why not a unit).
+const Init = scriptDir + "/init.sh"
+
 // Files are the files the flavor adds to the base root, besides kubeadm and kubelet: the
 // kubelet's unit and kubeadm's drop-in for it, the CNI configuration, the sysctl kubeadm's
 // preflight wants, the boot steps that make this container behave like the real system, and
@@ -79,6 +84,11 @@ func (f Flavor) Files() ([]File, error) {
 		// A fresh image: systemd applies presets (Ignition's 20-ignition.preset enables
 		// kubeadm.service) only on first boot, which an uninitialized machine-id marks.
 		{Path: "/etc/machine-id", Mode: 0o444, Data: []byte("uninitialized\n")},
+		// Units are off unless something enables them, as on Flatcar and Fedora CoreOS (their
+		// 99-default.preset): Debian has no such preset, and its first boot would enable every
+		// unit with an [Install] section, the kubelet among them, whoever meant to. First boot
+		// applies presets in enable-only mode: what the image enabled stays enabled.
+		{Path: "/usr/lib/systemd/system-preset/99-default.preset", Mode: 0o644, Data: []byte("disable *\n")},
 		// No resolver: a node reaches only the suite's own addresses.
 		{Path: "/etc/resolv.conf", Mode: 0o644, Data: []byte("# no name servers: the node reaches only the test's own network\n")},
 	}...)
@@ -88,16 +98,13 @@ func (f Flavor) Files() ([]File, error) {
 	}
 	files = append(files, File{Path: "/etc/cni/net.d/10-cabpi-test-bridge.conflist", Mode: 0o644, Data: conflist})
 
-	names := []string{"cgroups-writable.sh", "metadata.sh", "network.sh"}
+	names := []string{"init.sh", "metadata.sh", "network.sh"}
 	files = append(files,
 		unitFile("/etc/systemd/system/cabpi-network.service", networkUnit()),
 		unitLink("network-online.target", "/etc/systemd/system/cabpi-network.service"),
 		File{Path: "/etc/systemd/system/systemd-networkd.service", LinkTarget: "/dev/null"},
 		File{Path: "/etc/systemd/system/systemd-networkd-wait-online.service", LinkTarget: "/dev/null"},
 		File{Path: "/etc/systemd/system/systemd-networkd.socket", LinkTarget: "/dev/null"})
-	files = append(files,
-		unitFile("/etc/systemd/system/cabpi-cgroups-writable.service", cgroupsUnit()),
-		unitLink("sysinit.target", "/etc/systemd/system/cabpi-cgroups-writable.service"))
 	agent, output, prefix := f.metadataAgent()
 	files = append(files,
 		unitFile(path.Join("/usr/lib/systemd/system", agent), metadataUnit(output, prefix)))
@@ -168,10 +175,6 @@ func kubeadmDropIn(bin string) []byte {
 }
 
 // earlyOneshot is a oneshot unit that runs a script of the image before the rest of the boot.
-// It is started again until it succeeds: in early boot, systemd in a systemd-nspawn machine
-// sometimes fails to start a unit at all ("Failed to attach to cgroup
-// /system.slice/<unit>: No such file or directory"; seen on 3 of 31 machines in one run), and a
-// node whose cgroups stay read-only never registers (the kubelet cannot make its QoS cgroups).
 func earlyOneshot(description, script string, args ...string) []*unit.UnitOption {
 	exec := "/bin/bash " + path.Join(scriptDir, script)
 	for _, a := range args {
@@ -181,12 +184,9 @@ func earlyOneshot(description, script string, args ...string) []*unit.UnitOption
 		unit.NewUnitOption("Unit", "Description", description),
 		unit.NewUnitOption("Unit", "DefaultDependencies", "no"),
 		unit.NewUnitOption("Unit", "Before", "sysinit.target"),
-		unit.NewUnitOption("Unit", "StartLimitIntervalSec", "0"),
 		unit.NewUnitOption("Service", "Type", "oneshot"),
 		unit.NewUnitOption("Service", "RemainAfterExit", "yes"),
 		unit.NewUnitOption("Service", "ExecStart", exec),
-		unit.NewUnitOption("Service", "Restart", "on-failure"),
-		unit.NewUnitOption("Service", "RestartSec", "2"),
 	}
 }
 
@@ -201,10 +201,6 @@ func networkUnit() []*unit.UnitOption {
 		unit.NewUnitOption("Service", "RemainAfterExit", "yes"),
 		unit.NewUnitOption("Service", "ExecStart", "/bin/bash "+path.Join(scriptDir, "network.sh")),
 	}
-}
-
-func cgroupsUnit() []*unit.UnitOption {
-	return earlyOneshot("cabpi test node: cgroup v1 controllers writable (systemd-nspawn mounts them read-only)", "cgroups-writable.sh")
 }
 
 func etcNoexecUnit() []*unit.UnitOption {

@@ -3,6 +3,7 @@ package nodeimage
 import (
 	"bytes"
 	"encoding/json"
+	"io/fs"
 	"strings"
 	"testing"
 
@@ -74,6 +75,7 @@ func TestFlavorsDifferAsTheSystemsDo(t *testing.T) {
 
 			// Common to both: first boot, forwarding, the CNI plugins where containerd looks.
 			assert.Equal(t, "uninitialized\n", string(files["/etc/machine-id"].Data))
+			assert.Equal(t, "disable *\n", string(files["/usr/lib/systemd/system-preset/99-default.preset"].Data), "units off unless enabled")
 			assert.Equal(t, "net.ipv4.ip_forward = 1\n", string(files["/etc/sysctl.d/50-cabpi-test-forward.conf"].Data))
 			assert.Equal(t, "/usr/lib/cni", files["/opt/cni/bin"].LinkTarget)
 			// host0 configured before network-online.target by the image's agent; networkd, which
@@ -84,8 +86,11 @@ func TestFlavorsDifferAsTheSystemsDo(t *testing.T) {
 			for _, masked := range []string{"systemd-networkd.service", "systemd-networkd.socket", "systemd-networkd-wait-online.service"} {
 				assert.Equal(t, "/dev/null", files["/etc/systemd/system/"+masked].LinkTarget, masked)
 			}
-			assert.Equal(t, "/etc/systemd/system/cabpi-cgroups-writable.service",
-				files["/etc/systemd/system/sysinit.target.wants/cabpi-cgroups-writable.service"].LinkTarget)
+			// PID 1 makes the cgroup controllers writable before systemd starts: no unit does.
+			assert.Equal(t, fs.FileMode(0o755), files[Init].Mode, "the init is executable")
+			assert.Contains(t, string(files[Init].Data), "exec /lib/systemd/systemd \"$@\"", "the init becomes systemd, with the arguments it was given")
+			_, unitDoes := files["/etc/systemd/system/sysinit.target.wants/cabpi-cgroups-writable.service"]
+			assert.False(t, unitDoes)
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -11,27 +12,40 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// loopDevices makes sure the kernel has loop devices 0 to n-1 (LOOP_CTL_ADD; one that exists is
-// left alone) and returns the device nodes a machine is given: /dev/loop-control and
-// /dev/loop0 to /dev/loop<n-1>. devtmpfs creates the nodes of devices the kernel adds.
-func loopDevices(n int) ([]string, error) {
+// loopDeviceNodes returns the binds that give the machine /dev/loop-control and /dev/loop0 to
+// /dev/loop<LoopDevices-1>. The loop devices are the kernel's, shared with the host and every
+// machine, and a machine's systemd removes the loop devices it is done with (LOOP_CTL_REMOVE):
+// binding the host's /dev/loopN would fail whenever another machine had just removed device N
+// ("Failed to stat /dev/loop0"). So the machine gets device nodes of its own (block 7:N, made
+// in its directory), which stand whether or not the kernel has the device at the moment; the
+// machine's systemd asks /dev/loop-control for a free device (LOOP_CTL_GET_FREE), which adds it.
+// The kernel's devices 0 to LoopDevices-1 are added here too (one that exists is left alone).
+func (m *Machine) loopDeviceNodes() ([]string, error) {
 	control, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("opening /dev/loop-control: %w", err)
 	}
 	defer control.Close()
-	devices := []string{"/dev/loop-control"}
-	for i := range n {
+	dir := filepath.Join(m.Dir, "dev")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	binds := []string{"--bind=/dev/loop-control"}
+	for i := range m.LoopDevices {
 		if err := loopControl(control, unix.LOOP_CTL_ADD, i); err != nil && !errors.Is(err, unix.EEXIST) {
 			return nil, fmt.Errorf("adding /dev/loop%d: %w", i, err)
 		}
-		if _, err := os.Stat(fmt.Sprintf("/dev/loop%d", i)); err != nil {
-			return nil, fmt.Errorf("loop device %d has no node in /dev: %w", i, err)
+		node := filepath.Join(dir, fmt.Sprintf("loop%d", i))
+		if err := unix.Mknod(node, unix.S_IFBLK|0o660, int(unix.Mkdev(loopMajor, uint32(i)))); err != nil && !errors.Is(err, unix.EEXIST) {
+			return nil, fmt.Errorf("making the node of loop device %d: %w", i, err)
 		}
-		devices = append(devices, fmt.Sprintf("/dev/loop%d", i))
+		binds = append(binds, fmt.Sprintf("--bind=%s:/dev/loop%d", node, i))
 	}
-	return devices, nil
+	return binds, nil
 }
+
+// loopMajor is the block device major number of loop devices.
+const loopMajor = 7
 
 func loopControl(control *os.File, request uintptr, i int) error {
 	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, control.Fd(), request, uintptr(i)); errno != 0 {

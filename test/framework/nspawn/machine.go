@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net/netip"
 	"os"
@@ -48,6 +49,10 @@ type Spec struct {
 	// system, bound over its root: what cannot live on overlayfs, such as containerd's state
 	// (its snapshotter's overlay mounts need an upper layer that is not overlayfs).
 	CopiedDirs []string
+	// Init is the program the machine runs as PID 1, a path in its root, which must become
+	// systemd (exec); empty lets systemd-nspawn find systemd (--boot). Either way systemd is
+	// PID 1 and the machine powers off on SIGRTMIN+3, as on --boot.
+	Init string
 	// LoopDevices gives the machine /dev/loop-control and that many loop devices (/dev/loop0 on),
 	// which systemd-sysext attaches extension images to; systemd-nspawn gives a machine none. The
 	// kernel's loop devices are shared with the host: each machine that merges an image holds one
@@ -64,9 +69,17 @@ type Machine struct {
 	Spec
 	root string
 
-	// mu guards boot: a test reboots a machine while a reconciler asks whether it runs.
-	mu   sync.Mutex
-	boot *boot
+	// mu guards boot and cgroups: a test reboots a machine while a reconciler asks whether it
+	// runs.
+	mu      sync.Mutex
+	boot    *boot
+	cgroups *machineCgroups
+}
+
+// cgroupName names the machine's own cgroups (cgroups.go): its name, and its directory's hash
+// so that two suites' machines of one name do not meet.
+func (m *Machine) cgroupName() string {
+	return fmt.Sprintf("cabpi-machine-%s-%08x", m.Name, crc32.ChecksumIEEE([]byte(m.Dir)))
 }
 
 // boot is one run of systemd-nspawn. err is written before done is closed, and read after.
@@ -175,7 +188,13 @@ func (m *Machine) Boot(ctx context.Context) error {
 	if m.up() != nil {
 		return fmt.Errorf("%s is running", m.Name)
 	}
-	cmd := exec.Command("systemd-nspawn", "--quiet", "--boot",
+	// With an init of the image's, nspawn runs it as PID 1 rather than looking for systemd, and
+	// is told the signal systemd powers off on (--boot implies it).
+	args := []string{"systemd-nspawn", "--quiet", "--boot"}
+	if m.Init != "" {
+		args = []string{"systemd-nspawn", "--quiet", "--kill-signal=SIGRTMIN+3"}
+	}
+	args = append(args,
 		"--directory="+m.root, "--machine="+m.Name, "--hostname="+m.Name,
 		"--register=no", "--keep-unit", "--resolv-conf=off",
 		"--network-bridge="+m.Network.Bridge,
@@ -184,17 +203,27 @@ func (m *Machine) Boot(ctx context.Context) error {
 		// filter refuses the keyring calls ("unable to join session keyring").
 		"--system-call-filter=@keyring")
 	for _, d := range m.CopiedDirs {
-		cmd.Args = append(cmd.Args, "--bind="+m.copiedDir(d)+":"+d)
+		args = append(args, "--bind="+m.copiedDir(d)+":"+d)
 	}
 	if m.LoopDevices > 0 {
-		devices, err := loopDevices(m.LoopDevices)
+		binds, err := m.loopDeviceNodes()
 		if err != nil {
 			return fmt.Errorf("booting %s: %w", m.Name, err)
 		}
-		for _, d := range devices {
-			cmd.Args = append(cmd.Args, "--bind="+d)
-		}
+		args = append(args, binds...)
 	}
+	if m.Init != "" {
+		args = append(args, m.Init)
+	}
+	groups, err := newMachineCgroups(m.cgroupName())
+	if err != nil {
+		return fmt.Errorf("booting %s: %w", m.Name, err)
+	}
+	m.mu.Lock()
+	m.cgroups = groups
+	m.mu.Unlock()
+	argv := groups.wrap(args)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "SYSTEMD_NSPAWN_API_VFS_WRITABLE=1")
 	out := m.Console
 	if out == nil {
@@ -335,9 +364,17 @@ func (m *Machine) Kill() error {
 	}
 }
 
-// Remove powers the machine off if needed, unmounts its root and deletes its directory.
+// Remove powers the machine off if needed, removes its cgroups, unmounts its root and deletes
+// its directory.
 func (m *Machine) Remove(ctx context.Context) error {
 	errs := []error{m.PowerOff(30 * time.Second)}
+	m.mu.Lock()
+	groups := m.cgroups
+	m.cgroups = nil
+	m.mu.Unlock()
+	if groups != nil {
+		errs = append(errs, groups.remove())
+	}
 	if err := syscall.Unmount(m.root, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
 		errs = append(errs, fmt.Errorf("unmounting the root of %s: %w", m.Name, err))
 	}

@@ -154,6 +154,7 @@ func (s *Instances) Create(ctx context.Context, key types.NamespacedName, spec I
 		Instance: nspawn.Instance{Hostname: spec.Name, UUID: spec.UUID},
 		Ignition: spec.Ignition, Console: console,
 		CopiedDirs: []string{nodeimage.ContainerdDir},
+		Init:       nodeimage.Init,
 		// A stock image gets Kubernetes from its bootstrap data, the system extension among the
 		// ways: systemd-sysext needs a loop device to attach the image to.
 		LoopDevices: stockLoopDevices(spec.Flavor),
