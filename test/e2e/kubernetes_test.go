@@ -180,9 +180,9 @@ func TestTamperedReleaseBinaryNeverRuns(t *testing.T) {
 	for _, bin := range []string{"kubeadm", "kubelet"} {
 		assert.False(t, exists(t, inst, "/opt/bin/"+bin), "/opt/bin/%s is not installed", bin)
 	}
-	// The bootstrap did not enable the kubelet; Debian's first-boot presets enable every unit
-	// with an [Install] section (Flatcar's and Fedora's do not), so the unit may be enabled here,
-	// but with nothing installed at /opt/bin/kubelet it has nothing to run.
+	// The bootstrap enables the kubelet only once every binary matched (the images disable what
+	// nothing enables, as Flatcar's and Fedora's presets do).
+	assert.Equal(t, "disabled", unitProperty(t, inst, "kubelet.service", "UnitFileState"), "the kubelet is not enabled")
 	assert.NotEqual(t, "active", unitProperty(t, inst, "kubelet.service", "ActiveState"), "no kubelet runs")
 	assert.Positive(t, releases.Requests("/tampered/release/"+kubernetesVersion+"/bin/linux/amd64/"+releaseserver.TamperedBinary))
 

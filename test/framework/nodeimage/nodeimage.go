@@ -20,6 +20,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/nspawn"
 )
 
 // Flavor is how the node resembles the operating system a variant runs on.
@@ -193,12 +196,18 @@ func (b Builder) importImages(ctx context.Context, root string, specs []imageSpe
 	}
 	mountPoint := filepath.Join(root, "var/tmp/cabpi-images.tar")
 	defer os.Remove(mountPoint)
-	if err := run(ctx, b.Log, "systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--private-network",
-		"--as-pid2", "--capability=all", "--directory="+root, "--bind-ro="+archive+":/var/tmp/cabpi-images.tar",
-		"/bin/bash", "-c", string(script)); err != nil {
+	argv, removeCgroups, err := nspawn.InOwnCgroups("cabpi-image-import-"+filepath.Base(filepath.Dir(root)), []string{
+		"systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--private-network",
+		"--as-pid2", "--capability=all", "--directory=" + root, "--bind-ro=" + archive + ":/var/tmp/cabpi-images.tar",
+		"/bin/bash", "-c", string(script)})
+	if err != nil {
 		return fmt.Errorf("importing the control plane's images into containerd: %w", err)
 	}
-	return nil
+	if err := run(ctx, b.Log, argv[0], argv[1:]...); err != nil {
+		_ = removeCgroups()
+		return fmt.Errorf("importing the control plane's images into containerd: %w", err)
+	}
+	return removeCgroups()
 }
 
 // base is the Debian root with basePackages, shared by every flavor and version.
@@ -224,7 +233,11 @@ func (b Builder) base(ctx context.Context) (string, error) {
 // temporary directory beside dir and renames that into place.
 func (b Builder) cached(dir string, build func(root string) error) (string, error) {
 	root := filepath.Join(dir, "rootfs")
-	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
+	complete := filepath.Join(dir, "complete")
+	if _, err := os.Stat(complete); err == nil {
+		// The marker's time is the image's last use, which pruning reads.
+		now := time.Now()
+		_ = os.Chtimes(complete, now, now)
 		return root, nil
 	}
 	if err := os.MkdirAll(b.CacheDir, 0o755); err != nil {
@@ -251,7 +264,42 @@ func (b Builder) cached(dir string, build func(root string) error) (string, erro
 		}
 		return "", fmt.Errorf("moving the image into place: %w", err)
 	}
+	b.pruneSiblings(dir)
 	return root, nil
+}
+
+// keepUnused is how long an image of the cache no run has used stays once another image of its
+// kind is built: far longer than a run that could still have machines over it lasts.
+const keepUnused = 24 * time.Hour
+
+// pruneSiblings removes the images of dir's kind (its name but the key: flavor, role, version)
+// that no run has used for keepUnused. Each change of an image's content is a new key: without
+// this the cache would grow by a set of images for each such change.
+func (b Builder) pruneSiblings(dir string) {
+	name := filepath.Base(dir)
+	i := strings.LastIndex(name, "-")
+	if i < 0 {
+		return
+	}
+	kind := name[:i+1]
+	entries, err := os.ReadDir(b.CacheDir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		key, ok := strings.CutPrefix(e.Name(), kind)
+		if !ok || e.Name() == name || strings.Contains(key, "-") || !e.IsDir() {
+			continue
+		}
+		sibling := filepath.Join(b.CacheDir, e.Name())
+		info, err := os.Stat(filepath.Join(sibling, "complete"))
+		if err != nil || time.Since(info.ModTime()) < keepUnused {
+			continue
+		}
+		if err := os.RemoveAll(sibling); err != nil && b.Log != nil {
+			fmt.Fprintf(b.Log, "pruning the unused image %s: %v\n", e.Name(), err)
+		}
+	}
 }
 
 // writeFiles writes files into root.
