@@ -56,6 +56,10 @@ const kubernetesVersion = "v1.34.4"
 // E2E_KUBERNETES_PREVIOUS, passed as CABPI_KUBE_BIN_PREVIOUS).
 const previousKubernetesVersion = "v1.33.13"
 
+// runWrites is about what a run writes to the host's disk once the images are there: the
+// machines' upper layers and containerd copies (up to some 5 GiB at once), with room to spare.
+const runWrites = 8 << 30
+
 // suitePrefix is the /24 the suite owns: the bridge holds its first address, the nodes the next.
 var suitePrefix = netip.MustParsePrefix("10.213.87.0/24")
 
@@ -150,6 +154,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 
+	// What machines of an earlier run left in the host's cgroups goes (nothing runs in it).
+	if err := nspawn.RemoveStaleCgroups(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
 	work, err := os.MkdirTemp("", "cabpi-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -200,6 +209,14 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "e2e: building the node image:", err)
 			return 1
 		}
+	}
+	// The nodes' kubelets count the host's free space as theirs: a run that would leave less than
+	// their eviction threshold fails here, saying so, rather than waiting for Machines that never
+	// become healthy. The images are built (and stale ones pruned) by now; the machines' layers
+	// and containerd copies are what the run still writes.
+	if err := nspawn.CheckHostDisk(work, runWrites); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
 	}
 	// Kubernetes for the stock images, as the Internet would serve it, from the bridge.
 	var served []releaseserver.Release

@@ -10,8 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A built image prunes the images of its kind no run used for a day, and only those: a recent
-// one of its kind and the images of other kinds stay; a used image counts as recent again.
+// Using or building an image prunes the images of its kind no run used for keepUnused, and only
+// those: a recent one of its kind and the images of other kinds stay; a used image counts as
+// recent again.
 func TestCachedPrunesUnusedImagesOfItsKind(t *testing.T) {
 	cache := t.TempDir()
 	b := Builder{CacheDir: cache}
@@ -30,12 +31,14 @@ func TestCachedPrunesUnusedImagesOfItsKind(t *testing.T) {
 	image("flatcar-stock-000000000005", old)
 	image("flatcar-cp-v1.34.4-rc.1-000000000006", old)
 
-	// Using image 3 makes it recent.
+	// Using image 3 makes it recent, and prunes image 1.
 	_, err := b.cached(filepath.Join(cache, "flatcar-cp-v1.34.4-000000000003"), func(string) error {
 		t.Fatal("a complete image is not built again")
 		return nil
 	})
 	require.NoError(t, err)
+	assert.NoDirExists(t, filepath.Join(cache, "flatcar-cp-v1.34.4-000000000001"), "an image of the used one's kind, unused for long")
+	image("flatcar-cp-v1.34.4-000000000007", old)
 
 	root, err := b.cached(filepath.Join(cache, "flatcar-cp-v1.34.4-0000000000ff"), func(root string) error {
 		return os.WriteFile(filepath.Join(root, "built"), nil, 0o644)

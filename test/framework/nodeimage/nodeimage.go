@@ -238,6 +238,7 @@ func (b Builder) cached(dir string, build func(root string) error) (string, erro
 		// The marker's time is the image's last use, which pruning reads.
 		now := time.Now()
 		_ = os.Chtimes(complete, now, now)
+		b.pruneSiblings(dir)
 		return root, nil
 	}
 	if err := os.MkdirAll(b.CacheDir, 0o755); err != nil {
@@ -268,13 +269,15 @@ func (b Builder) cached(dir string, build func(root string) error) (string, erro
 	return root, nil
 }
 
-// keepUnused is how long an image of the cache no run has used stays once another image of its
-// kind is built: far longer than a run that could still have machines over it lasts.
-const keepUnused = 24 * time.Hour
+// keepUnused is how long an image of the cache no run has used stays once a run uses another
+// image of its kind: twice as long as a run may last (make e2e's timeout), so no run still has
+// machines over it.
+const keepUnused = 2 * time.Hour
 
 // pruneSiblings removes the images of dir's kind (its name but the key: flavor, role, version)
 // that no run has used for keepUnused. Each change of an image's content is a new key: without
-// this the cache would grow by a set of images for each such change.
+// this the cache would grow by a set of images (some 3 GiB) for each such change, and the
+// nodes' kubelets count the host's free space as theirs (nspawn.CheckHostDisk).
 func (b Builder) pruneSiblings(dir string) {
 	name := filepath.Base(dir)
 	i := strings.LastIndex(name, "-")

@@ -160,19 +160,54 @@ func (c *machineCgroups) wrap(argv []string) []string {
 	return append(append(out, "--"), argv...)
 }
 
+// cgroupsEmptyWithin is how long a powered-off machine's processes may take to leave its
+// groups: systemd-nspawn has exited once the machine's init has, but the kernel kills the rest
+// of the machine's PID namespace then, and a process writing to disk takes a while to go.
+const cgroupsEmptyWithin = 30 * time.Second
+
 // remove removes the machine's groups and every group its systemd left in them; the machine
-// must be powered off. Its processes may take a moment to leave.
+// must be powered off.
 func (c *machineCgroups) remove() error {
+	deadline := time.Now().Add(cgroupsEmptyWithin)
 	var errs []error
 	for _, d := range c.dirs {
 		var err error
-		for range 20 {
-			if err = removeCgroupTree(d); !errors.Is(err, syscall.EBUSY) {
+		for {
+			if err = removeCgroupTree(d); !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
 				break
 			}
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(200 * time.Millisecond)
 		}
 		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// machineCgroupPrefix starts the name of every machine's groups.
+const machineCgroupPrefix = "cabpi-machine-"
+
+// RemoveStaleCgroups removes the groups machines of an earlier run left below this process's
+// groups (a run that was killed, or a machine whose processes took longer than
+// cgroupsEmptyWithin to go); a group with processes in it stays.
+func RemoveStaleCgroups() error {
+	hs, err := ownHierarchies()
+	if err != nil {
+		return fmt.Errorf("finding the suite's cgroups: %w", err)
+	}
+	var errs []error
+	for _, h := range hs {
+		entries, err := os.ReadDir(h.dir)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, e := range entries {
+			if e.IsDir() && strings.HasPrefix(e.Name(), machineCgroupPrefix) {
+				if err := removeCgroupTree(filepath.Join(h.dir, e.Name())); err != nil && !errors.Is(err, syscall.EBUSY) {
+					errs = append(errs, err)
+				}
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

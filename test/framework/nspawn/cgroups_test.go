@@ -66,3 +66,23 @@ func cgroupPaths(t *testing.T, data string) map[string]string {
 	}
 	return out
 }
+
+// Groups an earlier run's machines left are removed, with what is below them; others stay.
+func TestRemoveStaleCgroups(t *testing.T) {
+	stale, err := newMachineCgroups(machineCgroupPrefix + "stale-" + filepath.Base(t.TempDir()))
+	require.NoError(t, err)
+	other, err := newMachineCgroups("cabpi-other-" + filepath.Base(t.TempDir()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = stale.remove(); _ = other.remove() })
+	for _, d := range stale.dirs {
+		require.NoError(t, os.Mkdir(filepath.Join(d, "init.scope"), 0o755))
+	}
+
+	require.NoError(t, RemoveStaleCgroups())
+	for _, d := range stale.dirs {
+		assert.NoDirExists(t, d)
+	}
+	for _, d := range other.dirs {
+		assert.DirExists(t, d, "not a machine's")
+	}
+}

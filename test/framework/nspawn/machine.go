@@ -79,7 +79,7 @@ type Machine struct {
 // cgroupName names the machine's own cgroups (cgroups.go): its name, and its directory's hash
 // so that two suites' machines of one name do not meet.
 func (m *Machine) cgroupName() string {
-	return fmt.Sprintf("cabpi-machine-%s-%08x", m.Name, crc32.ChecksumIEEE([]byte(m.Dir)))
+	return fmt.Sprintf("%s%s-%08x", machineCgroupPrefix, m.Name, crc32.ChecksumIEEE([]byte(m.Dir)))
 }
 
 // boot is one run of systemd-nspawn. err is written before done is closed, and read after.

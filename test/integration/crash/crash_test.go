@@ -47,14 +47,16 @@ var (
 // TestMain runs the API server with Cluster API's Cluster, Machine and MachinePool controllers
 // in-process; cabpi runs as its own process, which the test kills.
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, testenv.Suite{
+	// The manager binary is built into a directory of the run's, removed when the run ends.
+	dir, err := os.MkdirTemp("", "cabpi-crash-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := testenv.Run(m, testenv.Suite{
 		Options: testenv.Options{ClusterController: true, MachineController: true, MachinePoolController: true},
 		Setup: func(e *testenv.Environment) error {
 			env, fx = e, &fixtures.Kit{Env: e, NamespacePrefix: "crash"} // waits here are the tests' own
-			dir, err := os.MkdirTemp("", "cabpi-crash-")
-			if err != nil {
-				return err
-			}
 			managerBinary = filepath.Join(dir, "cabpi")
 			build := exec.Command("go", "build", "-o", managerBinary, ".")
 			build.Dir, build.Stdout, build.Stderr = e.RepoRoot, os.Stderr, os.Stderr
@@ -63,7 +65,11 @@ func TestMain(m *testing.M) {
 			}
 			return nil
 		},
-	}))
+	})
+	if err := os.RemoveAll(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
 }
 
 const (
