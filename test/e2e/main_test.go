@@ -201,7 +201,9 @@ func run(m *testing.M) int {
 		Dir:       filepath.Join(work, "nodes"),
 		Artifacts: artifactsDir(),
 	}
-	// Every node is removed whatever happened (its journal kept in the artifacts).
+	// Every node is removed whatever happened (its journal kept in the artifacts), then what is
+	// left of the machines' cgroups (undo runs in reverse).
+	undo = append(undo, nspawn.RemoveStaleCgroups)
 	undo = append(undo, func() error { return instances.Close(context.Background()) })
 	// The images are built (or found in the cache) before any Machine asks.
 	for _, f := range []nodeimage.Flavor{nodeimage.FlavorFlatcar, nodeimage.FlavorFCOS, nodeimage.FlavorFlatcarStock, nodeimage.FlavorFCOSStock} {

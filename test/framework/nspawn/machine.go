@@ -340,6 +340,11 @@ func (m *Machine) PowerOff(timeout time.Duration) error {
 		return nil
 	case <-time.After(timeout):
 	}
+	// The machine's init is not in nspawn's process group: killing nspawn alone would leave the
+	// machine running on, orphaned, in its cgroups.
+	if pid, err := m.pid1(); err == nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 	_ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL)
 	<-b.done
 	return fmt.Errorf("%s did not power off within %s: killed", m.Name, timeout)
