@@ -121,10 +121,14 @@ func (lb *LoadBalancer) proxy(client net.Conn) {
 	}
 	go pipe(backend, client)
 	go pipe(client, backend)
-	select {
-	case <-done:
-		<-done
-	case <-lb.closed:
+	// Once one side is done the other may never be: a backend removed under the connection sends
+	// no reset. Close ends the wait either way (the deferred closes end both copies).
+	for range 2 {
+		select {
+		case <-done:
+		case <-lb.closed:
+			return
+		}
 	}
 }
 
