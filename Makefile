@@ -11,6 +11,7 @@ export GOFLAGS ?= -buildvcs=false
 CABPI_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/cabpi
 export CABPI_CACHE
 TOOLS_DIR := $(CABPI_CACHE)/tools
+include hack/versions.env
 
 CONTROLLER_GEN_VER := v0.21.0
 CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-$(CONTROLLER_GEN_VER)
@@ -115,14 +116,10 @@ test: tools clusterctl ## Run all tests (unit and integration) against a real ku
 # The real-node suite is make e2e's alone: it boots machines as root.
 TEST_PKGS = $(shell go list ./... | grep -Ev '/test/e2e(/|$$)')
 
-# Kubernetes on the real nodes: the last minor whose kubelet runs on cgroup v1 by default with
-# Debian 12's containerd 1.6 (docs/adr/022-real-nodes.md).
-E2E_KUBERNETES_VERSION ?= v1.34.4
-# The etcd kubeadm v1.34 runs (its image tag 3.6.5-0: `kubeadm config images list`).
-E2E_ETCD_VERSION ?= v3.6.5
-# The minor before it: workers that start there and are upgraded by a change of version alone
-# (spec.kubernetes sysext and binaries; kubeadm and kubelet only).
-E2E_KUBERNETES_PREVIOUS ?= v1.33.13
+# Kubernetes and etcd on the real nodes, the same build as envtest's (hack/versions.env).
+E2E_KUBERNETES_VERSION ?= $(KUBERNETES_VERSION)
+E2E_ETCD_VERSION ?= $(ETCD_VERSION)
+E2E_KUBERNETES_PREVIOUS ?= $(KUBERNETES_PREVIOUS)
 E2E_TIMEOUT ?= 60m
 
 .PHONY: e2e

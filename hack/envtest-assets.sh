@@ -6,8 +6,13 @@
 # etcd from hack/etcd-binary.sh.
 set -euo pipefail
 
-K8S_VERSION="${K8S_VERSION:-v1.36.3}"
-ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
+here="$(cd "$(dirname "$0")" && pwd)"
+# The nodes' versions unless K8S_VERSION or ETCD_VERSION say otherwise: one build serves both.
+k8s_override="${K8S_VERSION:-}" etcd_override="${ETCD_VERSION:-}"
+# shellcheck source=versions.env
+source "$here/versions.env"
+K8S_VERSION="${k8s_override:-$KUBERNETES_VERSION}"
+ETCD_VERSION="${etcd_override:-$ETCD_VERSION}"
 CACHE_ROOT="${CABPI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cabpi}"
 ASSETS="$CACHE_ROOT/envtest/k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}"
 
@@ -16,7 +21,6 @@ if [[ -x "$ASSETS/kube-apiserver" && -x "$ASSETS/etcd" ]]; then
   exit 0
 fi
 
-here="$(cd "$(dirname "$0")" && pwd)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=mod GOTOOLCHAIN=local

@@ -34,10 +34,11 @@ x=""
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   x+=" -X ${p}.gitVersion=${version} -X ${p}.gitMajor=1 -X ${p}.gitMinor=${minor} -X ${p}.gitTreeState=clean"
 done
-for c in "${missing[@]}"; do
-  go get -tool "k8s.io/kubernetes/cmd/${c}@${version}" >&2
-  go build -trimpath -ldflags "-s -w${x}" -o "$work/out/$c" "k8s.io/kubernetes/cmd/${c}"
-done
+pkgs=()
+for c in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/${c}"); done
+go get -tool "${pkgs[@]/%/@${version}}" >&2
+# One invocation for all of them: the packages they share compile once, and links run in parallel.
+go build -trimpath -ldflags "-s -w${x}" -o "$work/out/" "${pkgs[@]}"
 mkdir -p "$dir"
 # Each binary lands whole (a rename): a concurrent run may replace it with its own, equal build.
 for c in "${missing[@]}"; do mv "$work/out/$c" "$dir/.$c.$$" && mv -f "$dir/.$c.$$" "$dir/$c"; done
