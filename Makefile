@@ -21,6 +21,9 @@ IGNITION_VER := $(shell go list -m -f '{{.Version}}' github.com/coreos/ignition/
 IGNITION_APPLY := $(TOOLS_DIR)/ignition-$(IGNITION_VER)/ignition-apply
 
 IMG ?= ghcr.io/cabpi/cluster-api-bootstrap-provider-ignition:dev
+IMAGE_ARCHIVE ?= out/cabpi-image.oci.tar
+# Every time in the image is the commit's, so the same commit gives the same digest.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 GO_TEST_FLAGS ?= -count=1
 TEST_TIMEOUT ?= 20m
 
@@ -81,6 +84,10 @@ TEST_INFRA_CRDS := test/framework/infrastructure/config/crd
 .PHONY: build
 build: ## Build the manager binary into bin/.
 	go build -trimpath -o bin/manager .
+
+.PHONY: image
+image: ## Build the manager's OCI image IMG for linux/amd64 and linux/arm64, without a container engine, into IMAGE_ARCHIVE (an OCI archive).
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) go run ./hack/image -ref "$(IMG)" -archive "$(IMAGE_ARCHIVE)"
 
 .PHONY: vet
 vet:

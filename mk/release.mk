@@ -1,12 +1,16 @@
 ##@ release
 
 # A clusterctl release of cabpi is a directory of assets (uploaded to a GitHub release):
-# bootstrap-components.yaml (kustomize build config/default, with clusterctl variables),
-# metadata.yaml, and the cluster templates of templates/ for `clusterctl generate cluster --from`.
+# bootstrap-components.yaml (kustomize build config/default, with clusterctl variables, naming
+# the release's image), metadata.yaml, the cluster templates of templates/ for `clusterctl
+# generate cluster --from`, and the image itself as an OCI archive (pushed to the registry the
+# components name: `skopeo copy oci-archive:FILE docker://IMAGE` or `crane push FILE IMAGE`).
 RELEASE_VERSION ?= v0.1.0
 RELEASE_DIR ?= out
-# The image of config/manager/manager.yaml, whose tag must be RELEASE_VERSION.
-RELEASE_IMAGE ?= ghcr.io/cabpi/cluster-api-bootstrap-provider-ignition:$(RELEASE_VERSION)
+# The repository config/manager/manager.yaml names; a release names it at RELEASE_VERSION.
+IMAGE_REPOSITORY ?= ghcr.io/cabpi/cluster-api-bootstrap-provider-ignition
+RELEASE_IMAGE ?= $(IMAGE_REPOSITORY):$(RELEASE_VERSION)
+RELEASE_IMAGE_ARCHIVE = $(RELEASE_DIR)/cabpi-image-$(RELEASE_VERSION).oci.tar
 
 # `make clusterctl-overrides INFRA=<provider>` installs the templates written for that
 # infrastructure provider into clusterctl's overrides folder, so that
@@ -27,15 +31,23 @@ INFRA_TEMPLATES_vsphere := cluster-template-ignition-vsphere.yaml
 INFRA_DEFAULT_VERSION_vsphere := v1.14.0
 INFRA_VERSION ?= $(INFRA_DEFAULT_VERSION_$(INFRA))
 
+.PHONY: release
+release: ## Build a release into RELEASE_DIR: the image (IMAGE_REPOSITORY:RELEASE_VERSION, both platforms), and components that name it.
+	$(MAKE) --no-print-directory image IMG=$(RELEASE_IMAGE) IMAGE_ARCHIVE=$(RELEASE_IMAGE_ARCHIVE)
+	$(MAKE) --no-print-directory release-manifests
+
 .PHONY: release-manifests
-release-manifests: $(KUSTOMIZE) ## Build the clusterctl release assets into RELEASE_DIR (default out/).
-	@grep -qE -- '^ +image: $(subst .,\.,$(RELEASE_IMAGE))$$' config/manager/manager.yaml || { \
-		echo "config/manager/manager.yaml: the image is not $(RELEASE_IMAGE) (RELEASE_VERSION=$(RELEASE_VERSION))"; exit 1; }
+release-manifests: $(KUSTOMIZE) ## Build the clusterctl release manifests into RELEASE_DIR (default out/), naming RELEASE_IMAGE.
 	@awk -v M=$(word 1,$(subst ., ,$(RELEASE_VERSION:v%=%))) -v N=$(word 2,$(subst ., ,$(RELEASE_VERSION:v%=%))) \
 		'$$2 == "major:" { maj = $$3 } $$1 == "minor:" && maj == M && $$2 == N { found = 1 } END { exit !found }' metadata.yaml || { \
 		echo "metadata.yaml has no release series for $(RELEASE_VERSION)"; exit 1; }
 	mkdir -p $(RELEASE_DIR)
-	$(KUSTOMIZE) build config/default > $(RELEASE_DIR)/bootstrap-components.yaml.tmp
+	@# An overlay of config/default that names the release's image, made by kustomize itself.
+	rm -rf $(RELEASE_DIR)/.overlay && mkdir -p $(RELEASE_DIR)/.overlay
+	cd $(RELEASE_DIR)/.overlay && $(KUSTOMIZE) create --resources "$$(realpath --relative-to=. $(CURDIR)/config/default)" && \
+		$(KUSTOMIZE) edit set image "$(IMAGE_REPOSITORY)=$(RELEASE_IMAGE)"
+	$(KUSTOMIZE) build $(RELEASE_DIR)/.overlay > $(RELEASE_DIR)/bootstrap-components.yaml.tmp
+	rm -rf $(RELEASE_DIR)/.overlay
 	mv $(RELEASE_DIR)/bootstrap-components.yaml.tmp $(RELEASE_DIR)/bootstrap-components.yaml
 	cp metadata.yaml templates/*.yaml $(RELEASE_DIR)/
 	@echo "release assets for $(RELEASE_VERSION) in $(RELEASE_DIR)/"

@@ -45,6 +45,7 @@ var layerTable = []layer{
 	{folder: "internal/configinput", rank: 4},           // domain: spec + references → renderer input
 	{folder: "internal/metrics", rank: 4},               // infrastructure
 	{folder: "internal/secretcache", rank: 4},           // infrastructure
+	{folder: "internal/ociimage", rank: 4},              // infrastructure: OCI images without an engine
 	{folder: "internal/convert", rank: 5},               // KubeadmConfig → IgnitionConfig
 	{folder: "controllers", rank: 6},                    // the reconciler
 	{folder: "webhooks", rank: 6},                       // admission

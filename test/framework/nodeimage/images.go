@@ -1,24 +1,19 @@
 package nodeimage
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/ociimage"
 )
 
 // ControlPlane are the binaries of the OCI images kubeadm runs a control plane from as static
@@ -86,55 +81,15 @@ func sandboxImage(specs []imageSpec) string {
 
 // image is a one-layer image: the binary at its target, on PATH, as the entrypoint.
 func (s imageSpec) image() (v1.Image, error) {
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return binaryLayer(s.binary, s.target) })
+	img, err := ociimage.Image([]ociimage.File{{Path: s.target, Mode: 0o755, Source: s.binary}}, ociimage.Config{
+		Platform:   v1.Platform{OS: "linux", Architecture: "amd64"},
+		Entrypoint: []string{s.target},
+		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
+	})
 	if err != nil {
-		return nil, fmt.Errorf("the layer of %s: %w", s.ref, err)
+		return nil, fmt.Errorf("the image %s: %w", s.ref, err)
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", "amd64"
-	cfg.Config.Entrypoint = []string{s.target}
-	cfg.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
-	return mutate.ConfigFile(img, cfg)
-}
-
-// binaryLayer is the file system of a layer holding one executable (and its directories): what
-// go-containerregistry turns into a layer.
-func binaryLayer(binary, target string) (io.ReadCloser, error) {
-	data, err := os.ReadFile(binary)
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	w := tar.NewWriter(&buf)
-	rel := strings.TrimPrefix(target, "/")
-	var dirs []string
-	for d := path.Dir(rel); d != "."; d = path.Dir(d) {
-		dirs = append(dirs, d+"/")
-	}
-	sort.Strings(dirs)
-	for _, d := range dirs {
-		if err := w.WriteHeader(&tar.Header{Name: d, Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
-			return nil, err
-		}
-	}
-	if err := w.WriteHeader(&tar.Header{Name: rel, Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(data))}); err != nil {
-		return nil, err
-	}
-	if _, err := w.Write(data); err != nil {
-		return nil, err
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	return io.NopCloser(&buf), nil
+	return img, nil
 }
 
 // writeArchive writes the images into one docker-format archive (what `ctr images import`
@@ -148,10 +103,7 @@ func writeArchive(specs []imageSpec, archive string) error {
 		}
 		images[s.ref] = img
 	}
-	if err := tarball.MultiRefWriteToFile(archive, images); err != nil {
-		return fmt.Errorf("writing the image archive: %w", err)
-	}
-	return nil
+	return ociimage.WriteDockerArchive(archive, images)
 }
 
 // containerdConfig is containerd 1.6's configuration (version 2) where it differs from the

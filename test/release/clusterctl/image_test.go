@@ -1,0 +1,155 @@
+package clusterctl_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"debug/elf"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRelease builds a release as a maintainer would (`make release`, a version other than the
+// manifests' own) and checks that the components name the image it built, that the image is
+// what the Dockerfile describes for both platforms, and that the same inputs give the same
+// image, byte for byte, while another time gives another digest.
+func TestRelease(t *testing.T) {
+	const version = "v0.1.7"
+	const repository = "registry.example.org/cabpi/manager"
+	dir := t.TempDir()
+	runMake(t, nil, "release", "RELEASE_VERSION="+version, "RELEASE_DIR="+dir, "KUSTOMIZE="+kustomizeBin,
+		"IMAGE_REPOSITORY="+repository, "SOURCE_DATE_EPOCH=1700000000")
+
+	data, err := os.ReadFile(filepath.Join(dir, "bootstrap-components.yaml"))
+	require.NoError(t, err)
+	objs, err := toUnstructured(data)
+	require.NoError(t, err)
+	dep := byKind(objs, "Deployment")
+	require.Len(t, dep, 1)
+	assert.Equal(t, repository+":"+version, containerImage(t, &dep[0]), "the components name the release's image")
+	for _, f := range []string{"metadata.yaml", "cluster-template-ignition.yaml"} {
+		assert.FileExists(t, filepath.Join(dir, f))
+	}
+
+	archive := filepath.Join(dir, "cabpi-image-"+version+".oci.tar")
+	idx, name := readOCIArchive(t, archive)
+	assert.Equal(t, repository+":"+version, name, "the archive's image is the one the components name")
+	manifest, err := idx.IndexManifest()
+	require.NoError(t, err)
+	var platforms []string
+	for _, m := range manifest.Manifests {
+		platforms = append(platforms, m.Platform.String())
+		img, err := idx.Image(m.Digest)
+		require.NoError(t, err)
+		cfg, err := img.ConfigFile()
+		require.NoError(t, err)
+		assert.Equal(t, []string{"/manager"}, cfg.Config.Entrypoint, m.Platform.String())
+		assert.Equal(t, "65532:65532", cfg.Config.User, m.Platform.String())
+		binary := layerFile(t, img, "manager")
+		require.NotNil(t, binary, "%s: /manager in the layer", m.Platform)
+		assert.Equal(t, int64(0o755), binary.mode, "%s: /manager's mode", m.Platform)
+		f, err := elf.NewFile(bytes.NewReader(binary.data))
+		require.NoError(t, err, "%s: /manager is an ELF binary", m.Platform)
+		want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[m.Platform.Architecture]
+		assert.Equal(t, want, f.Machine, "%s: the binary's machine", m.Platform)
+		for _, p := range f.Progs {
+			assert.NotEqual(t, elf.PT_INTERP, p.Type, "%s: the binary is static (no interpreter)", m.Platform)
+		}
+	}
+	assert.Equal(t, []string{"linux/amd64", "linux/arm64"}, platforms)
+
+	// The same inputs give the same archive; another time gives another image.
+	again := filepath.Join(t.TempDir(), "again.tar")
+	runMake(t, nil, "image", "IMG="+repository+":"+version, "IMAGE_ARCHIVE="+again, "SOURCE_DATE_EPOCH=1700000000")
+	first, err := os.ReadFile(archive)
+	require.NoError(t, err)
+	second, err := os.ReadFile(again)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(first, second), "the same source and SOURCE_DATE_EPOCH give the same archive")
+	later := filepath.Join(t.TempDir(), "later.tar")
+	runMake(t, nil, "image", "IMG="+repository+":"+version, "IMAGE_ARCHIVE="+later, "SOURCE_DATE_EPOCH=1700000001")
+	laterIdx, _ := readOCIArchive(t, later)
+	d1, err := idx.Digest()
+	require.NoError(t, err)
+	d2, err := laterIdx.Digest()
+	require.NoError(t, err)
+	assert.NotEqual(t, d1, d2, "another SOURCE_DATE_EPOCH gives another digest")
+}
+
+// readOCIArchive unpacks an OCI archive and returns its one image index and the name
+// containerd gives it on import.
+func readOCIArchive(t *testing.T, archive string) (v1.ImageIndex, string) {
+	t.Helper()
+	dir := t.TempDir()
+	f, err := os.Open(archive)
+	require.NoError(t, err)
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		require.False(t, strings.Contains(h.Name, ".."), h.Name)
+		target := filepath.Join(dir, filepath.FromSlash(h.Name))
+		if h.Typeflag == tar.TypeDir {
+			require.NoError(t, os.MkdirAll(target, 0o755))
+			continue
+		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o755))
+		data, err := io.ReadAll(tr)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(target, data, 0o644))
+	}
+	p, err := layout.FromPath(dir)
+	require.NoError(t, err)
+	top, err := p.ImageIndex()
+	require.NoError(t, err)
+	manifest, err := top.IndexManifest()
+	require.NoError(t, err)
+	require.Len(t, manifest.Manifests, 1, "one image in the archive")
+	idx, err := top.ImageIndex(manifest.Manifests[0].Digest)
+	require.NoError(t, err)
+	return idx, manifest.Manifests[0].Annotations["io.containerd.image.name"]
+}
+
+type layerEntry struct {
+	mode int64
+	data []byte
+}
+
+// layerFile is the file at name in the image's layers (nil when there is none).
+func layerFile(t *testing.T, img v1.Image, name string) *layerEntry {
+	t.Helper()
+	layers, err := img.Layers()
+	require.NoError(t, err)
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		require.NoError(t, err)
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			require.NoError(t, err)
+			if h.Name == name {
+				data, err := io.ReadAll(tr)
+				require.NoError(t, err)
+				_ = rc.Close()
+				return &layerEntry{mode: h.Mode, data: data}
+			}
+		}
+		_ = rc.Close()
+	}
+	return nil
+}
