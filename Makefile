@@ -130,15 +130,34 @@ E2E_KUBERNETES_PREVIOUS ?= $(KUBERNETES_PREVIOUS)
 E2E_TIMEOUT ?= 60m
 
 .PHONY: e2e
-e2e: deps envtest-assets ignition-apply ## Boot real nodes (systemd-nspawn, real kubeadm and kubelet) from cabpi's output; builds the node image and Kubernetes binaries once (cached).
+e2e: deps envtest-assets ignition-apply kustomize clusterctl ## Boot real nodes (systemd-nspawn, real kubeadm and kubelet) from cabpi's output; builds the node image and Kubernetes binaries once (cached).
 	CGO_ENABLED=0 go build -trimpath -o "$(CABPI_CACHE)/pause/pause" ./hack/pause
-	CABPI_KUBE_BIN="$$(bash hack/kube-binaries.sh $(E2E_KUBERNETES_VERSION) kubeadm kubelet kube-controller-manager kube-apiserver kube-scheduler)" \
+	$(MAKE) --no-print-directory release RELEASE_DIR=$(E2E_RELEASE_DIR)
+	$(MAKE) --no-print-directory capi-image
+	CABPI_KUBE_BIN="$$(bash hack/kube-binaries.sh $(E2E_KUBERNETES_VERSION) kubeadm kubelet kube-controller-manager kube-apiserver kube-scheduler kube-proxy)" \
 	CABPI_KUBE_BIN_PREVIOUS="$$(bash hack/kube-binaries.sh $(E2E_KUBERNETES_PREVIOUS) kubeadm kubelet)" \
 	CABPI_ETCD_BIN="$$(bash hack/etcd-binary.sh $(E2E_ETCD_VERSION))/etcd" \
 	CABPI_PAUSE_BIN="$(CABPI_CACHE)/pause/pause" \
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest-assets.sh)" \
 	CABPI_IGNITION_APPLY="$$(IGNITION_VER=$(IGNITION_VER) bash hack/ignition-apply.sh)" \
+	CABPI_RELEASE_DIR="$(E2E_RELEASE_DIR)" \
+	CABPI_CAPI_IMAGE="$(CAPI_IMAGE_ARCHIVE)" \
+	CABPI_CLUSTERCTL="$$(bash hack/clusterctl.sh)" \
+	CABPI_KUSTOMIZE="$(KUSTOMIZE)" \
 		go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) ./test/e2e/...
+
+# The release make e2e installs with clusterctl (its image imported into the management
+# cluster's node), and Cluster API's core manager as the image its release names, packed once
+# per version (the binary is cached by version: hack/capi-manager.sh).
+E2E_RELEASE_DIR ?= $(CURDIR)/out/e2e-release
+CAPI_IMAGE_ARCHIVE = $(CABPI_CACHE)/capi/$(CAPI_VERSION)/cluster-api-controller.oci.tar
+
+.PHONY: capi-image
+capi-image: ## Build Cluster API's core manager (CAPI_VERSION) and pack it as registry.k8s.io/cluster-api/cluster-api-controller (cached).
+	@bin="$$(bash hack/capi-manager.sh)"; \
+	if [ ! -f "$(CAPI_IMAGE_ARCHIVE)" ] || [ "$$bin" -nt "$(CAPI_IMAGE_ARCHIVE)" ]; then \
+		SOURCE_DATE_EPOCH=0 go run ./hack/image -binary "$$bin" -platforms linux/amd64 -user 65532 \
+			-ref registry.k8s.io/cluster-api/cluster-api-controller:$(CAPI_VERSION) -archive "$(CAPI_IMAGE_ARCHIVE)"; fi
 
 .PHONY: bench-e2e
 bench-e2e: ## Run make e2e and write each node's timings (data Secret, boot, kubeadm join, nodeRef) into bench/results.md: a figure.

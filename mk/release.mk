@@ -7,8 +7,10 @@
 # components name: `skopeo copy oci-archive:FILE docker://IMAGE` or `crane push FILE IMAGE`).
 RELEASE_VERSION ?= v0.1.0
 RELEASE_DIR ?= out
-# The repository config/manager/manager.yaml names; a release names it at RELEASE_VERSION.
-IMAGE_REPOSITORY ?= ghcr.io/cabpi/cluster-api-bootstrap-provider-ignition
+# The image config/manager/manager.yaml names (the name the overlay below replaces), and the
+# repository a release's image goes to (the project's own unless a maintainer says otherwise).
+MANIFEST_IMAGE := ghcr.io/cabpi/cluster-api-bootstrap-provider-ignition
+IMAGE_REPOSITORY ?= $(MANIFEST_IMAGE)
 RELEASE_IMAGE ?= $(IMAGE_REPOSITORY):$(RELEASE_VERSION)
 RELEASE_IMAGE_ARCHIVE = $(RELEASE_DIR)/cabpi-image-$(RELEASE_VERSION).oci.tar
 
@@ -45,7 +47,7 @@ release-manifests: $(KUSTOMIZE) ## Build the clusterctl release manifests into R
 	@# An overlay of config/default that names the release's image, made by kustomize itself.
 	rm -rf $(RELEASE_DIR)/.overlay && mkdir -p $(RELEASE_DIR)/.overlay
 	cd $(RELEASE_DIR)/.overlay && $(KUSTOMIZE) create --resources "$$(realpath --relative-to=. $(CURDIR)/config/default)" && \
-		$(KUSTOMIZE) edit set image "$(IMAGE_REPOSITORY)=$(RELEASE_IMAGE)"
+		$(KUSTOMIZE) edit set image "$(MANIFEST_IMAGE)=$(RELEASE_IMAGE)"
 	$(KUSTOMIZE) build $(RELEASE_DIR)/.overlay > $(RELEASE_DIR)/bootstrap-components.yaml.tmp
 	rm -rf $(RELEASE_DIR)/.overlay
 	mv $(RELEASE_DIR)/bootstrap-components.yaml.tmp $(RELEASE_DIR)/bootstrap-components.yaml

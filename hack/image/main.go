@@ -6,6 +6,10 @@
 // digest. The same source, toolchain and SOURCE_DATE_EPOCH give the same digest.
 //
 //	go run ./hack/image -ref ghcr.io/cabpi/cluster-api-bootstrap-provider-ignition:v0.1.0 -archive out/image.tar
+//
+// With -binary it packs a manager built elsewhere, for one platform, in the same layout (the
+// real-node suite's image of Cluster API's core manager, whose Dockerfile has the same final
+// stage but for the user: -user 65532).
 package main
 
 import (
@@ -50,6 +54,8 @@ func run(ctx context.Context, args []string) error {
 	archive := fs.String("archive", "", "where to write the OCI archive")
 	platforms := fs.String("platforms", "linux/amd64,linux/arm64", "the platforms, comma-separated")
 	pkg := fs.String("package", ".", "the manager's main package")
+	binary := fs.String("binary", "", "pack this binary (built for the one platform of -platforms) instead of building -package")
+	user := fs.String("user", imageUser, "the user the image runs as")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -81,7 +87,14 @@ func run(ctx context.Context, args []string) error {
 	}
 	defer os.RemoveAll(work)
 
-	idx, err := build(ctx, buildOptions{pkg: *pkg, dir: work, platforms: list, created: created, version: tag.TagStr()})
+	o := buildOptions{pkg: *pkg, dir: work, platforms: list, created: created, version: tag.TagStr(), user: *user}
+	if *binary != "" {
+		if len(list) != 1 {
+			return fmt.Errorf("-binary packs one platform's binary: -platforms names %d", len(list))
+		}
+		o.binaries = map[string]string{list[0].String(): *binary}
+	}
+	idx, err := build(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -102,30 +115,33 @@ type buildOptions struct {
 	platforms []v1.Platform
 	created   time.Time
 	version   string
+	user      string
+	// binaries are prebuilt binaries by platform: those are packed, not built.
+	binaries map[string]string
 }
 
 // build builds the manager for each platform and returns the index of their images.
 func build(ctx context.Context, o buildOptions) (v1.ImageIndex, error) {
 	var images []v1.Image
 	for _, p := range o.platforms {
-		bin := filepath.Join(o.dir, "manager-"+strings.ReplaceAll(p.String(), "/", "-"))
-		cmd := exec.CommandContext(ctx, "go", append(append([]string{"build"}, buildFlags...), "-o", bin, o.pkg)...)
-		cmd.Env = append(append(os.Environ(), buildEnv...), "GOOS="+p.OS, "GOARCH="+p.Architecture)
-		if p.Variant != "" && p.Architecture == "arm" {
-			cmd.Env = append(cmd.Env, "GOARM="+strings.TrimPrefix(p.Variant, "v"))
-		}
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("building the manager for %s: %w", p, err)
+		bin, prebuilt := o.binaries[p.String()]
+		if !prebuilt {
+			bin = filepath.Join(o.dir, "manager-"+strings.ReplaceAll(p.String(), "/", "-"))
+			cmd := exec.CommandContext(ctx, "go", append(append([]string{"build"}, buildFlags...), "-o", bin, o.pkg)...)
+			cmd.Env = append(append(os.Environ(), buildEnv...), "GOOS="+p.OS, "GOARCH="+p.Architecture)
+			if p.Variant != "" && p.Architecture == "arm" {
+				cmd.Env = append(cmd.Env, "GOARM="+strings.TrimPrefix(p.Variant, "v"))
+			}
+			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+			if err := cmd.Run(); err != nil {
+				return nil, fmt.Errorf("building the manager for %s: %w", p, err)
+			}
 		}
 		img, err := ociimage.Image([]ociimage.File{{Path: binaryPath, Mode: 0o755, Source: bin}}, ociimage.Config{
 			Platform:   p,
 			Entrypoint: []string{binaryPath},
-			User:       imageUser,
-			Labels: map[string]string{
-				"org.opencontainers.image.title":   "cabpi",
-				"org.opencontainers.image.version": o.version,
-			},
+			User:       o.user,
+			Labels:     map[string]string{"org.opencontainers.image.version": o.version},
 			Created: o.created,
 		})
 		if err != nil {

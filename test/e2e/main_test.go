@@ -27,6 +27,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -90,7 +91,8 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 func run(m *testing.M) int {
 	flag.Parse()
 	var missing []string
-	for _, v := range []string{"CABPI_KUBE_BIN", "CABPI_KUBE_BIN_PREVIOUS", "CABPI_ETCD_BIN", "CABPI_PAUSE_BIN", "KUBEBUILDER_ASSETS", "CABPI_IGNITION_APPLY", "CABPI_CACHE"} {
+	for _, v := range []string{"CABPI_KUBE_BIN", "CABPI_KUBE_BIN_PREVIOUS", "CABPI_ETCD_BIN", "CABPI_PAUSE_BIN", "KUBEBUILDER_ASSETS", "CABPI_IGNITION_APPLY", "CABPI_CACHE",
+		"CABPI_RELEASE_DIR", "CABPI_CAPI_IMAGE", "CABPI_CLUSTERCTL", "CABPI_KUSTOMIZE"} {
 		if os.Getenv(v) == "" {
 			missing = append(missing, v)
 		}
@@ -292,61 +294,71 @@ func artifactsDir() string {
 // provider does. Without a control plane Cluster API knows of, it would never delete the Node
 // of a deleted worker Machine.
 func createCluster(ctx context.Context, e *testenv.Environment, cp *workload.ControlPlane) error {
-	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
-		return err
-	}
-	host, portText, err := net.SplitHostPort(cp.Endpoint)
+	c, err := createExternalCluster(ctx, e.Client, namespace, clusterName, cp)
 	if err != nil {
 		return err
-	}
-	port, err := strconv.ParseInt(portText, 10, 32)
-	if err != nil {
-		return err
-	}
-	endpoint := clusterv1.APIEndpoint{Host: host, Port: int32(port)}
-
-	controlPlane := builder.ControlPlane(namespace, clusterName).Build()
-	for path, value := range map[string]any{"version": kubernetesVersion, "controlPlaneEndpoint": map[string]any{"host": host, "port": port}} {
-		if err := unstructured.SetNestedField(controlPlane.Object, value, "spec", path); err != nil {
-			return err
-		}
-	}
-	c := &clusterv1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: clusterName},
-		Spec: clusterv1.ClusterSpec{
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: infrav1.GroupVersion.Group, Kind: "NspawnCluster", Name: clusterName},
-			ControlPlaneRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: builder.ControlPlaneGroupVersion.Group, Kind: builder.GenericControlPlaneKind, Name: clusterName},
-		},
-	}
-	if err := e.Client.Create(ctx, c); err != nil {
-		return fmt.Errorf("creating the Cluster: %w", err)
-	}
-	owner := metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: c.Name, UID: c.UID}
-	controlPlane.SetOwnerReferences([]metav1.OwnerReference{owner})
-	if err := e.Client.Create(ctx, controlPlane); err != nil {
-		return fmt.Errorf("creating the control plane: %w", err)
-	}
-	if err := setExternalControlPlaneStatus(ctx, e.Client, controlPlane, kubernetesVersion); err != nil {
-		return fmt.Errorf("marking the control plane initialized: %w", err)
-	}
-	if err := cp.Certificates.SaveGenerated(ctx, e.Client, client.ObjectKeyFromObject(c), owner); err != nil {
-		return fmt.Errorf("storing the cluster's certificates: %w", err)
-	}
-	if err := kubeconfig.CreateSecretWithOwner(ctx, e.Client, client.ObjectKeyFromObject(c), cp.Endpoint, owner); err != nil {
-		return fmt.Errorf("writing the cluster's kubeconfig Secret: %w", err)
-	}
-	nc := &infrav1.NspawnCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: clusterName,
-			OwnerReferences: []metav1.OwnerReference{owner}},
-		Spec: infrav1.NspawnClusterSpec{ControlPlaneEndpoint: endpoint},
-	}
-	if err := e.Client.Create(ctx, nc); err != nil {
-		return fmt.Errorf("creating the NspawnCluster: %w", err)
 	}
 	cluster = c
 	return nil
+}
+
+// createExternalCluster is createCluster for any management cluster (c) and namespace: the
+// Cluster named name, whose control plane is cp, the suite's.
+func createExternalCluster(ctx context.Context, c client.Client, ns, name string, cp *workload.ControlPlane) (*clusterv1.Cluster, error) {
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	host, portText, err := net.SplitHostPort(cp.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	port, err := strconv.ParseInt(portText, 10, 32)
+	if err != nil {
+		return nil, err
+	}
+	endpoint := clusterv1.APIEndpoint{Host: host, Port: int32(port)}
+
+	controlPlane := builder.ControlPlane(ns, name).Build()
+	for path, value := range map[string]any{"version": kubernetesVersion, "controlPlaneEndpoint": map[string]any{"host": host, "port": port}} {
+		if err := unstructured.SetNestedField(controlPlane.Object, value, "spec", path); err != nil {
+			return nil, err
+		}
+	}
+	cl := &clusterv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: clusterv1.ClusterSpec{
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "NspawnCluster", Name: name},
+			ControlPlaneRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: builder.ControlPlaneGroupVersion.Group, Kind: builder.GenericControlPlaneKind, Name: name},
+		},
+	}
+	if err := c.Create(ctx, cl); err != nil {
+		return nil, fmt.Errorf("creating the Cluster: %w", err)
+	}
+	owner := metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: cl.Name, UID: cl.UID}
+	controlPlane.SetOwnerReferences([]metav1.OwnerReference{owner})
+	if err := c.Create(ctx, controlPlane); err != nil {
+		return nil, fmt.Errorf("creating the control plane: %w", err)
+	}
+	if err := setExternalControlPlaneStatus(ctx, c, controlPlane, kubernetesVersion); err != nil {
+		return nil, fmt.Errorf("marking the control plane initialized: %w", err)
+	}
+	if err := cp.Certificates.SaveGenerated(ctx, c, client.ObjectKeyFromObject(cl), owner); err != nil {
+		return nil, fmt.Errorf("storing the cluster's certificates: %w", err)
+	}
+	if err := kubeconfig.CreateSecretWithOwner(ctx, c, client.ObjectKeyFromObject(cl), cp.Endpoint, owner); err != nil {
+		return nil, fmt.Errorf("writing the cluster's kubeconfig Secret: %w", err)
+	}
+	nc := &infrav1.NspawnCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			OwnerReferences: []metav1.OwnerReference{owner}},
+		Spec: infrav1.NspawnClusterSpec{ControlPlaneEndpoint: endpoint},
+	}
+	if err := c.Create(ctx, nc); err != nil {
+		return nil, fmt.Errorf("creating the NspawnCluster: %w", err)
+	}
+	return cl, nil
 }
 
 // setExternalControlPlaneStatus reports a control-plane object as its provider would for the

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -77,6 +78,12 @@ func assertNoUnitFailed(t *testing.T, inst *provider.Instance, when string) {
 // node's kubelet registered, and the node itself (what cabpi's output made of it).
 func assertWorkerJoined(t *testing.T, m *clusterv1.Machine, release string) {
 	t.Helper()
+	assertWorkerJoinedIn(t, mgmt.Client, m, release)
+}
+
+// assertWorkerJoinedIn is assertWorkerJoined for a Machine of the management cluster of c.
+func assertWorkerJoinedIn(t *testing.T, c client.Client, m *clusterv1.Machine, release string) {
+	t.Helper()
 	ctx := t.Context()
 	inst := instanceOf(m)
 	require.NotNil(t, inst, "the node of Machine %s", m.Name)
@@ -85,7 +92,7 @@ func assertWorkerJoined(t *testing.T, m *clusterv1.Machine, release string) {
 	assert.True(t, machineJoined(m), "Machine %s is Running with a nodeRef and NodeHealthy", m.Name)
 	assert.Equal(t, m.Name, m.Status.NodeRef.Name, "nodeRef: the Node is named from the metadata hostname")
 	nm := &infrav1.NspawnMachine{}
-	require.NoError(t, mgmt.Client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name}, nm))
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name}, nm))
 	assert.Equal(t, provider.ProviderIDPrefix+nm.Status.InstanceUUID, m.Spec.ProviderID, "the Machine's provider ID is the instance's")
 
 	// The Node, as registered by the node's kubelet and as it is now.

@@ -156,15 +156,26 @@ func clusterMachineDeployment(clusterName, name string, replicas int32, bootstra
 
 func create(t *testing.T, objs ...client.Object) {
 	t.Helper()
+	createIn(t, mgmt.Client, objs...)
+}
+
+// createIn creates the objects in the management cluster of c.
+func createIn(t *testing.T, c client.Client, objs ...client.Object) {
+	t.Helper()
 	for _, o := range objs {
-		require.NoError(t, mgmt.Client.Create(t.Context(), o), "creating %T %s", o, o.GetName())
+		require.NoError(t, c.Create(t.Context(), o), "creating %T %s", o, o.GetName())
 	}
 }
 
-// deploymentMachines lists the Machines of a MachineDeployment, by name.
+// deploymentMachines lists the Machines of a MachineDeployment of the suite's namespace, by name.
 func deploymentMachines(ctx context.Context, md string) ([]clusterv1.Machine, error) {
+	return deploymentMachinesIn(ctx, mgmt.Client, namespace, md)
+}
+
+// deploymentMachinesIn is deploymentMachines in namespace ns of the management cluster of c.
+func deploymentMachinesIn(ctx context.Context, c client.Client, ns, md string) ([]clusterv1.Machine, error) {
 	list := &clusterv1.MachineList{}
-	if err := mgmt.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: md}); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: md}); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(list.Items, func(a, b clusterv1.Machine) int { return strings.Compare(a.Name, b.Name) })
@@ -183,12 +194,23 @@ func machineJoined(m *clusterv1.Machine) bool {
 // first saw each Machine's nodeRef (for the timings).
 func waitDeployment(t *testing.T, f flavor, md string, want int, notAmong []string, within time.Duration) []clusterv1.Machine {
 	t.Helper()
+	machines := waitDeploymentIn(t, mgmt.Client, namespace, md, want, notAmong, within)
+	for i := range machines {
+		recordTiming(t, f, &machines[i])
+	}
+	return machines
+}
+
+// waitDeploymentIn is waitDeployment, without the timings, in namespace ns of the management
+// cluster of c.
+func waitDeploymentIn(t *testing.T, c client.Client, ns, md string, want int, notAmong []string, within time.Duration) []clusterv1.Machine {
+	t.Helper()
 	var machines []clusterv1.Machine
 	var last string
 	deadline := time.Now().Add(within)
 	for {
 		var err error
-		machines, err = deploymentMachines(t.Context(), md)
+		machines, err = deploymentMachinesIn(t.Context(), c, ns, md)
 		require.NoError(t, err)
 		joined := 0
 		var states []string
@@ -208,28 +230,25 @@ func waitDeployment(t *testing.T, f flavor, md string, want int, notAmong []stri
 			break
 		}
 		if time.Now().After(deadline) {
-			dumpState(t, machines)
+			dumpState(t, c, machines)
 			t.Fatalf("MachineDeployment %s: want %d joined Machines within %s, have: %s", md, want, within, last)
 		}
 		time.Sleep(time.Second)
-	}
-	for i := range machines {
-		recordTiming(t, f, &machines[i])
 	}
 	return machines
 }
 
 // dumpState logs what a failed wait needs: each Machine's, config's and NspawnMachine's conditions.
-func dumpState(t *testing.T, machines []clusterv1.Machine) {
+func dumpState(t *testing.T, c client.Client, machines []clusterv1.Machine) {
 	t.Helper()
 	for _, m := range machines {
 		t.Logf("Machine %s: %+v", m.Name, m.Status.Conditions)
 		cfg := &cabpiv1.IgnitionConfig{}
-		if err := mgmt.Client.Get(t.Context(), types.NamespacedName{Namespace: namespace, Name: m.Spec.Bootstrap.ConfigRef.Name}, cfg); err == nil {
+		if err := c.Get(t.Context(), types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.Bootstrap.ConfigRef.Name}, cfg); err == nil {
 			t.Logf("IgnitionConfig %s: %+v", cfg.Name, cfg.Status.Conditions)
 		}
 		nm := &infrav1.NspawnMachine{}
-		if err := mgmt.Client.Get(t.Context(), types.NamespacedName{Namespace: namespace, Name: m.Spec.InfrastructureRef.Name}, nm); err == nil {
+		if err := c.Get(t.Context(), types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name}, nm); err == nil {
 			t.Logf("NspawnMachine %s: %+v", nm.Name, nm.Status.Conditions)
 		}
 	}
@@ -243,11 +262,17 @@ func instanceOf(m *clusterv1.Machine) *provider.Instance {
 // scale sets the MachineDeployment's replicas.
 func scale(t *testing.T, md string, replicas int32) {
 	t.Helper()
+	scaleIn(t, mgmt.Client, namespace, md, replicas)
+}
+
+// scaleIn is scale in namespace ns of the management cluster of c.
+func scaleIn(t *testing.T, c client.Client, ns, md string, replicas int32) {
+	t.Helper()
 	d := &clusterv1.MachineDeployment{}
-	require.NoError(t, mgmt.Client.Get(t.Context(), types.NamespacedName{Namespace: namespace, Name: md}, d))
+	require.NoError(t, c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: md}, d))
 	before := d.DeepCopy()
 	d.Spec.Replicas = ptr.To(replicas)
-	require.NoError(t, mgmt.Client.Patch(t.Context(), d, client.MergeFrom(before)))
+	require.NoError(t, c.Patch(t.Context(), d, client.MergeFrom(before)))
 }
 
 // deleteAndWait deletes an object and waits until it is gone (finalizers done).

@@ -265,12 +265,19 @@ func (m *Machine) pid1() (int, error) {
 
 // Exec runs a command inside the machine (all its namespaces) and returns its output.
 func (m *Machine) Exec(ctx context.Context, name string, args ...string) ([]byte, error) {
+	return m.ExecInput(ctx, nil, name, args...)
+}
+
+// ExecInput runs a command inside the machine with input as its standard input (an image
+// archive for `ctr images import -`, as `kind load` does) and returns its output.
+func (m *Machine) ExecInput(ctx context.Context, input io.Reader, name string, args ...string) ([]byte, error) {
 	pid, err := m.pid1()
 	if err != nil {
 		return nil, err
 	}
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--target", strconv.Itoa(pid), "--all", "--", name}, args...)...)
+	cmd.Stdin = input
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		return out.Bytes(), fmt.Errorf("%s on %s: %w: %s", name, m.Name, err, strings.TrimSpace(out.String()))

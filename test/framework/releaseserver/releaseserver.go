@@ -18,6 +18,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -33,8 +34,12 @@ type Release struct {
 	Sysext string
 }
 
-// Binaries served from each release's BinDir.
-var binaries = []string{"kubeadm", "kubelet"}
+// Binaries served from each release's BinDir: every release has binaries, and the optional
+// ones where BinDir has them (kube-proxy, which the management cluster's node runs).
+var (
+	binaries         = []string{"kubeadm", "kubelet"}
+	optionalBinaries = []string{"kube-proxy"}
+)
 
 // TamperedBinary is the binary the tampered copy of the release layout serves altered.
 const TamperedBinary = "kubelet"
@@ -69,7 +74,13 @@ type served struct {
 func Start(addr netip.Addr, releases []Release) (*Server, error) {
 	paths := map[string]served{}
 	for _, r := range releases {
-		for _, name := range binaries {
+		names := binaries
+		for _, name := range optionalBinaries {
+			if _, err := os.Stat(filepath.Join(r.BinDir, name)); err == nil {
+				names = append(slices.Clone(names), name)
+			}
+		}
+		for _, name := range names {
 			file := filepath.Join(r.BinDir, name)
 			sum, err := fileSHA256(file)
 			if err != nil {

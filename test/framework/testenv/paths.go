@@ -67,6 +67,30 @@ func CAPIModuleDir(repoRoot string) (string, error) {
 	return m.Dir, nil
 }
 
+// ModuleDir returns the module cache directory of mod@version, downloading it through the Go
+// module proxy when needed: for modules the tests read files of (CRDs, kustomize bases) but the
+// project does not import. It runs outside the repository's module so go.mod and go.sum stay
+// untouched.
+func ModuleDir(mod, version string) (string, error) {
+	tmp, err := os.MkdirTemp("", "cabpi-moddownload-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	cmd := exec.Command("go", "mod", "download", "-json", mod+"@"+version)
+	cmd.Dir = tmp
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, runErr := cmd.Output()
+	var info struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &info); err != nil || info.Error != "" || info.Dir == "" || runErr != nil {
+		return "", fmt.Errorf("go mod download %s@%s (the Go module proxy must be reachable): %v %s %s",
+			mod, version, runErr, info.Error, stderr.String())
+	}
+	return info.Dir, nil
+}
+
 // capiDirFromBuildInfo computes $GOMODCACHE/sigs.k8s.io/cluster-api@<version> from the build info
 // of the running (test) binary, honouring a replace directive. Returns "" when it does not exist.
 func capiDirFromBuildInfo() string {

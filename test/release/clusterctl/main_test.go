@@ -9,7 +9,6 @@ package clusterctl_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -75,10 +74,10 @@ func run(m *testing.M) int {
 		goEnvFile, err = goOutput(repoRoot, "env", "GOENV")
 	}
 	if err == nil {
-		capdDir, err = moduleDir(capdModule, capiVersion)
+		capdDir, err = testenv.ModuleDir(capdModule, capiVersion)
 	}
 	if err == nil {
-		capvDir, err = moduleDir(capvModule, capvVersion)
+		capvDir, err = testenv.ModuleDir(capvModule, capvVersion)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -103,29 +102,6 @@ func capdCRDDir() string {
 }
 
 func capvCRDDir() string { return filepath.Join(capvDir, "config", "default", "crd", "bases") }
-
-// moduleDir returns the module cache directory of mod@version, downloading it through the Go
-// module proxy when needed. It runs outside the repository's module so go.mod and go.sum stay
-// untouched.
-func moduleDir(mod, version string) (string, error) {
-	tmp, err := os.MkdirTemp("", "cabpi-moddownload-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	cmd := exec.Command("go", "mod", "download", "-json", mod+"@"+version)
-	cmd.Dir = tmp
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, runErr := cmd.Output()
-	var info struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &info); err != nil || info.Error != "" || info.Dir == "" || runErr != nil {
-		return "", fmt.Errorf("go mod download %s@%s (the Go module proxy must be reachable): %v %s %s",
-			mod, version, runErr, info.Error, stderr.String())
-	}
-	return info.Dir, nil
-}
 
 func goOutput(dir string, args ...string) (string, error) {
 	cmd := exec.Command("go", args...)

@@ -133,8 +133,11 @@ func (r *MachineReconciler) reconcileNormal(ctx context.Context, cluster *cluste
 			return ctrl.Result{}, fmt.Errorf("creating the instance of %s: %w", key, err)
 		}
 	}
-	nm.Spec.ProviderID = ProviderIDPrefix + string(nm.UID)
-	nm.Status.InstanceUUID = string(nm.UID)
+	// The instance's own UUID (the NspawnMachine's UID when it was made), not the object's UID:
+	// an object moved to another management cluster (clusterctl move) is a new object with a
+	// new UID for the same instance, whose provider ID must not change.
+	nm.Spec.ProviderID = ProviderIDPrefix + inst.Instance.UUID
+	nm.Status.InstanceUUID = inst.Instance.UUID
 	nm.Status.Addresses = []clusterv1.MachineAddress{
 		{Type: clusterv1.MachineInternalIP, Address: inst.Address.String()},
 		{Type: clusterv1.MachineHostName, Address: inst.Name},
