@@ -7,10 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -126,15 +128,27 @@ func newLocalRepository(t *testing.T) *localRepository {
 		TypeMeta:      metav1.TypeMeta{APIVersion: clusterctlv1.GroupVersion.String(), Kind: "Metadata"},
 		ReleaseSeries: []clusterctlv1.ReleaseSeries{{Major: 0, Minor: 0, Contract: "v1beta2"}},
 	}
+	// clusterctl installs a provider's objects in its namespace (the components' Namespace):
+	// theirs hold nothing, their controllers run in the test process.
+	namespaceDoc := func(name string) []byte {
+		data, err := yaml.Marshal(&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: name}})
+		require.NoError(t, err)
+		return data
+	}
 	generic := r.providerDir(t, controlPlaneProvider, clusterctlv1.ControlPlaneProviderType, suiteProvidersVersion)
 	writeYAML(t, filepath.Join(generic, "metadata.yaml"), metadata)
-	writeYAML(t, filepath.Join(generic, "control-plane-components.yaml"), builder.GenericControlPlaneCRD)
+	crd, err := yaml.Marshal(builder.GenericControlPlaneCRD)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(generic, "control-plane-components.yaml"),
+		slices.Concat(namespaceDoc("generic-control-plane-system"), []byte("---\n"), crd), 0o644))
 	nspawn := r.providerDir(t, infraProvider, clusterctlv1.InfrastructureProviderType, suiteProvidersVersion)
 	writeYAML(t, filepath.Join(nspawn, "metadata.yaml"), metadata)
 	crds, err := filepath.Glob(filepath.Join(root, "test", "framework", "infrastructure", "config", "crd", "*.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, crds)
 	var components bytes.Buffer
+	components.Write(namespaceDoc("nspawn-infrastructure-system"))
 	for _, f := range crds {
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
