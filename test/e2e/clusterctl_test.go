@@ -138,7 +138,9 @@ func newLocalRepository(t *testing.T) *localRepository {
 	}
 	generic := r.providerDir(t, controlPlaneProvider, clusterctlv1.ControlPlaneProviderType, suiteProvidersVersion)
 	writeYAML(t, filepath.Join(generic, "metadata.yaml"), metadata)
-	crd, err := yaml.Marshal(builder.GenericControlPlaneCRD)
+	controlPlaneCRD := builder.GenericControlPlaneCRD.DeepCopy()
+	controlPlaneCRD.TypeMeta = metav1.TypeMeta{APIVersion: apiextensionsv1.SchemeGroupVersion.String(), Kind: "CustomResourceDefinition"}
+	crd, err := yaml.Marshal(controlPlaneCRD)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(generic, "control-plane-components.yaml"),
 		slices.Concat(namespaceDoc("generic-control-plane-system"), []byte("---\n"), crd), 0o644))
@@ -196,8 +198,9 @@ func (r *localRepository) providerDir(t *testing.T, name string, typ clusterctlv
 }
 
 // clusterctl runs the real clusterctl with the repository's configuration and a clean
-// environment: HOME in the test's directory, no version check, and an unreachable proxy, so
-// that any attempt to reach the Internet fails the step.
+// environment: HOME in the test's directory, no version check, and an unreachable proxy for
+// everything but the suite's own network (the management clusters), so that any attempt to
+// reach the Internet fails the step.
 func (r *localRepository) clusterctl(t *testing.T, args ...string) string {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), os.Getenv("CABPI_CLUSTERCTL"), append(args, "--config", r.config)...)
@@ -207,7 +210,7 @@ func (r *localRepository) clusterctl(t *testing.T, args ...string) string {
 		"HOME=" + r.home,
 		"XDG_CONFIG_HOME=" + filepath.Join(r.home, ".config"),
 		"CLUSTERCTL_DISABLE_VERSIONCHECK=true",
-		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=",
+		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=" + suitePrefix.String() + ",127.0.0.1",
 	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -136,6 +136,7 @@ func TestManagementCluster(t *testing.T) {
 
 	// The test infrastructure provider's controllers, in this process, on the management cluster.
 	startProvider(t, mc)
+	waitWebhooksAnswer(t, mc)
 
 	// 1. A workload Cluster (the suite's control plane) with two workers, rendered by cabpi's Pod.
 	_, err = createExternalCluster(t.Context(), mc.client, pivotNamespace, pivotClusterName, workloadCP)
@@ -269,6 +270,31 @@ systemd:
         [Install]
         WantedBy=multi-user.target
 `, f.butaneVariant, f.butaneVersion, source, hex.EncodeToString(sum[:]), nodeimage.PodSubnet)
+}
+
+// waitWebhooksAnswer waits until the API server reaches both providers' webhooks through their
+// Services: clusterctl's --wait-providers waits for the Deployments to be available, and the
+// Services' endpoints and kube-proxy's rules follow a moment later (as on any cluster).
+func waitWebhooksAnswer(t *testing.T, mc *managementCluster) {
+	t.Helper()
+	require.NoError(t, client.IgnoreAlreadyExists(mc.client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: pivotNamespace}})))
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: pivotNamespace, Name: "webhook-probe"},
+			Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: infrav1.GroupVersion.Group, Kind: "NspawnCluster", Name: "webhook-probe"}}}
+		template := ignitionTemplate(flavors[0], "webhook-probe", "probe")
+		template.Namespace = pivotNamespace
+		err := mc.client.Create(t.Context(), cluster, client.DryRunAll)
+		if err == nil {
+			err = mc.client.Create(t.Context(), template, client.DryRunAll)
+		}
+		if err == nil {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "the providers' webhooks do not answer through their Services: %v", err)
+		time.Sleep(time.Second)
+	}
 }
 
 // startProvider runs the test infrastructure provider's controllers against the management
@@ -711,7 +737,9 @@ func pivot(t *testing.T, mc *managementCluster, repo *localRepository, md string
 
 	// The target has what clusterctl init would have recorded there (the inventory: the same
 	// providers at the same versions); the controllers are the suite's own, in-process.
-	target := mgmt.Client
+	// A client of the target that knows clusterctl's inventory types (the suite's does not).
+	target, err := client.New(mgmt.Config, client.Options{Scheme: managementScheme(t)})
+	require.NoError(t, err)
 	crd := clusterctlInventoryCRD(t)
 	require.NoError(t, client.IgnoreAlreadyExists(target.Create(ctx, crd)))
 	require.Eventually(t, func() bool {
@@ -803,9 +831,14 @@ func dumpPods(t *testing.T, mc *managementCluster) {
 		return
 	}
 	for _, p := range pods.Items {
-		t.Logf("Pod %s/%s: %s %+v", p.Namespace, p.Name, p.Status.Phase, p.Status.Conditions)
+		t.Logf("Pod %s/%s on %q: %s", p.Namespace, p.Name, p.Spec.NodeName, p.Status.Phase)
+		for _, c := range p.Status.Conditions {
+			if c.Status != corev1.ConditionTrue {
+				t.Logf("  %s: %s %s", c.Type, c.Reason, c.Message)
+			}
+		}
 		for _, s := range p.Status.ContainerStatuses {
-			t.Logf("  container %s: ready %v, restarts %d, state %+v", s.Name, s.Ready, s.RestartCount, s.State)
+			t.Logf("  container %s: ready %v, restarts %d, waiting %+v, terminated %+v", s.Name, s.Ready, s.RestartCount, s.State.Waiting, s.LastTerminationState.Terminated)
 		}
 	}
 }
