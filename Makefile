@@ -148,13 +148,13 @@ e2e: deps envtest-assets ignition-apply kustomize clusterctl ## Boot real nodes 
 
 # The release make e2e installs with clusterctl (its image imported into the management
 # cluster's node), and Cluster API's core manager as the image its release names, packed once
-# per version (the binary is cached by version: hack/capi-manager.sh).
+# per version (the binary is cached by version: hack/capi-binaries.sh).
 E2E_RELEASE_DIR ?= $(CURDIR)/out/e2e-release
 CAPI_IMAGE_ARCHIVE = $(CABPI_CACHE)/capi/$(CAPI_VERSION)/cluster-api-controller.oci.tar
 
 .PHONY: capi-image
 capi-image: ## Build Cluster API's core manager (CAPI_VERSION) and pack it as registry.k8s.io/cluster-api/cluster-api-controller (cached).
-	@bin="$$(bash hack/capi-manager.sh)"; \
+	@bin="$$(bash hack/capi-binaries.sh)/manager"; \
 	if [ ! -f "$(CAPI_IMAGE_ARCHIVE)" ] || [ "$$bin" -nt "$(CAPI_IMAGE_ARCHIVE)" ]; then \
 		SOURCE_DATE_EPOCH=0 go run ./hack/image -binary "$$bin" -platforms linux/amd64 -user 65532 \
 			-ref registry.k8s.io/cluster-api/cluster-api-controller:$(CAPI_VERSION) -archive "$(CAPI_IMAGE_ARCHIVE)"; fi

@@ -159,6 +159,78 @@ func WriteOCIArchive(file string, ref name.Tag, idx v1.ImageIndex) error {
 	return writeFileAtomically(file, r)
 }
 
+// ReadOCIArchive unpacks an OCI archive into dir (an empty directory) and returns its image
+// index (the one entry of its layout) and the name containerd gives it on import: what a user's
+// `ctr images import` or `skopeo copy oci-archive:` reads of a release.
+func ReadOCIArchive(file, dir string) (v1.ImageIndex, string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("reading %s: %w", file, err)
+		}
+		if !filepath.IsLocal(h.Name) {
+			return nil, "", fmt.Errorf("%s: %q leaves the archive", file, h.Name)
+		}
+		target := filepath.Join(dir, filepath.FromSlash(h.Name))
+		switch h.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(target, 0o755)
+		case tar.TypeReg:
+			err = writeFromTar(target, tr)
+		default:
+			err = fmt.Errorf("%s: %q is neither a file nor a directory", file, h.Name)
+		}
+		if err != nil {
+			return nil, "", err
+		}
+	}
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	top, err := p.ImageIndex()
+	if err != nil {
+		return nil, "", err
+	}
+	manifest, err := top.IndexManifest()
+	if err != nil {
+		return nil, "", err
+	}
+	if len(manifest.Manifests) != 1 {
+		return nil, "", fmt.Errorf("%s holds %d images, not one", file, len(manifest.Manifests))
+	}
+	entry := manifest.Manifests[0]
+	idx, err := top.ImageIndex(entry.Digest)
+	if err != nil {
+		return nil, "", err
+	}
+	return idx, entry.Annotations[containerdImageName], nil
+}
+
+func writeFromTar(target string, r io.Reader) error {
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	out, err := os.Create(target)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, r); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
+}
+
 // WriteDockerArchive writes single-platform images into one docker-format archive (`docker
 // load`, `ctr images import`), each under its reference.
 func WriteDockerArchive(file string, images map[name.Reference]v1.Image) error {

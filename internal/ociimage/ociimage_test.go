@@ -2,7 +2,6 @@ package ociimage
 
 import (
 	"archive/tar"
-	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -114,51 +112,18 @@ func TestOCIArchiveIsALayoutNamedForContainerd(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, a, b, "the same index gives the same archive, byte for byte")
 
-	// Unpacked, the archive is a layout whose one entry is the index, named for containerd.
-	unpacked := filepath.Join(dir, "layout")
-	f, err := os.Open(archive)
+	// Read back: a layout whose one entry is the index, named for containerd.
+	inner, name, err := ReadOCIArchive(archive, t.TempDir())
 	require.NoError(t, err)
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err)
-		target := filepath.Join(unpacked, filepath.FromSlash(h.Name))
-		if h.Typeflag == tar.TypeDir {
-			require.NoError(t, os.MkdirAll(target, 0o755))
-			continue
-		}
-		data, err := io.ReadAll(tr)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(target, data, 0o644))
-	}
-	var index struct {
-		Manifests []struct {
-			MediaType   string            `json:"mediaType"`
-			Digest      string            `json:"digest"`
-			Annotations map[string]string `json:"annotations"`
-		} `json:"manifests"`
-	}
-	data, err := os.ReadFile(filepath.Join(unpacked, "index.json"))
+	assert.Equal(t, "example.org/cabpi/manager:v9.8.7", name)
+	got, err := inner.Digest()
 	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(data, &index))
-	require.Len(t, index.Manifests, 1)
 	want, err := idx.Digest()
 	require.NoError(t, err)
-	assert.Equal(t, want.String(), index.Manifests[0].Digest)
-	assert.Equal(t, "application/vnd.oci.image.index.v1+json", index.Manifests[0].MediaType)
-	assert.Equal(t, "example.org/cabpi/manager:v9.8.7", index.Manifests[0].Annotations["io.containerd.image.name"])
-	assert.Equal(t, "v9.8.7", index.Manifests[0].Annotations["org.opencontainers.image.ref.name"])
-
-	p, err := layout.FromPath(unpacked)
+	assert.Equal(t, want, got)
+	mt, err := inner.MediaType()
 	require.NoError(t, err)
-	read, err := p.ImageIndex()
-	require.NoError(t, err)
-	inner, err := read.ImageIndex(want)
-	require.NoError(t, err)
+	assert.Equal(t, "application/vnd.oci.image.index.v1+json", string(mt))
 	manifest, err := inner.IndexManifest()
 	require.NoError(t, err)
 	require.Len(t, manifest.Manifests, 2)

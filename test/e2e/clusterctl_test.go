@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -20,6 +21,7 @@ import (
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/util/test/builder"
 
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/ociimage"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -76,12 +78,6 @@ type jsonPatchOp struct {
 	Value string `json:"value"`
 }
 
-// capiImage is the image Cluster API's release names for its core manager (make e2e builds it
-// from the module proxy under this name: hack/capi-manager.sh, make capi-image).
-func capiImage(version string) string {
-	return "registry.k8s.io/cluster-api/cluster-api-controller:" + version
-}
-
 // newLocalRepository writes the repository: Cluster API's core components built the way its
 // release builds them (kustomize build core/config/default, the release image, pull policy
 // IfNotPresent), cabpi's release directory as make release wrote it, and the suite's two.
@@ -103,11 +99,17 @@ func newLocalRepository(t *testing.T) *localRepository {
 	require.NoError(t, err)
 	pullPolicy, err := json.Marshal([]jsonPatchOp{{Op: "replace", Path: "/spec/template/spec/containers/0/imagePullPolicy", Value: "IfNotPresent"}})
 	require.NoError(t, err)
+	// The image make capi-image built, by the name its archive gives it (the release's name).
+	_, imageName, err := ociimage.ReadOCIArchive(os.Getenv("CABPI_CAPI_IMAGE"), t.TempDir())
+	require.NoError(t, err)
+	image, err := name.NewTag(imageName, name.StrictValidation)
+	require.NoError(t, err)
+	require.Equal(t, r.capiVersion, image.TagStr(), "the Cluster API image is of go.mod's version")
 	writeYAML(t, filepath.Join(overlay, "kustomization.yaml"), kustomization{
 		APIVersion: "kustomize.config.k8s.io/v1beta1", Kind: "Kustomization",
 		Resources: []string{coreBase},
 		Images: []kustomizeImage{{Name: "gcr.io/k8s-staging-cluster-api/cluster-api-controller",
-			NewName: "registry.k8s.io/cluster-api/cluster-api-controller", NewTag: r.capiVersion}},
+			NewName: image.Context().Name(), NewTag: image.TagStr()}},
 		Patches: []kustomizePatch{{Patch: string(pullPolicy), Target: kustomizeTarget{Kind: "Deployment"}}},
 	})
 	core := r.providerDir(t, coreProvider, clusterctlv1.CoreProviderType, r.capiVersion)

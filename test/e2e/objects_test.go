@@ -167,12 +167,8 @@ func createIn(t *testing.T, c client.Client, objs ...client.Object) {
 	}
 }
 
-// deploymentMachines lists the Machines of a MachineDeployment of the suite's namespace, by name.
-func deploymentMachines(ctx context.Context, md string) ([]clusterv1.Machine, error) {
-	return deploymentMachinesIn(ctx, mgmt.Client, namespace, md)
-}
-
-// deploymentMachinesIn is deploymentMachines in namespace ns of the management cluster of c.
+// deploymentMachinesIn lists the Machines of a MachineDeployment in namespace ns of the
+// management cluster of c, by name.
 func deploymentMachinesIn(ctx context.Context, c client.Client, ns, md string) ([]clusterv1.Machine, error) {
 	list := &clusterv1.MachineList{}
 	if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: md}); err != nil {

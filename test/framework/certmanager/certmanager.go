@@ -38,7 +38,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/yaml"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -69,7 +69,7 @@ func InstallCRDs(ctx context.Context, c client.Client, moduleDir string) error {
 			return err
 		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096).Decode(crd); err != nil {
+		if err := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096).Decode(crd); err != nil {
 			return fmt.Errorf("%s: %w", f, err)
 		}
 		if crd.Name == "" {
@@ -265,7 +265,8 @@ func (p *Player) markReady(ctx context.Context, cert *unstructured.Unstructured,
 	return nil
 }
 
-// inject copies each Certificate's CA into the objects that name it with inject-ca-from.
+// inject copies each Certificate's CA into the objects that name it with inject-ca-from: the
+// webhooks of webhook configurations and the conversion webhooks of CRDs.
 func (p *Player) inject(ctx context.Context, caByCertificate map[string][]byte) error {
 	var errs []error
 	validating := &admissionv1.ValidatingWebhookConfigurationList{}
@@ -274,19 +275,11 @@ func (p *Player) inject(ctx context.Context, caByCertificate map[string][]byte) 
 	}
 	for i := range validating.Items {
 		v := &validating.Items[i]
-		ca, ok := caFor(v.Annotations, caByCertificate)
-		if !ok {
-			continue
-		}
-		changed := false
+		var bundles []*[]byte
 		for j := range v.Webhooks {
-			if !bytes.Equal(v.Webhooks[j].ClientConfig.CABundle, ca) {
-				v.Webhooks[j].ClientConfig.CABundle, changed = ca, true
-			}
+			bundles = append(bundles, &v.Webhooks[j].ClientConfig.CABundle)
 		}
-		if changed {
-			errs = append(errs, p.client.Update(ctx, v))
-		}
+		errs = append(errs, p.injectInto(ctx, v, caByCertificate, bundles))
 	}
 	mutating := &admissionv1.MutatingWebhookConfigurationList{}
 	if err := p.client.List(ctx, mutating); err != nil {
@@ -294,19 +287,11 @@ func (p *Player) inject(ctx context.Context, caByCertificate map[string][]byte) 
 	}
 	for i := range mutating.Items {
 		m := &mutating.Items[i]
-		ca, ok := caFor(m.Annotations, caByCertificate)
-		if !ok {
-			continue
-		}
-		changed := false
+		var bundles []*[]byte
 		for j := range m.Webhooks {
-			if !bytes.Equal(m.Webhooks[j].ClientConfig.CABundle, ca) {
-				m.Webhooks[j].ClientConfig.CABundle, changed = ca, true
-			}
+			bundles = append(bundles, &m.Webhooks[j].ClientConfig.CABundle)
 		}
-		if changed {
-			errs = append(errs, p.client.Update(ctx, m))
-		}
+		errs = append(errs, p.injectInto(ctx, m, caByCertificate, bundles))
 	}
 	crds := &apiextensionsv1.CustomResourceDefinitionList{}
 	if err := p.client.List(ctx, crds); err != nil {
@@ -314,17 +299,32 @@ func (p *Player) inject(ctx context.Context, caByCertificate map[string][]byte) 
 	}
 	for i := range crds.Items {
 		crd := &crds.Items[i]
-		ca, ok := caFor(crd.Annotations, caByCertificate)
 		conv := crd.Spec.Conversion
-		if !ok || conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
+		if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
 			continue
 		}
-		if !bytes.Equal(conv.Webhook.ClientConfig.CABundle, ca) {
-			conv.Webhook.ClientConfig.CABundle = ca
-			errs = append(errs, p.client.Update(ctx, crd))
-		}
+		errs = append(errs, p.injectInto(ctx, crd, caByCertificate, []*[]byte{&conv.Webhook.ClientConfig.CABundle}))
 	}
 	return errors.Join(slices.DeleteFunc(errs, func(e error) bool { return e == nil || apierrors.IsConflict(e) })...)
+}
+
+// injectInto sets each of obj's CA bundles to the CA its annotation names (once that
+// Certificate is issued), and updates obj when one changed.
+func (p *Player) injectInto(ctx context.Context, obj client.Object, caByCertificate map[string][]byte, bundles []*[]byte) error {
+	ca, ok := caFor(obj.GetAnnotations(), caByCertificate)
+	if !ok {
+		return nil
+	}
+	changed := false
+	for _, b := range bundles {
+		if !bytes.Equal(*b, ca) {
+			*b, changed = ca, true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return p.client.Update(ctx, obj)
 }
 
 // caFor is the CA of the Certificate an object's annotation names, once it is issued.

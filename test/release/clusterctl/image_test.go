@@ -8,13 +8,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/ociimage"
 )
 
 // TestRelease builds a release as a maintainer would (`make release`, a version other than the
@@ -84,42 +84,12 @@ func TestRelease(t *testing.T) {
 	assert.NotEqual(t, d1, d2, "another SOURCE_DATE_EPOCH gives another digest")
 }
 
-// readOCIArchive unpacks an OCI archive and returns its one image index and the name
-// containerd gives it on import.
+// readOCIArchive is ociimage.ReadOCIArchive into a directory of the test.
 func readOCIArchive(t *testing.T, archive string) (v1.ImageIndex, string) {
 	t.Helper()
-	dir := t.TempDir()
-	f, err := os.Open(archive)
+	idx, name, err := ociimage.ReadOCIArchive(archive, t.TempDir())
 	require.NoError(t, err)
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err)
-		require.False(t, strings.Contains(h.Name, ".."), h.Name)
-		target := filepath.Join(dir, filepath.FromSlash(h.Name))
-		if h.Typeflag == tar.TypeDir {
-			require.NoError(t, os.MkdirAll(target, 0o755))
-			continue
-		}
-		require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o755))
-		data, err := io.ReadAll(tr)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(target, data, 0o644))
-	}
-	p, err := layout.FromPath(dir)
-	require.NoError(t, err)
-	top, err := p.ImageIndex()
-	require.NoError(t, err)
-	manifest, err := top.IndexManifest()
-	require.NoError(t, err)
-	require.Len(t, manifest.Manifests, 1, "one image in the archive")
-	idx, err := top.ImageIndex(manifest.Manifests[0].Digest)
-	require.NoError(t, err)
-	return idx, manifest.Manifests[0].Annotations["io.containerd.image.name"]
+	return idx, name
 }
 
 type layerEntry struct {
