@@ -35,8 +35,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/portforward"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/client-go/transport/spdy"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -588,8 +590,17 @@ func assertRBACExactly(t *testing.T, mc *managementCluster) {
 func deletePodWhileReconciling(t *testing.T, mc *managementCluster, pod *corev1.Pod) {
 	t.Helper()
 	ctx := t.Context()
-	// Every event of the data Secrets, from before the first config.
-	w, err := mc.kube.CoreV1().Secrets(pivotNamespace).Watch(ctx, metav1.ListOptions{LabelSelector: clusterv1.ClusterNameLabel + "=" + pivotClusterName})
+	// Every event of the data Secrets from before the first config on, through a watcher that
+	// resumes where it was when the API server (or the load balancer before it) ends a watch.
+	selector := clusterv1.ClusterNameLabel + "=" + pivotClusterName
+	existing, err := mc.kube.CoreV1().Secrets(pivotNamespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	require.NoError(t, err)
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, existing.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+			options.LabelSelector = selector
+			return mc.kube.CoreV1().Secrets(pivotNamespace).Watch(ctx, options)
+		},
+	})
 	require.NoError(t, err)
 	defer w.Stop()
 	type secretEvents struct {
