@@ -2,6 +2,7 @@ package ociimage
 
 import (
 	"archive/tar"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -112,10 +113,22 @@ func TestOCIArchiveIsALayoutNamedForContainerd(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, a, b, "the same index gives the same archive, byte for byte")
 
-	// Read back: a layout whose one entry is the index, named for containerd.
-	inner, name, err := ReadOCIArchive(archive, t.TempDir())
+	// Read back: a layout whose one entry is the index, named for containerd and, by its tag,
+	// for other readers of OCI layouts.
+	unpacked := t.TempDir()
+	inner, name, err := ReadOCIArchive(archive, unpacked)
 	require.NoError(t, err)
 	assert.Equal(t, "example.org/cabpi/manager:v9.8.7", name)
+	var index struct {
+		Manifests []struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"manifests"`
+	}
+	data, err := os.ReadFile(filepath.Join(unpacked, "index.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &index))
+	require.Len(t, index.Manifests, 1)
+	assert.Equal(t, "v9.8.7", index.Manifests[0].Annotations["org.opencontainers.image.ref.name"])
 	got, err := inner.Digest()
 	require.NoError(t, err)
 	want, err := idx.Digest()

@@ -112,21 +112,18 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 // Player issues Certificates and injects CA bundles in one cluster until stopped.
 type Player struct {
 	client client.Client
-	// interval is how often it looks.
-	interval time.Duration
 
 	cancel context.CancelFunc
 	done   chan struct{}
 
 	mu      sync.Mutex
 	lastErr error
-	issued  map[string]int // Secret namespace/name → times written
 }
 
 // Start plays cert-manager in the cluster of c, looking every interval.
 func Start(ctx context.Context, c client.Client, interval time.Duration) *Player {
 	ctx, cancel := context.WithCancel(ctx)
-	p := &Player{client: c, interval: interval, cancel: cancel, done: make(chan struct{}), issued: map[string]int{}}
+	p := &Player{client: c, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		for {
@@ -222,17 +219,7 @@ func (p *Player) issue(ctx context.Context, cert *unstructured.Unstructured) ([]
 			return nil, fmt.Errorf("updating Secret %s: %w", key, err)
 		}
 	}
-	p.mu.Lock()
-	p.issued[key.String()]++
-	p.mu.Unlock()
 	return certPEM, p.markReady(ctx, cert, certPEM)
-}
-
-// Issued is how many times the Secret namespace/name was written.
-func (p *Player) Issued(secret string) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.issued[secret]
 }
 
 // markReady sets the Certificate's Ready condition, as cert-manager reports an issued one.
