@@ -7,6 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -59,7 +62,11 @@ func (r *Reconciler) buildInput(ctx context.Context, s *scope, role ignition.Rol
 	spec := &s.config.Spec
 	needs := configinput.ClusterNeeds(spec, role)
 	net := s.cluster.Spec.ClusterNetwork
-	cluster := configinput.Cluster{Name: s.cluster.Name, ServiceDomain: net.ServiceDomain, InfrastructureKind: s.infrastructureKind()}
+	delivery, rep, err := r.delivery(ctx, s)
+	if rep != nil || err != nil {
+		return nodeInput{}, rep, err
+	}
+	cluster := configinput.Cluster{Name: s.cluster.Name, ServiceDomain: net.ServiceDomain, Delivery: delivery}
 	if len(net.Services.CIDRBlocks) > 0 {
 		cluster.ServiceSubnet = net.Services.String()
 	}
@@ -98,10 +105,14 @@ func (r *Reconciler) buildInput(ctx context.Context, s *scope, role ignition.Rol
 
 	in, err := configinput.Build(ctx, spec, role, version, cluster, refs)
 	var missing *configinput.MissingReferenceError
+	var undeliverable *configinput.DeliveryError
 	var invalid *ignition.Error
 	switch {
 	case errors.As(err, &missing):
 		return nodeInput{}, &report{reason: cabpiv1.ReferenceNotFoundReason, message: missing.Error(), requeue: waitRequeue, warn: true}, nil
+	case errors.As(err, &undeliverable):
+		// The infrastructure machine is not watched: looked at again as a render error is.
+		return nodeInput{}, &report{reason: cabpiv1.IncompatibleInfrastructureReason, message: undeliverable.Error(), requeue: renderErrorRetry, warn: true}, nil
 	case errors.As(err, &invalid):
 		return nodeInput{}, renderFailed(invalid), nil
 	case err != nil:
@@ -186,4 +197,39 @@ func (a *apiResolver) ConfigMapKey(ctx context.Context, field configinput.RefFie
 		return "", &configinput.MissingReferenceError{Field: field, Kind: "ConfigMap", Name: ref.Name, Key: ref.Key, KeyMissing: true}
 	}
 	return data, nil
+}
+
+// delivery reads how the owner's infrastructure machine hands the data to its instance. Only
+// kinds whose spec decides it (CAPA's: spec.ignition) are read, from the API server (unstructured
+// objects are not cached), at the version the API server prefers; for any other kind the kind
+// says it all. A machine not there yet, or a kind not installed, is waited for.
+func (r *Reconciler) delivery(ctx context.Context, s *scope) (configinput.Delivery, *report, error) {
+	ref := s.infrastructureRef()
+	if !configinput.DeliveryNeedsSpec(ref.Kind) {
+		return configinput.Delivery{Kind: ref.Kind}, nil, nil
+	}
+	what := fmt.Sprintf("%s %s", ref.Kind, ref.Name)
+	mapping, err := r.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
+	if meta.IsNoMatchError(err) {
+		return configinput.Delivery{}, waitFor(cabpiv1.WaitingForInfrastructureMachineReason,
+			fmt.Sprintf("Waiting for the infrastructure machine %s: its kind is not installed (group %q)", what, ref.APIGroup)), nil
+	}
+	if err != nil {
+		return configinput.Delivery{}, nil, fmt.Errorf("finding the API of %s: %w", what, err)
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(mapping.GroupVersionKind)
+	err = r.Client.Get(ctx, client.ObjectKey{Namespace: s.config.Namespace, Name: ref.Name}, obj)
+	if apierrors.IsNotFound(err) {
+		return configinput.Delivery{}, waitFor(cabpiv1.WaitingForInfrastructureMachineReason,
+			fmt.Sprintf("Waiting for the infrastructure machine %s: its spec says how the data reaches the instance", what)), nil
+	}
+	if err != nil {
+		return configinput.Delivery{}, nil, fmt.Errorf("reading %s: %w", what, err)
+	}
+	d, err := configinput.DeliveryOf(obj)
+	if err != nil {
+		return d, &report{reason: cabpiv1.IncompatibleInfrastructureReason, message: err.Error(), requeue: renderErrorRetry, warn: true}, nil
+	}
+	return d, nil, nil
 }

@@ -214,16 +214,17 @@ func (o configOwner) kind() string {
 	return "Machine"
 }
 
-// infrastructureKind is the kind of the owner's infrastructure (AWSMachine, DockerMachine, ...):
-// it names the platform, and with it the user-data limit and whether data may be compressed.
-func (s *scope) infrastructureKind() string {
+// infrastructureRef is the owner's infrastructure (AWSMachine, DockerMachine, ...): its kind
+// names the platform, and with it the user-data limit and whether data may be compressed; for
+// some kinds its spec says where the data is stored (delivery).
+func (s *scope) infrastructureRef() clusterv1.ContractVersionedObjectReference {
 	if s.machinePool != nil {
-		return s.machinePool.Spec.Template.Spec.InfrastructureRef.Kind
+		return s.machinePool.Spec.Template.Spec.InfrastructureRef
 	}
-	return s.machine.Spec.InfrastructureRef.Kind
+	return s.machine.Spec.InfrastructureRef
 }
 
 // platform is the effective platform of the config ("" when not known).
 func (s *scope) platform() cabpiv1.Platform {
-	return configinput.EffectivePlatform(&s.config.Spec, s.infrastructureKind())
+	return configinput.EffectivePlatform(&s.config.Spec, s.infrastructureRef().Kind)
 }

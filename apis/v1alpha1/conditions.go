@@ -64,6 +64,15 @@ const (
 	UnsupportedIgnitionVersionReason = "UnsupportedIgnitionVersion"
 	// InvalidConfigReason (False): any other rendering error (e.g. the merged Ignition fails validation).
 	InvalidConfigReason = "InvalidConfig"
+	// WaitingForInfrastructureMachineReason (False): the owner's infrastructure machine, whose
+	// spec says how the data reaches the instance (CAPA's AWSMachine and AWSMachinePool:
+	// spec.ignition), does not exist yet or its kind is not installed.
+	WaitingForInfrastructureMachineReason = "WaitingForInfrastructureMachine"
+	// IncompatibleInfrastructureReason (False): the owner's infrastructure machine would hand
+	// the data to the instance in a way the variant cannot boot: CAPA's Ignition 2.x stub in
+	// front of data in S3 for Fedora CoreOS, which reads spec 3 only. The message names the
+	// field to change (spec.ignition.version). Nothing is stored.
+	IncompatibleInfrastructureReason = "IncompatibleInfrastructure"
 	// DataTooLargeReason (False): the rendered data is larger than a Secret holds (1 MiB); the
 	// message gives both sizes. No join token is created for it.
 	DataTooLargeReason = "DataTooLarge"

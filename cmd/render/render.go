@@ -28,6 +28,8 @@ type Options struct {
 	Butane            bool
 	// Platform overrides spec.platform ("" keeps it).
 	Platform string
+	// Name selects the config in a file of several documents.
+	Name string
 }
 
 // Main runs `cabpi render` with args; the rendered config goes to stdout, the size report to stderr.
@@ -35,18 +37,24 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	opts := Options{}
 	fs := pflag.NewFlagSet("render", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVarP(&opts.File, "file", "f", "", "IgnitionConfig or IgnitionConfigTemplate YAML ('-' reads stdin)")
+	fs.StringVarP(&opts.File, "file", "f", "", "IgnitionConfig or IgnitionConfigTemplate YAML ('-' reads stdin); may hold more documents, "+
+		"e.g. the output of clusterctl generate cluster: then the config's owner and its infrastructure machine (template) in the file say how the data reaches the machine")
+	fs.StringVar(&opts.Name, "name", "", "name of the IgnitionConfig or IgnitionConfigTemplate to render, when the file holds several")
 	fs.StringVar(&opts.KubernetesVersion, "kubernetes-version", DefaultVersion, "Kubernetes version of the node (selects the kubeadm API version)")
 	fs.StringVar(&opts.Role, "role", string(ignition.RoleWorkerJoin), "worker, init or control-plane")
 	fs.BoolVar(&opts.Butane, "butane", false, "print the rendered config as a Butane document instead of Ignition JSON")
 	fs.StringVar(&opts.Platform, "platform", "", "platform the data is for, as spec.platform (aws, azure, gcp, hetzner, openstack, vsphere, docker); "+
 		"sets the user-data limit and whether the data may be compressed; default: the file's spec.platform, else none known (no limit, compressed)")
-	doc, err := cliinput.ParseArgs(fs, args, "Usage: cabpi render -f config.yaml [--kubernetes-version v1.34.0] [--role worker|init|control-plane] [--platform aws|...|docker] [--butane]",
+	doc, err := cliinput.ParseArgs(fs, args, "Usage: cabpi render -f config.yaml [--name NAME] [--kubernetes-version v1.34.0] [--role worker|init|control-plane] [--platform aws|...|docker] [--butane]",
 		&opts.File, stdin)
 	if err != nil {
 		return err
 	}
-	spec, err := configinput.SpecFromYAML(doc)
+	sel, err := selectConfig(doc, opts.Name)
+	if err != nil {
+		return err
+	}
+	spec, err := configinput.SpecFromYAML(sel.config)
 	if err != nil {
 		return err
 	}
@@ -59,11 +67,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if !role.Known() {
 		return fmt.Errorf("--role %q: use worker, init or control-plane", role)
 	}
-	out, err := configinput.RenderOffline(context.Background(), spec, role, opts.KubernetesVersion, stderr)
+	out, err := configinput.RenderOfflineFor(context.Background(), spec, role, opts.KubernetesVersion, sel.delivery, stderr)
 	if err != nil {
 		return err
 	}
-	printSize(stderr, out, spec)
+	printSize(stderr, out, spec, sel.delivery)
 	printKubernetes(stderr, out, spec, opts.KubernetesVersion)
 	if opts.Butane {
 		// The Butane view is for reading: a wrapper shows the config it carries.
@@ -87,13 +95,20 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	return err
 }
 
-// printSize reports what the data weighs against the platform's limit, and what to do when it
-// is over.
-func printSize(w io.Writer, out ignition.Output, spec *cabpiv1.IgnitionConfigSpec) {
-	platform := configinput.EffectivePlatform(spec, "")
+// printSize reports what the data weighs against the limit of the machine it is for, and what to
+// do when it is over.
+func printSize(w io.Writer, out ignition.Output, spec *cabpiv1.IgnitionConfigSpec, delivery configinput.Delivery) {
+	platform := configinput.EffectivePlatform(spec, delivery.Kind)
 	name, limit := string(platform), "no limit"
 	if name == "" {
 		name = "not known"
+	}
+	if delivery.Kind != "" {
+		name += fmt.Sprintf(" (%s %s", delivery.Kind, delivery.Name)
+		if delivery.Storage == configinput.StorageObjectStore {
+			name += fmt.Sprintf(": data in S3, the user data is CAPA's Ignition %s stub", delivery.StubIgnitionVersion)
+		}
+		name += ")"
 	}
 	if out.Size.Limit > 0 {
 		limit = fmt.Sprintf("limit %d", out.Size.Limit)

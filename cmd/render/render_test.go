@@ -387,3 +387,70 @@ func TestRenderKubernetesSources(t *testing.T) {
 	require.ErrorContains(t, err, "kubernetes.sysext.baseURL")
 	require.Empty(t, out)
 }
+
+// A file of several documents (what clusterctl generate cluster writes): --name picks the
+// config, and its owner's infrastructure machine template in the same file says how the data
+// reaches the machine. On CAPA, data in S3 has no user-data limit, and a Fedora CoreOS config
+// behind CAPA's default Ignition 2.3 stub is refused, naming spec.ignition.version.
+func TestRenderGeneratedCluster(t *testing.T) {
+	cluster := func(variant, awsIgnition string) string {
+		return `apiVersion: cluster.x-k8s.io/v1beta2
+kind: MachineDeployment
+metadata: {name: demo-md-0}
+spec:
+  clusterName: demo
+  template:
+    spec:
+      clusterName: demo
+      bootstrap:
+        configRef: {apiGroup: bootstrap.cluster.x-k8s.io, kind: IgnitionConfigTemplate, name: demo-md-0}
+      infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: AWSMachineTemplate, name: demo-md-0}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+kind: AWSMachineTemplate
+metadata: {name: demo-md-0}
+spec:
+  template:
+    spec:
+      instanceType: t3.large
+` + awsIgnition + `
+---
+apiVersion: bootstrap.cluster.x-k8s.io/v1alpha1
+kind: IgnitionConfigTemplate
+metadata: {name: demo-md-0}
+spec: {template: {spec: {variant: ` + variant + `}}}
+---
+apiVersion: bootstrap.cluster.x-k8s.io/v1alpha1
+kind: IgnitionConfig
+metadata: {name: demo-control-plane-0}
+spec: {variant: ` + variant + `}
+`
+	}
+	write := func(doc string) string {
+		f := filepath.Join(t.TempDir(), "cluster.yaml")
+		require.NoError(t, os.WriteFile(f, []byte(doc), 0o644))
+		return f
+	}
+
+	_, _, err := run(t, "-f", write(cluster("flatcar", "")))
+	require.ErrorContains(t, err, "the file holds 2 configs (IgnitionConfigTemplate demo-md-0, IgnitionConfig demo-control-plane-0): choose one with --name")
+	_, _, err = run(t, "-f", write(cluster("flatcar", "")), "--name", "nothing")
+	require.ErrorContains(t, err, `no IgnitionConfig or IgnitionConfigTemplate named "nothing"`)
+
+	// The control-plane config has no owner in the file: no delivery known, no limit.
+	_, stderr, err := run(t, "-f", write(cluster("fcos", "")), "--name", "demo-control-plane-0")
+	require.NoError(t, err, stderr)
+	require.Contains(t, stderr, "platform not known, no limit")
+
+	_, _, err = run(t, "-f", write(cluster("fcos", "")), "--name", "demo-md-0")
+	require.ErrorContains(t, err, `AWSMachine demo-md-0 stores the bootstrap data in S3`)
+	require.ErrorContains(t, err, `Set spec.ignition.version to "3.4"`)
+
+	_, stderr, err = run(t, "-f", write(cluster("fcos", "      ignition: {version: \"3.4\"}")), "--name", "demo-md-0")
+	require.NoError(t, err, stderr)
+	require.Contains(t, stderr, "platform aws (AWSMachine demo-md-0: data in S3, the user data is CAPA's Ignition 3.4 stub), no limit")
+
+	_, stderr, err = run(t, "-f", write(cluster("fcos", "      ignition: {version: \"2.3\", storageType: UnencryptedUserData}")), "--name", "demo-md-0")
+	require.NoError(t, err, stderr)
+	require.Contains(t, stderr, "platform aws (AWSMachine demo-md-0), limit 16384")
+}

@@ -33,9 +33,10 @@ type Cluster struct {
 	Certificates secret.Certificates
 	// JoinToken is the bootstrap token of a join that uses one (Needs.JoinToken).
 	JoinToken string
-	// InfrastructureKind is the kind of the owner's spec.infrastructureRef ("AWSMachine",
-	// "DockerMachine"); it names the platform when spec.platform does not (EffectivePlatform).
-	InfrastructureKind string
+	// Delivery is how the owner's infrastructure machine hands the data over: its kind names
+	// the platform when spec.platform does not (EffectivePlatform), and where it stores the data
+	// decides the limit (CAPA's S3) and which variants can boot (CheckDelivery).
+	Delivery Delivery
 }
 
 // Needs says which Cluster facts a spec needs for a role, so the controller knows what to wait
@@ -87,14 +88,18 @@ func CertificatesFor(spec *cabpiv1.IgnitionConfigSpec, role ignition.Role) secre
 // the Cluster's facts and the references resolved by res. The controller, the admission webhook
 // and `cabpi render` all build their input here, so they cannot disagree on what a spec means.
 // A fact the spec needs and cluster lacks is left empty; the renderer then refuses the input.
-// The platform (EffectivePlatform) decides whether the data may be compressed and the
-// user-data limit it is rendered against.
+// The platform (EffectivePlatform) decides whether the data may be compressed, and with the
+// delivery the user-data limit it is rendered against; a delivery the variant cannot boot is a
+// *DeliveryError.
 func Build(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role ignition.Role, kubernetesVersion string, cluster Cluster, res Resolver) (ignition.Input, error) {
+	if err := CheckDelivery(spec, cluster.Delivery); err != nil {
+		return ignition.Input{}, err
+	}
 	in, err := FromSpec(ctx, spec, role, kubernetesVersion, res)
 	if err != nil {
 		return in, err
 	}
-	if err := applyPlatform(&in, EffectivePlatform(spec, cluster.InfrastructureKind)); err != nil {
+	if err := applyPlatform(&in, EffectivePlatform(spec, cluster.Delivery.Kind), cluster.Delivery); err != nil {
 		return in, err
 	}
 	in.Certificates = CertificateFiles(cluster.Certificates)

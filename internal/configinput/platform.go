@@ -20,12 +20,15 @@ func Platforms() []cabpiv1.Platform {
 
 // userDataLimits are the platforms' user-data limits in raw bytes (the data as stored, before
 // any encoding the infrastructure provider adds). OpenStack's 64 KiB is counted after base64,
-// which leaves 48 KiB raw. Docker has none: CAPD reads the Secret.
+// which leaves 48 KiB raw. Azure's custom data decodes to at most 65,535 bytes (the ARM API's
+// osProfile.customData), GCP's is the 256 KiB of one metadata value (the user-data key CAPG
+// writes). Docker has none: CAPD reads the Secret. Where the data is not in the user data at
+// all (CAPA's S3), none applies (Delivery).
 var userDataLimits = map[cabpiv1.Platform]int{
 	cabpiv1.PlatformAWS:       16 << 10,
 	cabpiv1.PlatformHetzner:   32 << 10,
 	cabpiv1.PlatformOpenStack: 48 << 10,
-	cabpiv1.PlatformAzure:     64 << 10,
+	cabpiv1.PlatformAzure:     64<<10 - 1,
 	cabpiv1.PlatformVSphere:   64 << 10,
 	cabpiv1.PlatformGCP:       256 << 10,
 }
@@ -79,8 +82,8 @@ func Compressible(p cabpiv1.Platform) bool {
 
 // applyPlatform sets what the platform means for rendering. CAPD reads files with Ignition 2.3
 // types, in which append is a flag, not a list: it cannot read an appended file (docs/adr/010).
-func applyPlatform(in *ignition.Input, p cabpiv1.Platform) error {
-	in.Compress, in.SizeLimit = Compressible(p), UserDataLimit(p)
+func applyPlatform(in *ignition.Input, p cabpiv1.Platform, d Delivery) error {
+	in.Compress, in.SizeLimit = Compressible(p), d.userDataLimit(p)
 	if p != cabpiv1.PlatformDocker {
 		return nil
 	}
@@ -137,8 +140,8 @@ func OverPlatformLimit(out ignition.Output, platform cabpiv1.Platform) string {
 	b.WriteString(". Nothing was cut. Make the Butane snippet or spec.files smaller, or have large files fetched at boot " +
 		"(Butane contents.source with an https URL)")
 	if platform == cabpiv1.PlatformAWS {
-		b.WriteString("; on AWS, let CAPA store the data in S3 (AWSMachine spec.ignition.storageType: ClusterObjectStore, " +
-			"its default), which hands the instance a small stub instead")
+		b.WriteString("; on AWS, let CAPA store the data in S3, which hands the instance a small stub instead: AWSMachine " +
+			"spec.ignition.storageType ClusterObjectStore (its default) with spec.ignition.version 3.4, and AWSCluster spec.s3Bucket")
 	}
 	return b.String()
 }

@@ -49,7 +49,7 @@ func TestPlatformLimits(t *testing.T) {
 		{cabpiv1.PlatformAWS, 16384, true},
 		{cabpiv1.PlatformHetzner, 32768, true},
 		{cabpiv1.PlatformOpenStack, 49152, true}, // 64 KiB once base64-encoded
-		{cabpiv1.PlatformAzure, 65536, true},
+		{cabpiv1.PlatformAzure, 65535, true},
 		{cabpiv1.PlatformVSphere, 65536, true},
 		{cabpiv1.PlatformGCP, 262144, true},
 		{cabpiv1.PlatformDocker, 0, false},
@@ -90,7 +90,7 @@ func TestBuildAppliesPlatform(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := &cabpiv1.IgnitionConfigSpec{Platform: tc.platform}
 			cluster := configinput.Placeholders(spec, ignition.RoleWorkerJoin)
-			cluster.InfrastructureKind = tc.kind
+			cluster.Delivery = configinput.Delivery{Kind: tc.kind}
 			in, err := configinput.Build(context.Background(), spec, ignition.RoleWorkerJoin, configinput.DefaultKubernetesVersion, cluster, configinput.OfflineResolver{})
 			require.NoError(t, err)
 			assert.Equal(t, tc.compress, in.Compress)
@@ -106,7 +106,7 @@ func TestDockerGetsUncompressedData(t *testing.T) {
 	render := func(spec *cabpiv1.IgnitionConfigSpec, kind string) ignition.Output {
 		t.Helper()
 		cluster := configinput.Placeholders(spec, ignition.RoleWorkerJoin)
-		cluster.InfrastructureKind = kind
+		cluster.Delivery = configinput.Delivery{Kind: kind}
 		in, err := configinput.Build(context.Background(), spec, ignition.RoleWorkerJoin, configinput.DefaultKubernetesVersion, cluster, configinput.OfflineResolver{})
 		require.NoError(t, err)
 		out, err := ignition.Render(in)

@@ -40,7 +40,7 @@ func TestSizeTargets(t *testing.T) {
 				require.NoError(t, cluster.Certificates.Generate())
 			}
 			for _, kind := range []string{"AWSMachine", "DockerMachine"} {
-				cluster.InfrastructureKind = kind
+				cluster.Delivery = configinput.Delivery{Kind: kind}
 				in, err := configinput.Build(context.Background(), spec, role, configinput.DefaultKubernetesVersion, cluster, configinput.OfflineResolver{})
 				require.NoError(t, err)
 				out, err := ignition.Render(in)

@@ -40,10 +40,18 @@ func SpecFromYAML(doc []byte) (*cabpiv1.IgnitionConfigSpec, error) {
 // credentials: `cabpi render`, `cabpi convert` and admission preview the same output this way.
 // Warnings about placeholders go to warn.
 func RenderOffline(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role ignition.Role, version string, warn io.Writer) (ignition.Output, error) {
+	return RenderOfflineFor(ctx, spec, role, version, Delivery{}, warn)
+}
+
+// RenderOfflineFor is RenderOffline for a machine that hands the data over as delivery says
+// (`cabpi render` of a generated cluster, which holds the infrastructure machine too).
+func RenderOfflineFor(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role ignition.Role, version string, delivery Delivery, warn io.Writer) (ignition.Output, error) {
 	if !role.Known() {
 		return ignition.Output{}, fmt.Errorf("unknown role %q: use worker, init or control-plane", role)
 	}
-	in, err := Offline(ctx, spec, role, version, OfflineResolver{Warn: warn})
+	cluster := Placeholders(spec, role)
+	cluster.Delivery = delivery
+	in, err := Build(ctx, spec, role, version, cluster, OfflineResolver{Warn: warn})
 	if err != nil {
 		return ignition.Output{}, err
 	}

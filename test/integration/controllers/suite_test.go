@@ -5,6 +5,7 @@
 package controllers_test
 
 import (
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -27,11 +28,22 @@ var (
 // registers it, and, after the tests, the leak check: nothing the suite created may show up in
 // a log line or an event.
 func TestMain(m *testing.M) {
+	// CAPA's machines, whose spec.ignition says where the data is stored (delivery_test.go).
+	capa, err := testenv.Infrastructure("aws")
+	var capaCRDs []string
+	if err == nil {
+		capaCRDs, err = capa.CRDFiles("awsmachines", "awsmachinepools")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	os.Exit(testenv.Run(m, testenv.Suite{
 		Options: testenv.Options{
 			ClusterController:     true,
 			MachineController:     true,
 			MachinePoolController: true,
+			AdditionalCRDPaths:    capaCRDs,
 		},
 		LeakCheck: true,
 		Setup: func(e *testenv.Environment) error {
