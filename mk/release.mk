@@ -26,11 +26,19 @@ CLUSTERCTL_CONFIG_HOME = $(or $(XDG_CONFIG_HOME),$(if $(filter Darwin,$(shell un
 CLUSTERCTL_OVERRIDES_DIR ?= $(CLUSTERCTL_CONFIG_HOME)/cluster-api/overrides
 CAPI_VERSION = $(shell go list -m -f '{{.Version}}' sigs.k8s.io/cluster-api 2>/dev/null)
 # Per provider: the templates (templates/<file>, installed under the same name) and the default
-# version (CAPD is released with Cluster API; the vSphere template is written for CAPV v1.14).
+# version (CAPD is released with Cluster API; the others are the versions the templates are
+# written for and checked against, hack/versions.env).
 INFRA_TEMPLATES_docker := cluster-template-ignition.yaml cluster-template-ignition-clusterclass.yaml clusterclass-ignition.yaml cluster-template-ignition-kcp.yaml
 INFRA_DEFAULT_VERSION_docker = $(CAPI_VERSION)
+INFRA_TEMPLATES_aws := cluster-template-ignition-aws.yaml cluster-template-ignition-aws-fcos.yaml cluster-template-ignition-aws-kcp.yaml
+INFRA_DEFAULT_VERSION_aws := $(CAPA_VERSION)
+INFRA_TEMPLATES_azure := cluster-template-ignition-azure.yaml cluster-template-ignition-azure-fcos.yaml
+INFRA_DEFAULT_VERSION_azure := $(CAPZ_VERSION)
+INFRA_TEMPLATES_gcp := cluster-template-ignition-gcp.yaml cluster-template-ignition-gcp-fcos.yaml
+INFRA_DEFAULT_VERSION_gcp := $(CAPG_VERSION)
 INFRA_TEMPLATES_vsphere := cluster-template-ignition-vsphere.yaml
-INFRA_DEFAULT_VERSION_vsphere := v1.14.0
+INFRA_DEFAULT_VERSION_vsphere := $(CAPV_VERSION)
+INFRA_PROVIDERS := docker aws azure gcp vsphere
 INFRA_VERSION ?= $(INFRA_DEFAULT_VERSION_$(INFRA))
 
 .PHONY: release
@@ -55,9 +63,9 @@ release-manifests: $(KUSTOMIZE) ## Build the clusterctl release manifests into R
 	@echo "release assets for $(RELEASE_VERSION) in $(RELEASE_DIR)/"
 
 .PHONY: clusterctl-overrides
-clusterctl-overrides: ## Install templates/ as clusterctl overrides of INFRA (docker|vsphere) at INFRA_VERSION.
+clusterctl-overrides: ## Install templates/ as clusterctl overrides of INFRA (docker|aws|azure|gcp|vsphere) at INFRA_VERSION.
 	@if [ -z "$(INFRA_TEMPLATES_$(INFRA))" ]; then \
-		echo "INFRA=$(INFRA): templates/ has templates for docker and vsphere only"; exit 1; fi
+		echo "INFRA=$(INFRA): templates/ has templates for $(INFRA_PROVIDERS) only"; exit 1; fi
 	@if [ -z "$(INFRA_VERSION)" ]; then echo "set INFRA_VERSION (the $(INFRA) provider version clusterctl uses)"; exit 1; fi
 	mkdir -p "$(CLUSTERCTL_OVERRIDES_DIR)/infrastructure-$(INFRA)/$(INFRA_VERSION)"
 	cp $(addprefix templates/,$(INFRA_TEMPLATES_$(INFRA))) "$(CLUSTERCTL_OVERRIDES_DIR)/infrastructure-$(INFRA)/$(INFRA_VERSION)/"

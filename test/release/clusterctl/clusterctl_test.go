@@ -68,7 +68,7 @@ func TestReleaseAssets(t *testing.T) {
 	// Every template ships with the release, unchanged.
 	templates, err := filepath.Glob(filepath.Join(repoRoot, "templates", "*.yaml"))
 	require.NoError(t, err)
-	require.Len(t, templates, 5)
+	require.Len(t, templates, 5+len(cloudFlavors)-1) // the vSphere flavor is among the cloud flavors
 	for _, f := range append(templates, filepath.Join(repoRoot, "metadata.yaml")) {
 		want, err := os.ReadFile(f)
 		require.NoError(t, err)
@@ -388,7 +388,7 @@ func TestGenerateClusterVSphere(t *testing.T) {
 	ns := env.CreateNamespace(t, "vsphere").Name
 
 	out := r.mustClusterctl(t, vsphereVariables, "generate", "cluster", "demo",
-		"--infrastructure", "vsphere:"+capvVersion, "--flavor", "ignition-vsphere", "--kubernetes-version", kubernetesVersion,
+		"--infrastructure", infra["vsphere"].ref(), "--flavor", "ignition-vsphere", "--kubernetes-version", kubernetesVersion,
 		"--worker-machine-count", "2", "--target-namespace", ns)
 	objs := parseObjects(t, out)
 	assert.Equal(t, map[string]int{
@@ -454,15 +454,19 @@ func TestListVariables(t *testing.T) {
 	}
 
 	all := slices.Clone(providerVariables)
-	for _, tc := range []struct {
+	type flavorVariables struct {
 		infra, flavor string
 		required      []string
-	}{
+	}
+	flavors := []flavorVariables{
 		{"docker:" + capiVersion, "ignition", []string{"KUBERNETES_VERSION"}},
 		{"docker:" + capiVersion, "ignition-clusterclass", []string{"KUBERNETES_VERSION"}},
 		{"docker:" + capiVersion, "ignition-kcp", []string{"KUBERNETES_VERSION"}},
-		{"vsphere:" + capvVersion, "ignition-vsphere", append(keys(vsphereVariables), "KUBERNETES_VERSION")},
-	} {
+	}
+	for _, f := range cloudFlavors {
+		flavors = append(flavors, flavorVariables{infra[f.infra].ref(), f.flavor, append(keys(f.variables), "KUBERNETES_VERSION")})
+	}
+	for _, tc := range flavors {
 		out := r.mustClusterctl(t, nil, "generate", "cluster", "demo", "--infrastructure", tc.infra,
 			"--flavor", tc.flavor, "--target-namespace", "default", "--list-variables")
 		required, optional := listVariables(t, out)
@@ -713,6 +717,12 @@ func renderIgnition(t *testing.T, u *unstructured.Unstructured, role ignition.Ro
 	}
 	out, err := configinput.RenderOffline(t.Context(), spec, role, kubernetesVersion, io.Discard)
 	require.NoError(t, err, "rendering %s %s as %s", u.GetKind(), u.GetName(), role)
+	return parseRendered(t, out)
+}
+
+// parseRendered reads rendered data: the config (unwrapped where it was wrapped) and its files.
+func parseRendered(t *testing.T, out ignition.Output) ignitionJSON {
+	t.Helper()
 	config, err := ignition.Unwrap(out.Data)
 	require.NoError(t, err)
 	var cfg ignitionJSON

@@ -1,10 +1,12 @@
 // Package clusterctl_test runs the real clusterctl against a local provider repository built from
 // this checkout (make release-manifests, make clusterctl-overrides) and server-side dry-run applies
-// what it generates to an API server with the CRDs of Cluster API, CAPD, CAPV and cabpi.
+// what it generates to an API server with the CRDs of Cluster API, CAPD, CAPA, CAPZ, CAPG, CAPV
+// and cabpi, and cabpi's admission webhooks.
 //
 // Nothing is fetched from GitHub: providers are file:// repositories in a temporary directory,
-// clusterctl runs with its version check off and with an unreachable HTTP(S) proxy. The CAPD and
-// CAPV CRDs come from their Go modules (the Go module proxy serves them; they are not in go.mod).
+// clusterctl runs with its version check off and with an unreachable HTTP(S) proxy. The
+// infrastructure providers' CRDs and metadata come from their Go modules at the versions
+// hack/versions.env pins (the Go module proxy serves them; they are not in go.mod).
 package clusterctl_test
 
 import (
@@ -22,13 +24,12 @@ import (
 const (
 	// providerVersion is the cabpi release the tests build (mk/release.mk RELEASE_VERSION).
 	providerVersion = "v0.1.0"
-	// capvModule/capvVersion: the vSphere provider the vSphere template is written for
-	// (mk/release.mk INFRA_DEFAULT_VERSION_vsphere).
-	capvModule  = "sigs.k8s.io/cluster-api-provider-vsphere"
-	capvVersion = "v1.14.0"
 	// capdModule holds CAPD; it is released with Cluster API, at Cluster API's version.
 	capdModule = "sigs.k8s.io/cluster-api/test"
 )
+
+// cloudProviders are the infrastructure providers with cloud flavors, by clusterctl name.
+var cloudProviders = []string{"aws", "azure", "gcp", "vsphere"}
 
 var (
 	env *testenv.Environment
@@ -39,9 +40,22 @@ var (
 	capiDir     string // sigs.k8s.io/cluster-api module
 	capiVersion string // its version: CAPD's version too
 	capdDir     string // sigs.k8s.io/cluster-api/test module
-	capvDir     string // sigs.k8s.io/cluster-api-provider-vsphere module
 	goEnvFile   string // `go env GOENV`, kept for `make` run with a temporary XDG_CONFIG_HOME
+
+	// infra are the cloud providers at their pinned versions, with their module directories.
+	infra = map[string]infraModule{}
 )
+
+// infraModule is an infrastructure provider and where its module is.
+type infraModule struct {
+	testenv.InfrastructureProvider
+	dir string
+}
+
+func (m infraModule) crdDir() string { return filepath.Join(m.dir, m.CRDPath) }
+
+// ref is the provider as clusterctl's --infrastructure takes it: name:version.
+func (m infraModule) ref() string { return m.Name + ":" + m.Version }
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
@@ -76,8 +90,16 @@ func run(m *testing.M) int {
 	if err == nil {
 		capdDir, err = testenv.ModuleDir(capdModule, capiVersion)
 	}
-	if err == nil {
-		capvDir, err = testenv.ModuleDir(capvModule, capvVersion)
+	for _, name := range cloudProviders {
+		if err != nil {
+			break
+		}
+		var p testenv.InfrastructureProvider
+		if p, err = testenv.Infrastructure(name); err == nil {
+			m := infraModule{InfrastructureProvider: p}
+			m.dir, err = p.Dir()
+			infra[name] = m
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -88,12 +110,15 @@ func run(m *testing.M) int {
 		Options: testenv.Options{
 			KubeadmCRDs:             true,
 			KubeadmControlPlaneCRDs: true,
-			AdditionalCRDPaths: []string{
-				capdCRDDir(),
-				capvCRDDir(),
-			},
+			AdditionalCRDPaths: append([]string{capdCRDDir()},
+				infra["aws"].crdDir(), infra["azure"].crdDir(), infra["gcp"].crdDir(), infra["vsphere"].crdDir()),
+			// Every generated object is admitted by cabpi's webhooks too.
+			Webhooks: true,
 		},
-		Setup: func(e *testenv.Environment) error { env = e; return nil },
+		Setup: func(e *testenv.Environment) error {
+			env = e
+			return e.SetupCabpiWebhooks()
+		},
 	})
 }
 
@@ -101,7 +126,6 @@ func capdCRDDir() string {
 	return filepath.Join(capdDir, "infrastructure", "docker", "config", "crd", "bases")
 }
 
-func capvCRDDir() string { return filepath.Join(capvDir, "config", "default", "crd", "bases") }
 
 func goOutput(dir string, args ...string) (string, error) {
 	cmd := exec.Command("go", args...)

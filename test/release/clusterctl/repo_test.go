@@ -25,9 +25,10 @@ import (
 )
 
 // providerRepo is a clusterctl set-up in a temporary directory: a file:// repository with our
-// release (built by `make release-manifests`) and minimal CAPD and CAPV releases (their CRDs and
-// upstream metadata.yaml, no templates), our templates installed as clusterctl overrides of CAPD
-// and CAPV by `make clusterctl-overrides`, and a clusterctl config file naming the providers.
+// release (built by `make release-manifests`) and minimal releases of the infrastructure
+// providers (their CRDs and upstream metadata.yaml, no templates), our templates installed as
+// clusterctl overrides of them by `make clusterctl-overrides`, and a clusterctl config file
+// naming the providers.
 type providerRepo struct {
 	dir       string // repository root: <provider-label>/<version>/<files>
 	release   string // our release directory (bootstrap-ignition/v0.1.0)
@@ -53,27 +54,34 @@ func newProviderRepo(t *testing.T) *providerRepo {
 	runMake(t, nil, "release-manifests", "RELEASE_VERSION="+providerVersion, "RELEASE_DIR="+r.release, "KUSTOMIZE="+kustomizeBin)
 	// Our templates as overrides, by the real make target and at its default place: clusterctl
 	// below must find them under the same XDG_CONFIG_HOME.
-	for _, infra := range []string{"docker", "vsphere"} {
+	for _, infra := range append([]string{"docker"}, cloudProviders...) {
 		runMake(t, []string{"XDG_CONFIG_HOME=" + r.xdg, "GOENV=" + goEnvFile}, "clusterctl-overrides", "INFRA="+infra)
 	}
 	overrides := filepath.Join(r.xdg, "cluster-api", "overrides")
-	for _, f := range []string{
+	want := []string{
 		"infrastructure-docker/" + capiVersion + "/cluster-template-ignition.yaml",
 		"infrastructure-docker/" + capiVersion + "/cluster-template-ignition-clusterclass.yaml",
 		"infrastructure-docker/" + capiVersion + "/clusterclass-ignition.yaml",
 		"infrastructure-docker/" + capiVersion + "/cluster-template-ignition-kcp.yaml",
-		"infrastructure-vsphere/" + capvVersion + "/cluster-template-ignition-vsphere.yaml",
-	} {
+	}
+	for _, f := range cloudFlavors {
+		want = append(want, "infrastructure-"+f.infra+"/"+infra[f.infra].Version+"/cluster-template-"+f.flavor+".yaml")
+	}
+	for _, f := range want {
 		require.FileExists(t, filepath.Join(overrides, f), "make clusterctl-overrides")
 	}
 
-	docker := r.writeInfraProvider(t, "docker", capiVersion, capdCRDDir(), filepath.Join(capiDir, "metadata.yaml"))
-	vsphere := r.writeInfraProvider(t, "vsphere", capvVersion, capvCRDDir(), filepath.Join(capvDir, "metadata.yaml"))
-	cfg := map[string]any{"providers": []map[string]string{
+	providers := []map[string]string{
 		{"name": "ignition", "type": "BootstrapProvider", "url": "file://" + filepath.Join(r.release, "bootstrap-components.yaml")},
-		{"name": "docker", "type": "InfrastructureProvider", "url": "file://" + docker},
-		{"name": "vsphere", "type": "InfrastructureProvider", "url": "file://" + vsphere},
-	}}
+		{"name": "docker", "type": "InfrastructureProvider", "url": "file://" +
+			r.writeInfraProvider(t, "docker", capiVersion, capdCRDDir(), filepath.Join(capiDir, "metadata.yaml"))},
+	}
+	for _, name := range cloudProviders {
+		m := infra[name]
+		providers = append(providers, map[string]string{"name": name, "type": "InfrastructureProvider", "url": "file://" +
+			r.writeInfraProvider(t, name, m.Version, m.crdDir(), filepath.Join(m.dir, "metadata.yaml"))})
+	}
+	cfg := map[string]any{"providers": providers}
 	data, err := yaml.Marshal(cfg)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(r.config, data, 0o644))
@@ -158,7 +166,12 @@ var clusterctlVariable = regexp.MustCompile(`\$\{\s*[A-Z][A-Z0-9_]*`)
 // clusterctl did not process), and returns its objects.
 func parseObjects(t *testing.T, out string) []unstructured.Unstructured {
 	t.Helper()
-	assert.Empty(t, clusterctlVariable.FindAllString(out, -1), "unresolved variables in the output")
+	unresolved := slices.DeleteFunc(clusterctlVariable.FindAllString(out, -1), func(v string) bool {
+		// The node's own metadata variables, escaped on purpose: CABPK's kubeadm configuration
+		// gets them substituted on the node (envsubst), as in CAPA's Flatcar flavor.
+		return strings.HasPrefix(v, "${COREOS_EC2_")
+	})
+	assert.Empty(t, unresolved, "unresolved variables in the output")
 	assert.NotContains(t, out, "$$", "unprocessed $$ escape in the output")
 	objs, err := toUnstructured([]byte(out))
 	require.NoError(t, err)
