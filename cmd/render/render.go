@@ -104,7 +104,7 @@ func printSize(w io.Writer, out ignition.Output, spec *cabpiv1.IgnitionConfigSpe
 		name = "not known"
 	}
 	if delivery.Kind != "" {
-		name += fmt.Sprintf(" (%s %s", delivery.Kind, delivery.Name)
+		name += " (" + delivery.Object
 		if delivery.Storage == configinput.StorageObjectStore {
 			name += fmt.Sprintf(": data in S3, the user data is CAPA's Ignition %s stub", delivery.StubIgnitionVersion)
 		}

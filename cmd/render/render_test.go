@@ -443,14 +443,14 @@ spec: {variant: ` + variant + `}
 	require.Contains(t, stderr, "platform not known, no limit")
 
 	_, _, err = run(t, "-f", write(cluster("fcos", "")), "--name", "demo-md-0")
-	require.ErrorContains(t, err, `AWSMachine demo-md-0 stores the bootstrap data in S3`)
+	require.ErrorContains(t, err, `AWSMachineTemplate demo-md-0 keeps the bootstrap data in S3`)
 	require.ErrorContains(t, err, `Set spec.ignition.version to "3.4"`)
 
 	_, stderr, err = run(t, "-f", write(cluster("fcos", "      ignition: {version: \"3.4\"}")), "--name", "demo-md-0")
 	require.NoError(t, err, stderr)
-	require.Contains(t, stderr, "platform aws (AWSMachine demo-md-0: data in S3, the user data is CAPA's Ignition 3.4 stub), no limit")
+	require.Contains(t, stderr, "platform aws (AWSMachineTemplate demo-md-0: data in S3, the user data is CAPA's Ignition 3.4 stub), no limit")
 
 	_, stderr, err = run(t, "-f", write(cluster("fcos", "      ignition: {version: \"2.3\", storageType: UnencryptedUserData}")), "--name", "demo-md-0")
 	require.NoError(t, err, stderr)
-	require.Contains(t, stderr, "platform aws (AWSMachine demo-md-0), limit 16384")
+	require.Contains(t, stderr, "platform aws (AWSMachineTemplate demo-md-0), limit 16384")
 }

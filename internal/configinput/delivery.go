@@ -18,8 +18,11 @@ type Delivery struct {
 	// Kind is the infrastructure machine's kind (the owner's spec.infrastructureRef.kind);
 	// "" when not known (admission, `cabpi render` without --infrastructure).
 	Kind string
-	// Name is the infrastructure object's name, for messages; "" when not read.
+	// Name is the infrastructure object's name; "" when not read.
 	Name string
+	// Object is the infrastructure object as messages name it ("AWSMachineTemplate demo-md-0");
+	// "" when not read.
+	Object string
 	// Storage is where the data goes.
 	Storage Storage
 	// StubIgnitionVersion is the Ignition spec version of the stub CAPA writes into the user
@@ -76,7 +79,7 @@ func DeliveryNeedsSpec(kind string) bool {
 // storageType and version with CAPA's defaults.
 func DeliveryOf(obj *unstructured.Unstructured) (Delivery, error) {
 	kind := obj.GetKind()
-	d := Delivery{Kind: kind, Name: obj.GetName()}
+	d := Delivery{Kind: kind, Name: obj.GetName(), Object: kind + " " + obj.GetName()}
 	// A machine template (`cabpi render` of a generated cluster) stands for its machines.
 	if machine := strings.TrimSuffix(kind, "Template"); machine != kind && PlatformForKind(machine) != "" {
 		d.Kind = machine
@@ -153,14 +156,15 @@ func CheckDelivery(spec *cabpiv1.IgnitionConfigSpec, d Delivery) error {
 	if err == nil && major >= 3 {
 		return nil
 	}
-	what := d.Kind
-	if d.Name != "" {
-		what += " " + d.Name
+	what := d.Object
+	if what == "" {
+		what = "the " + d.Kind
 	}
 	return &DeliveryError{Delivery: d, Message: fmt.Sprintf(
-		"%s stores the bootstrap data in S3 (spec.ignition.storageType %s) and hands the instance CAPA's Ignition stub of version %q "+
-			"(%s, CAPA's default is %s); Fedora CoreOS reads Ignition spec 3 only and would never boot. "+
-			"Set %s to \"3.4\" (any 3.x), or storageType %s, on the %s (for a MachineDeployment, in a new AWSMachineTemplate)",
+		"%s keeps the bootstrap data in S3 (spec.ignition.storageType %s) and gives the instance CAPA's Ignition stub of version %q "+
+			"(%s; CAPA's default is %s): Fedora CoreOS reads Ignition spec 3 only and would never boot. "+
+			"Set %s to \"3.4\" (any 3.x), or storageType %s, in the machine's template "+
+			"(a new AWSMachineTemplate for a MachineDeployment: CAPA does not change an AWSMachine's spec)",
 		what, capaStorageObjectStore, d.StubIgnitionVersion, capaIgnitionVersionFieldPath, capaDefaultIgnitionVersion,
-		capaIgnitionVersionFieldPath, capaStorageUnencrypted, d.Kind)}
+		capaIgnitionVersionFieldPath, capaStorageUnencrypted)}
 }
