@@ -40,6 +40,9 @@ var managerRoleAllowlist = []grant{
 	{permission{"cluster.x-k8s.io", "machinepools", "list"}, "informer: MachinePools are watched and listed by cluster-name label"},
 	{permission{"cluster.x-k8s.io", "machinepools", "watch"}, "informer: MachinePools are watched and listed by cluster-name label"},
 
+	{permission{"infrastructure.cluster.x-k8s.io", "awsmachines", "get"}, "CAPA's spec.ignition says whether the data goes to S3 or the user data (limit, stub version), read before a render (ADR 028)"},
+	{permission{"infrastructure.cluster.x-k8s.io", "awsmachinepools", "get"}, "the same for an AWS MachinePool (ADR 028)"},
+
 	{permission{"", "secrets", "get"}, "by name: data Secret, cluster certificates, Secrets a config references, <cluster>-kubeconfig (ClusterCache)"},
 	{permission{"", "secrets", "list"}, "informer: Secrets with the cluster-name label are cached (data Secrets, metadata only; cluster certificates), so delivered configs cost no API read (issue 12)"},
 	{permission{"", "secrets", "watch"}, "informer: the same label-selected Secret cache, also watched for changes to Secrets a config references (ADR 015)"},
