@@ -1,0 +1,219 @@
+package gcp
+
+// The same few helpers live in each of test/providers/{aws,azure,gcp}: the three are separate
+// modules on purpose (each provider pins its own Cluster API and controller-runtime), and a
+// shared helper module would be one more go.mod to keep in step for ~150 lines.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// examplesDir holds the IgnitionConfig(Template) examples the tests render, relative to this
+// package (go test runs in the package directory).
+const examplesDir = "../../../docs/examples"
+
+// kubernetesVersion is the version every example is rendered for (the kubeadm API it selects is
+// beside the point here: only the bytes matter).
+const kubernetesVersion = "v1.34.4"
+
+// rendered is what cabpi puts into a data Secret for one example.
+type rendered struct {
+	// Data is the Secret's value: the Ignition JSON exactly as cabpi stores it.
+	Data []byte
+	// Report is cabpi's size report (stderr), for failure messages.
+	Report string
+}
+
+var sizeLine = regexp.MustCompile(`rendered Ignition \S+ for \S+: (\d+) bytes`)
+
+// renderCabpi runs `cabpi render` (the binary make builds from the repository root) on an
+// example, so the data under test is cabpi's real output, not a fixture that could drift.
+// render prints the data indented for reading; the Secret holds it compact, so the output is
+// compacted and its length checked against the byte count cabpi reports for the Secret.
+func renderCabpi(t *testing.T, example, role, platform string) rendered {
+	t.Helper()
+	bin := os.Getenv("CABPI_BIN")
+	if bin == "" {
+		t.Fatal("CABPI_BIN is not set: these tests need the cabpi binary; run them through `make test` (or `make test-providers`), which builds it")
+	}
+	file := filepath.Join(examplesDir, example)
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(bin, "render", "-f", file, "--role", role, "--platform", platform, "--kubernetes-version", kubernetesVersion)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("cabpi render -f %s --role %s --platform %s: %v\n%s", file, role, platform, err, stderr.String())
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, stdout.Bytes()); err != nil {
+		t.Fatalf("cabpi render -f %s printed no JSON: %v", file, err)
+	}
+	m := sizeLine.FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("cabpi render -f %s: no size line in its report:\n%s", file, stderr.String())
+	}
+	if n, _ := strconv.Atoi(m[1]); n != compact.Len() {
+		t.Fatalf("cabpi render -f %s: reports %d bytes, the compacted output is %d: the data under test would not be the Secret's", file, n, compact.Len())
+	}
+	return rendered{Data: compact.Bytes(), Report: strings.TrimSpace(stderr.String())}
+}
+
+// digest names data in failure messages: the bootstrap data holds credentials (placeholders
+// from render, but real ones in a cluster), so no test prints it.
+func digest(b []byte) string {
+	return fmt.Sprintf("%d bytes, sha256 %x", len(b), sha256.Sum256(b))
+}
+
+// requireSameBytes fails unless got is want byte for byte, saying where they part without
+// printing either.
+func requireSameBytes(t *testing.T, want, got []byte, what string) {
+	t.Helper()
+	if bytes.Equal(want, got) {
+		return
+	}
+	i := 0
+	for i < len(want) && i < len(got) && want[i] == got[i] {
+		i++
+	}
+	t.Fatalf("%s is not cabpi's data: want %s, got %s, first difference at byte %d", what, digest(want), digest(got), i)
+}
+
+// requireBase64Of fails unless b64 is want, base64-encoded (standard alphabet, padded), without
+// printing either.
+func requireBase64Of(t *testing.T, want []byte, b64, what string) {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		t.Fatalf("%s is not base64: %v", what, err)
+	}
+	requireSameBytes(t, want, raw, what+", decoded")
+}
+
+// dataSecret is the data Secret as cabpi's controller writes it (controllers/secret.go): type
+// cluster.x-k8s.io/secret, value the Ignition JSON, format "ignition".
+func dataSecret(namespace, name, clusterName string, value []byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      name,
+			Namespace: namespace,
+			Labels:    map[string]string{"cluster.x-k8s.io/cluster-name": clusterName},
+		},
+		Type: "cluster.x-k8s.io/secret",
+		Data: map[string][]byte{"value": value, "format": []byte("ignition")},
+	}
+}
+
+// moduleDir is where the Go toolchain keeps a module this test module depends on, to load the
+// provider's own CRDs from the version the tests compile against.
+func moduleDir(mod string) (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", mod).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return "", fmt.Errorf("go list -m %s: %w: %s", mod, err, ee.Stderr)
+		}
+		return "", fmt.Errorf("go list -m %s: %w", mod, err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return "", fmt.Errorf("go list -m %s: module not downloaded", mod)
+	}
+	return dir, nil
+}
+
+// apiServer is one kube-apiserver and etcd (envtest) for the package, started by the first
+// test that needs it and stopped by TestMain.
+var apiServer struct {
+	once   sync.Once
+	env    *envtest.Environment
+	client client.Client
+	err    error
+}
+
+// kubeClient starts the package's API server once, with the CRDs crdFiles names (each
+// "module:path inside the module"), and returns a client whose scheme is scheme.
+func kubeClient(t *testing.T, scheme *runtime.Scheme, crdFiles ...string) client.Client {
+	t.Helper()
+	apiServer.once.Do(func() {
+		if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+			apiServer.err = errors.New("KUBEBUILDER_ASSETS is not set: run these tests through `make test` (or `make test-providers`), which points it at kube-apiserver and etcd")
+			return
+		}
+		// The providers log through klog and controller-runtime; the tests say what they need.
+		klog.SetLogger(logr.Discard())
+		ctrl.SetLogger(logr.Discard())
+		var paths []string
+		for _, f := range crdFiles {
+			mod, rel, _ := strings.Cut(f, ":")
+			dir, err := moduleDir(mod)
+			if err != nil {
+				apiServer.err = err
+				return
+			}
+			paths = append(paths, filepath.Join(dir, rel))
+		}
+		env := &envtest.Environment{
+			CRDInstallOptions:     envtest.CRDInstallOptions{Paths: paths, Scheme: scheme},
+			ErrorIfCRDPathMissing: true,
+		}
+		// Loopback only: the API server otherwise advertises the host's default-route address,
+		// and fails to start where there is none (a network namespace with loopback alone).
+		env.ControlPlane.GetAPIServer().Configure().Set("advertise-address", "127.0.0.1")
+		cfg, err := env.Start()
+		if err != nil {
+			apiServer.err = fmt.Errorf("starting kube-apiserver and etcd (envtest): %w", err)
+			return
+		}
+		apiServer.env = env
+		apiServer.client, apiServer.err = client.New(cfg, client.Options{Scheme: scheme})
+	})
+	if apiServer.err != nil {
+		t.Fatal(apiServer.err)
+	}
+	return apiServer.client
+}
+
+// newNamespace gives each test its own namespace, so table rows cannot see each other's objects.
+func newNamespace(t *testing.T, c client.Client) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "providers-"}}
+	if err := c.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating a namespace: %v", err)
+	}
+	return ns.Name
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if apiServer.env != nil {
+		if err := apiServer.env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
+			if code == 0 {
+				code = 1
+			}
+		}
+	}
+	os.Exit(code)
+}
