@@ -81,6 +81,8 @@ import (
 	s3svc "sigs.k8s.io/cluster-api-provider-aws/v2/pkg/cloud/services/s3"
 	"sigs.k8s.io/cluster-api-provider-aws/v2/webhooks"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/providers/providertest"
 )
 
 const (
@@ -104,7 +106,7 @@ func capaClient(t *testing.T) client.Client {
 	}
 	// CAPA's CRDs for the objects its scopes patch, and Cluster API's MachinePool, whose patch
 	// helper the MachinePool scope builds (it needs the kind in the API server's discovery).
-	return kubeClient(t, scheme,
+	return providertest.KubeClient(t, scheme,
 		capaModule+":config/crd/bases/infrastructure.cluster.x-k8s.io_awsclusters.yaml",
 		capaModule+":config/crd/bases/infrastructure.cluster.x-k8s.io_awsclustercontrolleridentities.yaml",
 		capaModule+":config/crd/bases/infrastructure.cluster.x-k8s.io_awsmachines.yaml",
@@ -163,7 +165,7 @@ func newAWSCluster(t *testing.T, bucket *infrav1.S3Bucket) *awsCluster {
 	t.Helper()
 	isolateAWS(t)
 	c := capaClient(t)
-	ns := newNamespace(t, c)
+	ns := providertest.NewNamespace(t, c)
 	cluster := &clusterv1.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "cabpi", Namespace: ns},
 		Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
@@ -226,7 +228,7 @@ func (a *awsCluster) storeSecret(t *testing.T, name string, value []byte) {
 // storeSecretWithFormat writes a data Secret whose format key says format.
 func (a *awsCluster) storeSecretWithFormat(t *testing.T, name string, value []byte, format string) {
 	t.Helper()
-	secret := dataSecret(a.ns, name, a.cluster.Name, value)
+	secret := providertest.DataSecret(a.ns, name, a.cluster.Name, value)
 	secret.Data["format"] = []byte(format)
 	require.NoError(t, a.c.Create(context.Background(), secret), "creating the data Secret")
 }
@@ -242,7 +244,7 @@ func (a *awsCluster) machineScope(t *testing.T, name, secretName string, control
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a.ns, Labels: labels},
 		Spec: clusterv1.MachineSpec{
 			ClusterName: a.cluster.Name,
-			Version:     kubernetesVersion,
+			Version:     providertest.KubernetesVersion,
 			Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To(secretName)},
 		},
 	}
@@ -382,20 +384,20 @@ var examples = []example{
 func TestAWSMachineUnencryptedUserData(t *testing.T) {
 	for _, ex := range examples {
 		t.Run(ex.file, func(t *testing.T) {
-			out := renderCabpi(t, ex.file, ex.role, "aws")
+			out := providertest.RenderCabpi(t, ex.file, ex.role, "aws")
 			a := newAWSCluster(t, nil)
 			a.storeSecret(t, "data", out.Data)
 			ms := a.machineScope(t, "m", "data", ex.controlPlane, &infrav1.Ignition{StorageType: infrav1.IgnitionStorageTypeOptionUnencryptedUserData})
 
 			data, format, err := ms.GetRawBootstrapDataWithFormat()
 			require.NoError(t, err)
-			requireSameBytes(t, out.Data, data, "GetRawBootstrapDataWithFormat's data")
+			providertest.RequireSameBytes(t, out.Data, data, "GetRawBootstrapDataWithFormat's data")
 			require.Equal(t, "ignition", format, "the format CAPA reads from the Secret")
 			require.True(t, ms.UseIgnition(format), "UseIgnition")
 			require.False(t, ms.CompressUserData(format), "CompressUserData: CAPA would gzip the Ignition")
 			b64, err := ms.GetBootstrapData()
 			require.NoError(t, err)
-			requireBase64Of(t, out.Data, b64, "GetBootstrapData (the value, base64-encoded)")
+			providertest.RequireBase64Of(t, out.Data, b64, "GetBootstrapData (the value, base64-encoded)")
 
 			// resolveUserData returns GetRawBootstrapDataWithFormat's data unchanged for
 			// UnencryptedUserData (it is unexported: see the package comment); CreateInstance
@@ -408,7 +410,7 @@ func TestAWSMachineUnencryptedUserData(t *testing.T) {
 			userData, err := base64.StdEncoding.DecodeString(awssdk.ToString(ec2Fake.runInstances[0].UserData))
 			require.NoError(t, err, "RunInstances' user data is base64")
 			require.False(t, bytes.HasPrefix(userData, gzipMagic), "CAPA gzipped the Ignition")
-			requireSameBytes(t, out.Data, userData, "the instance's user data")
+			providertest.RequireSameBytes(t, out.Data, userData, "the instance's user data")
 			require.LessOrEqual(t, len(userData), ec2UserDataLimit, "EC2's user-data limit (%s)", out.Report)
 		})
 	}
@@ -422,7 +424,7 @@ func TestAWSMachineUnencryptedUserData(t *testing.T) {
 // move the data to S3, spec.ignition.storageType defaulting to ClusterObjectStore, and fail when
 // the AWSCluster has no spec.s3Bucket.
 func TestAWSSecretFormat(t *testing.T) {
-	out := renderCabpi(t, "node-name-aws.yaml", "worker", "aws")
+	out := providertest.RenderCabpi(t, "node-name-aws.yaml", "worker", "aws")
 	for _, tc := range []struct {
 		format string
 		gzip   bool
@@ -447,14 +449,14 @@ func TestAWSSecretFormat(t *testing.T) {
 			userData, err := base64.StdEncoding.DecodeString(awssdk.ToString(ec2Fake.runInstances[0].UserData))
 			require.NoError(t, err, "RunInstances' user data is base64")
 			if !tc.gzip {
-				requireSameBytes(t, out.Data, userData, "the instance's user data")
+				providertest.RequireSameBytes(t, out.Data, userData, "the instance's user data")
 				return
 			}
 			zr, err := gzip.NewReader(bytes.NewReader(userData))
 			require.NoError(t, err, "the instance's user data is not gzip")
 			unzipped, err := io.ReadAll(zr)
 			require.NoError(t, err)
-			requireSameBytes(t, out.Data, unzipped, "the instance's user data, gunzipped")
+			providertest.RequireSameBytes(t, out.Data, unzipped, "the instance's user data, gunzipped")
 		})
 	}
 }
@@ -467,7 +469,7 @@ func TestAWSSecretFormat(t *testing.T) {
 func TestAWSMachineClusterObjectStore(t *testing.T) {
 	for _, ex := range examples {
 		t.Run(ex.file, func(t *testing.T) {
-			out := renderCabpi(t, ex.file, ex.role, "aws")
+			out := providertest.RenderCabpi(t, ex.file, ex.role, "aws")
 			a := newAWSCluster(t, &infrav1.S3Bucket{
 				Name: bucketName, ControlPlaneIAMInstanceProfile: "control-plane.cluster-api-provider-aws.sigs.k8s.io",
 				NodesIAMInstanceProfiles: []string{"nodes.cluster-api-provider-aws.sigs.k8s.io"},
@@ -488,7 +490,7 @@ func TestAWSMachineClusterObjectStore(t *testing.T) {
 			require.Equal(t, "s3://"+bucketName+"/"+key, objectURL, "the object URL CAPA puts into the stub")
 			object, sse, ok := s3Fake.object(bucketName, key)
 			require.True(t, ok, "no object at %s/%s", bucketName, key)
-			requireSameBytes(t, out.Data, object, "the S3 object")
+			providertest.RequireSameBytes(t, out.Data, object, "the S3 object")
 			require.Equal(t, s3types.ServerSideEncryptionAwsKms, sse, "the object's server-side encryption")
 		})
 	}
@@ -543,7 +545,7 @@ func TestAWSMachinePoolLaunchTemplate(t *testing.T) {
 			ignition: &infrav1.Ignition{StorageType: infrav1.IgnitionStorageTypeOptionClusterObjectStore, Version: "3.4"}, wantStubVersion: "3.4"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := renderCabpi(t, tc.example, "worker", "aws")
+			out := providertest.RenderCabpi(t, tc.example, "worker", "aws")
 			a := newAWSCluster(t, tc.bucket)
 			a.storeSecret(t, "pool-data", out.Data)
 			mps := a.machinePoolScope(t, "pool", "pool-data", tc.ignition)
@@ -576,7 +578,7 @@ func TestAWSMachinePoolLaunchTemplate(t *testing.T) {
 			require.Equal(t, "lt-0001", stored.Status.LaunchTemplateID)
 
 			if tc.wantStubVersion == "" {
-				requireSameBytes(t, out.Data, userData, "the launch template's user data")
+				providertest.RequireSameBytes(t, out.Data, userData, "the launch template's user data")
 				return
 			}
 			checkStub(t, userData, tc.wantStubVersion, tc.bucket, mps.LaunchTemplateName(), s3Fake, out.Data)
@@ -636,7 +638,7 @@ func checkStub(t *testing.T, userData []byte, wantVersion string, bucket *infrav
 	require.True(t, strings.HasPrefix(key, "machine-pool/"+launchTemplateName+"/"), "the object key %q", key)
 	object, sse, ok := s3Fake.object(bucket.Name, key)
 	require.True(t, ok, "the stub points at %s/%s, which CAPA did not put", bucket.Name, key)
-	requireSameBytes(t, want, object, "the S3 object the stub points at")
+	providertest.RequireSameBytes(t, want, object, "the S3 object the stub points at")
 	require.Equal(t, s3types.ServerSideEncryptionAwsKms, sse, "the object's server-side encryption")
 }
 
@@ -651,7 +653,7 @@ func (a *awsCluster) machinePoolScope(t *testing.T, name, secretName string, ign
 			Replicas:    ptr.To[int32](1),
 			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
 				ClusterName: a.cluster.Name,
-				Version:     kubernetesVersion,
+				Version:     providertest.KubernetesVersion,
 				Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To(secretName)},
 				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
 					APIGroup: expinfrav1.GroupVersion.Group, Kind: "AWSMachinePool", Name: name,
@@ -737,7 +739,7 @@ spec:
 			file := filepath.Join(t.TempDir(), "cluster.yaml")
 			require.NoError(t, os.WriteFile(file, []byte(tc.owner+"---\n"+tc.machine+"---\n"+config), 0o644))
 			var stdout, stderr bytes.Buffer
-			cmd := exec.Command(os.Getenv("CABPI_BIN"), "render", "-f", file, "--name", "workers", "--kubernetes-version", kubernetesVersion)
+			cmd := exec.Command(os.Getenv("CABPI_BIN"), "render", "-f", file, "--name", "workers", "--kubernetes-version", providertest.KubernetesVersion)
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()
 			if tc.wantErr != "" {

@@ -10,16 +10,19 @@ require (
 	github.com/aws/smithy-go v1.24.2
 	github.com/coreos/ignition v0.35.0
 	github.com/coreos/ignition/v2 v2.24.0
-	github.com/go-logr/logr v1.4.3
 	github.com/stretchr/testify v1.11.1
-	k8s.io/api v0.35.4
 	k8s.io/apimachinery v0.35.4
 	k8s.io/client-go v0.35.4
-	k8s.io/klog/v2 v2.130.1
 	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4
 	sigs.k8s.io/cluster-api v1.13.4
 	sigs.k8s.io/cluster-api-provider-aws/v2 v2.13.0
 	sigs.k8s.io/controller-runtime v0.23.3
+)
+
+require (
+	github.com/go-logr/logr v1.4.3 // indirect
+	k8s.io/api v0.35.4 // indirect
+	k8s.io/klog/v2 v2.130.1 // indirect
 )
 
 require (
@@ -52,6 +55,7 @@ require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver v3.5.1+incompatible // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
+	github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/providers/providertest v0.0.0
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coreos/go-json v0.0.0-20230131223807-18775e0fb4fb // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect
@@ -115,3 +119,5 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.0 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
+
+replace github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/providers/providertest => ../providertest

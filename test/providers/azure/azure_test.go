@@ -57,6 +57,8 @@ import (
 	infrav1exp "sigs.k8s.io/cluster-api-provider-azure/exp/api/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	expv1 "sigs.k8s.io/cluster-api/exp/api/v1beta1"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/providers/providertest"
 )
 
 const (
@@ -78,7 +80,7 @@ func capzClient(t *testing.T) client.Client {
 	}
 	// CAPZ's CRDs for the objects its scopes read and patch; Cluster API's Cluster, which CAPZ's
 	// AzureMachine defaulting looks up, and MachinePool, whose patch helper the pool scope builds.
-	return kubeClient(t, scheme,
+	return providertest.KubeClient(t, scheme,
 		capzModule+":config/crd/bases/infrastructure.cluster.x-k8s.io_azureclusters.yaml",
 		capzModule+":config/crd/bases/infrastructure.cluster.x-k8s.io_azureclusteridentities.yaml",
 		capzModule+":config/crd/bases/infrastructure.cluster.x-k8s.io_azuremachines.yaml",
@@ -142,7 +144,7 @@ func newAzureCluster(t *testing.T) *azureCluster {
 	isolateAzure(t)
 	ctx := context.Background()
 	c := capzClient(t)
-	ns := newNamespace(t, c)
+	ns := providertest.NewNamespace(t, c)
 
 	// A service principal identity: its client secret is a placeholder, used only to build
 	// (not to call) the token credential.
@@ -206,7 +208,7 @@ func (a *azureCluster) storeSecret(t *testing.T, name string, value []byte) {
 // storeSecretWithFormat writes a data Secret whose format key says format ("": no format key).
 func (a *azureCluster) storeSecretWithFormat(t *testing.T, name string, value []byte, format string) {
 	t.Helper()
-	secret := dataSecret(a.ns, name, a.cluster.Name, value)
+	secret := providertest.DataSecret(a.ns, name, a.cluster.Name, value)
 	if format == "" {
 		delete(secret.Data, "format")
 	} else {
@@ -228,7 +230,7 @@ func (a *azureCluster) machineScope(t *testing.T, name, secretName string, contr
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a.ns, Labels: labels},
 		Spec: clusterv1.MachineSpec{
 			ClusterName: a.cluster.Name,
-			Version:     ptr.To(kubernetesVersion),
+			Version:     ptr.To(providertest.KubernetesVersion),
 			Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To(secretName)},
 		},
 	}
@@ -275,14 +277,14 @@ func TestAzureMachineCustomData(t *testing.T) {
 	for _, ex := range examples {
 		t.Run(ex.file, func(t *testing.T) {
 			ctx := context.Background()
-			out := renderCabpi(t, ex.file, ex.role, "azure")
+			out := providertest.RenderCabpi(t, ex.file, ex.role, "azure")
 			a := newAzureCluster(t)
 			a.storeSecret(t, "data", out.Data)
 			ms := a.machineScope(t, "m", "data", ex.controlPlane)
 
 			b64, err := ms.GetBootstrapData(ctx)
 			require.NoError(t, err)
-			requireBase64Of(t, out.Data, b64, "GetBootstrapData (the value, base64-encoded)")
+			providertest.RequireBase64Of(t, out.Data, b64, "GetBootstrapData (the value, base64-encoded)")
 
 			spec, ok := ms.VMSpec().(*virtualmachines.VMSpec)
 			require.True(t, ok, "VMSpec is %T", ms.VMSpec())
@@ -303,7 +305,7 @@ func TestAzureMachineCustomData(t *testing.T) {
 // TestAzureIgnoresFormat: CAPZ does not read the Secret's format key: the VM gets the same
 // custom data whether it says ignition, cloud-config or nothing.
 func TestAzureIgnoresFormat(t *testing.T) {
-	out := renderCabpi(t, "node-name-azure.yaml", "worker", "azure")
+	out := providertest.RenderCabpi(t, "node-name-azure.yaml", "worker", "azure")
 	for _, format := range []string{"ignition", "cloud-config", ""} {
 		t.Run("format="+format, func(t *testing.T) {
 			a := newAzureCluster(t)
@@ -321,12 +323,12 @@ func TestAzureIgnoresFormat(t *testing.T) {
 }
 
 // checkCustomData decodes custom data and requires it to be cabpi's data exactly.
-func checkCustomData(t *testing.T, customData *string, out rendered) []byte {
+func checkCustomData(t *testing.T, customData *string, out providertest.Rendered) []byte {
 	t.Helper()
 	require.NotNil(t, customData, "no customData")
 	raw, err := base64.StdEncoding.DecodeString(*customData)
 	require.NoError(t, err, "customData is not base64")
-	requireSameBytes(t, out.Data, raw, "the VM's customData, decoded")
+	providertest.RequireSameBytes(t, out.Data, raw, "the VM's customData, decoded")
 	return raw
 }
 
@@ -334,7 +336,7 @@ func checkCustomData(t *testing.T, customData *string, out rendered) []byte {
 // AzureMachinePool carries cabpi's data as its VM profile's osProfile.customData, the same way.
 func TestAzureMachinePoolCustomData(t *testing.T) {
 	ctx := context.Background()
-	out := renderCabpi(t, "node-name-azure.yaml", "worker", "azure")
+	out := providertest.RenderCabpi(t, "node-name-azure.yaml", "worker", "azure")
 	a := newAzureCluster(t)
 	a.storeSecret(t, "pool-data", out.Data)
 
@@ -345,7 +347,7 @@ func TestAzureMachinePoolCustomData(t *testing.T) {
 			Replicas:    ptr.To[int32](2),
 			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
 				ClusterName: a.cluster.Name,
-				Version:     ptr.To(kubernetesVersion),
+				Version:     ptr.To(providertest.KubernetesVersion),
 				Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To("pool-data")},
 			}},
 		},
@@ -373,7 +375,7 @@ func TestAzureMachinePoolCustomData(t *testing.T) {
 	require.NoError(t, err, "CAPZ's MachinePoolScope")
 	bootstrapData, err := mps.GetBootstrapData(ctx)
 	require.NoError(t, err, "MachinePoolScope.GetBootstrapData")
-	requireBase64Of(t, out.Data, bootstrapData, "GetBootstrapData (the value, base64-encoded)")
+	providertest.RequireBase64Of(t, out.Data, bootstrapData, "GetBootstrapData (the value, base64-encoded)")
 	image, err := mps.GetVMImage(ctx)
 	require.NoError(t, err)
 	maxSurge, err := mps.MaxSurge()

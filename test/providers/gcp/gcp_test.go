@@ -44,6 +44,8 @@ import (
 	"sigs.k8s.io/cluster-api-provider-gcp/cloud/services/compute/instances"
 	"sigs.k8s.io/cluster-api-provider-gcp/webhooks"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/providers/providertest"
 )
 
 const (
@@ -64,7 +66,7 @@ func capgClient(t *testing.T) client.Client {
 		require.NoError(t, add(scheme))
 	}
 	// CAPG's CRDs for the objects its scopes patch.
-	return kubeClient(t, scheme,
+	return providertest.KubeClient(t, scheme,
 		capgModule+":config/crd/bases/infrastructure.cluster.x-k8s.io_gcpclusters.yaml",
 		capgModule+":config/crd/bases/infrastructure.cluster.x-k8s.io_gcpmachines.yaml",
 	)
@@ -92,9 +94,9 @@ func newGCPMachine(t *testing.T, value []byte, format string, controlPlane bool)
 	t.Helper()
 	ctx := context.Background()
 	c := capgClient(t)
-	ns := newNamespace(t, c)
+	ns := providertest.NewNamespace(t, c)
 
-	secret := dataSecret(ns, "data", "cabpi", value)
+	secret := providertest.DataSecret(ns, "data", "cabpi", value)
 	if format == "" {
 		delete(secret.Data, "format")
 	} else {
@@ -126,7 +128,7 @@ func newGCPMachine(t *testing.T, value []byte, format string, controlPlane bool)
 		ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: ns, Labels: labels},
 		Spec: clusterv1.MachineSpec{
 			ClusterName:   cluster.Name,
-			Version:       kubernetesVersion,
+			Version:       providertest.KubernetesVersion,
 			FailureDomain: zone,
 			Bootstrap:     clusterv1.Bootstrap{DataSecretName: ptr.To(secret.Name)},
 		},
@@ -190,16 +192,16 @@ var examples = []example{
 func TestGCPMachineUserData(t *testing.T) {
 	for _, ex := range examples {
 		t.Run(ex.file, func(t *testing.T) {
-			out := renderCabpi(t, ex.file, ex.role, "gcp")
+			out := providertest.RenderCabpi(t, ex.file, ex.role, "gcp")
 			g := newGCPMachine(t, out.Data, "ignition", ex.controlPlane)
 
 			got, err := g.scope.GetBootstrapData(context.Background())
 			require.NoError(t, err)
-			requireSameBytes(t, out.Data, []byte(got), "GetBootstrapData")
+			providertest.RequireSameBytes(t, out.Data, []byte(got), "GetBootstrapData")
 
 			values := g.reconcileUserData(t)
 			require.Len(t, values, 1, "metadata items %q on the instance", userDataKey)
-			requireSameBytes(t, out.Data, []byte(values[0]), "the instance's metadata "+userDataKey)
+			providertest.RequireSameBytes(t, out.Data, []byte(values[0]), "the instance's metadata "+userDataKey)
 			require.LessOrEqual(t, len(values[0]), metadataValueLimit, "GCE's metadata value limit (%s)", out.Report)
 		})
 	}
@@ -209,12 +211,12 @@ func TestGCPMachineUserData(t *testing.T) {
 // user-data whether it says ignition, cloud-config or nothing. (Ignition on GCE tells Ignition
 // from cloud-config by the content.)
 func TestGCPIgnoresFormat(t *testing.T) {
-	out := renderCabpi(t, "flatcar-kubernetes-sysext.yaml", "worker", "gcp")
+	out := providertest.RenderCabpi(t, "flatcar-kubernetes-sysext.yaml", "worker", "gcp")
 	for _, format := range []string{"ignition", "cloud-config", ""} {
 		t.Run("format="+format, func(t *testing.T) {
 			values := newGCPMachine(t, out.Data, format, false).reconcileUserData(t)
 			require.Len(t, values, 1, "metadata items %q on the instance", userDataKey)
-			requireSameBytes(t, out.Data, []byte(values[0]), "the instance's metadata "+userDataKey)
+			providertest.RequireSameBytes(t, out.Data, []byte(values[0]), "the instance's metadata "+userDataKey)
 		})
 	}
 }

@@ -4,17 +4,20 @@ go 1.26.0
 
 require (
 	github.com/GoogleCloudPlatform/k8s-cloud-provider v1.34.0
-	github.com/go-logr/logr v1.4.3
 	github.com/stretchr/testify v1.11.1
 	google.golang.org/api v0.284.0
-	k8s.io/api v0.35.4
 	k8s.io/apimachinery v0.35.4
 	k8s.io/client-go v0.35.4
-	k8s.io/klog/v2 v2.140.0
 	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4
 	sigs.k8s.io/cluster-api v1.13.2
 	sigs.k8s.io/cluster-api-provider-gcp v1.13.1
 	sigs.k8s.io/controller-runtime v0.23.3
+)
+
+require (
+	github.com/go-logr/logr v1.4.3 // indirect
+	k8s.io/api v0.35.4 // indirect
+	k8s.io/klog/v2 v2.140.0 // indirect
 )
 
 require (
@@ -29,6 +32,7 @@ require (
 	cloud.google.com/go/resourcemanager v1.15.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
+	github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/providers/providertest v0.0.0
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
@@ -96,3 +100,5 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.0 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
+
+replace github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/providers/providertest => ../providertest

@@ -1,8 +1,10 @@
-package azure
-
-// The same few helpers live in each of test/providers/{aws,azure,gcp}: the three are separate
-// modules on purpose (each provider pins its own Cluster API and controller-runtime), and a
-// shared helper module would be one more go.mod to keep in step for ~150 lines.
+// Package providertest is what the provider-code checks of test/providers/{aws,azure,gcp} share:
+// cabpi's real output (the cabpi binary), the data Secret as cabpi writes it, byte comparisons
+// that never print the data, and one kube-apiserver (envtest) per test package. It is a module of
+// its own that the three modules replace in from ../providertest: each of them pins its own
+// Cluster API and controller-runtime, and this module asks only for the oldest of them (CAPZ's),
+// so that each module's own versions win.
+package providertest
 
 import (
 	"bytes"
@@ -31,16 +33,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-// examplesDir holds the IgnitionConfig(Template) examples the tests render, relative to this
+// ExamplesDir holds the IgnitionConfig(Template) examples the tests render, relative to this
 // package (go test runs in the package directory).
-const examplesDir = "../../../docs/examples"
+const ExamplesDir = "../../../docs/examples"
 
-// kubernetesVersion is the version every example is rendered for (the kubeadm API it selects is
+// KubernetesVersion is the version every example is rendered for (the kubeadm API it selects is
 // beside the point here: only the bytes matter).
-const kubernetesVersion = "v1.34.4"
+const KubernetesVersion = "v1.34.4"
 
-// rendered is what cabpi puts into a data Secret for one example.
-type rendered struct {
+// Rendered is what cabpi puts into a data Secret for one example.
+type Rendered struct {
 	// Data is the Secret's value: the Ignition JSON exactly as cabpi stores it.
 	Data []byte
 	// Report is cabpi's size report (stderr), for failure messages.
@@ -49,19 +51,19 @@ type rendered struct {
 
 var sizeLine = regexp.MustCompile(`rendered Ignition \S+ for \S+: (\d+) bytes`)
 
-// renderCabpi runs `cabpi render` (the binary make builds from the repository root) on an
+// RenderCabpi runs `cabpi render` (the binary make builds from the repository root) on an
 // example, so the data under test is cabpi's real output, not a fixture that could drift.
 // render prints the data indented for reading; the Secret holds it compact, so the output is
 // compacted and its length checked against the byte count cabpi reports for the Secret.
-func renderCabpi(t *testing.T, example, role, platform string) rendered {
+func RenderCabpi(t *testing.T, example, role, platform string) Rendered {
 	t.Helper()
 	bin := os.Getenv("CABPI_BIN")
 	if bin == "" {
 		t.Fatal("CABPI_BIN is not set: these tests need the cabpi binary; run them through `make test` (or `make test-providers`), which builds it")
 	}
-	file := filepath.Join(examplesDir, example)
+	file := filepath.Join(ExamplesDir, example)
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(bin, "render", "-f", file, "--role", role, "--platform", platform, "--kubernetes-version", kubernetesVersion)
+	cmd := exec.Command(bin, "render", "-f", file, "--role", role, "--platform", platform, "--kubernetes-version", KubernetesVersion)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("cabpi render -f %s --role %s --platform %s: %v\n%s", file, role, platform, err, stderr.String())
@@ -77,18 +79,18 @@ func renderCabpi(t *testing.T, example, role, platform string) rendered {
 	if n, _ := strconv.Atoi(m[1]); n != compact.Len() {
 		t.Fatalf("cabpi render -f %s: reports %d bytes, the compacted output is %d: the data under test would not be the Secret's", file, n, compact.Len())
 	}
-	return rendered{Data: compact.Bytes(), Report: strings.TrimSpace(stderr.String())}
+	return Rendered{Data: compact.Bytes(), Report: strings.TrimSpace(stderr.String())}
 }
 
-// digest names data in failure messages: the bootstrap data holds credentials (placeholders
+// Digest names data in failure messages: the bootstrap data holds credentials (placeholders
 // from render, but real ones in a cluster), so no test prints it.
-func digest(b []byte) string {
+func Digest(b []byte) string {
 	return fmt.Sprintf("%d bytes, sha256 %x", len(b), sha256.Sum256(b))
 }
 
-// requireSameBytes fails unless got is want byte for byte, saying where they part without
+// RequireSameBytes fails unless got is want byte for byte, saying where they part without
 // printing either.
-func requireSameBytes(t *testing.T, want, got []byte, what string) {
+func RequireSameBytes(t *testing.T, want, got []byte, what string) {
 	t.Helper()
 	if bytes.Equal(want, got) {
 		return
@@ -97,23 +99,23 @@ func requireSameBytes(t *testing.T, want, got []byte, what string) {
 	for i < len(want) && i < len(got) && want[i] == got[i] {
 		i++
 	}
-	t.Fatalf("%s is not cabpi's data: want %s, got %s, first difference at byte %d", what, digest(want), digest(got), i)
+	t.Fatalf("%s is not cabpi's data: want %s, got %s, first difference at byte %d", what, Digest(want), Digest(got), i)
 }
 
-// requireBase64Of fails unless b64 is want, base64-encoded (standard alphabet, padded), without
+// RequireBase64Of fails unless b64 is want, base64-encoded (standard alphabet, padded), without
 // printing either.
-func requireBase64Of(t *testing.T, want []byte, b64, what string) {
+func RequireBase64Of(t *testing.T, want []byte, b64, what string) {
 	t.Helper()
 	raw, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil {
 		t.Fatalf("%s is not base64: %v", what, err)
 	}
-	requireSameBytes(t, want, raw, what+", decoded")
+	RequireSameBytes(t, want, raw, what+", decoded")
 }
 
-// dataSecret is the data Secret as cabpi's controller writes it (controllers/secret.go): type
+// DataSecret is the data Secret as cabpi's controller writes it (controllers/secret.go): type
 // cluster.x-k8s.io/secret, value the Ignition JSON, format "ignition".
-func dataSecret(namespace, name, clusterName string, value []byte) *corev1.Secret {
+func DataSecret(namespace, name, clusterName string, value []byte) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
@@ -152,9 +154,9 @@ var apiServer struct {
 	err    error
 }
 
-// kubeClient starts the package's API server once, with the CRDs crdFiles names (each
+// KubeClient starts the package's API server once, with the CRDs crdFiles names (each
 // "module:path inside the module"), and returns a client whose scheme is scheme.
-func kubeClient(t *testing.T, scheme *runtime.Scheme, crdFiles ...string) client.Client {
+func KubeClient(t *testing.T, scheme *runtime.Scheme, crdFiles ...string) client.Client {
 	t.Helper()
 	apiServer.once.Do(func() {
 		if os.Getenv("KUBEBUILDER_ASSETS") == "" {
@@ -195,8 +197,8 @@ func kubeClient(t *testing.T, scheme *runtime.Scheme, crdFiles ...string) client
 	return apiServer.client
 }
 
-// newNamespace gives each test its own namespace, so table rows cannot see each other's objects.
-func newNamespace(t *testing.T, c client.Client) string {
+// NewNamespace gives each test its own namespace, so table rows cannot see each other's objects.
+func NewNamespace(t *testing.T, c client.Client) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "providers-"}}
 	if err := c.Create(context.Background(), ns); err != nil {
@@ -205,7 +207,9 @@ func newNamespace(t *testing.T, c client.Client) string {
 	return ns.Name
 }
 
-func TestMain(m *testing.M) {
+// Main runs a test package's tests and stops its API server: each package's TestMain is
+// os.Exit(providertest.Main(m)).
+func Main(m *testing.M) int {
 	code := m.Run()
 	if apiServer.env != nil {
 		if err := apiServer.env.Stop(); err != nil {
@@ -215,5 +219,5 @@ func TestMain(m *testing.M) {
 			}
 		}
 	}
-	os.Exit(code)
+	return code
 }
