@@ -364,30 +364,17 @@ func (a *awsCluster) services() (*ec2svc.Service, *ec2API, *s3svc.Service, *memS
 	return ec2s, ec2Fake, s3s, s3Fake
 }
 
-// example is one cabpi input and the Machine it is for.
-type example struct {
-	file, role   string
-	controlPlane bool
-}
-
-var examples = []example{
-	{"node-name-aws.yaml", "worker", false},
-	{"fcos-worker.yaml", "worker", false},
-	{"flatcar-kubernetes-sysext.yaml", "worker", false},
-	{"control-plane.yaml", "init", true},
-}
-
 // TestAWSMachineUnencryptedUserData: with spec.ignition.storageType UnencryptedUserData, the
 // instance's user data is cabpi's data itself: CAPA reads it from the Secret with its format,
 // does not gzip it (even with spec.uncompressedUserData false), and base64-encodes it into
 // RunInstances; EC2 then holds the raw bytes, which must fit its 16 KB.
 func TestAWSMachineUnencryptedUserData(t *testing.T) {
-	for _, ex := range examples {
-		t.Run(ex.file, func(t *testing.T) {
-			out := providertest.RenderCabpi(t, ex.file, ex.role, "aws")
+	for _, ex := range providertest.Examples("node-name-aws.yaml") {
+		t.Run(ex.File, func(t *testing.T) {
+			out := providertest.RenderCabpi(t, ex.File, ex.Role, "aws")
 			a := newAWSCluster(t, nil)
 			a.storeSecret(t, "data", out.Data)
-			ms := a.machineScope(t, "m", "data", ex.controlPlane, &infrav1.Ignition{StorageType: infrav1.IgnitionStorageTypeOptionUnencryptedUserData})
+			ms := a.machineScope(t, "m", "data", ex.ControlPlane, &infrav1.Ignition{StorageType: infrav1.IgnitionStorageTypeOptionUnencryptedUserData})
 
 			data, format, err := ms.GetRawBootstrapDataWithFormat()
 			require.NoError(t, err)
@@ -467,15 +454,15 @@ func TestAWSSecretFormat(t *testing.T) {
 // (unexported) controller puts into the stub; the AWSMachine webhook defaults the stub's
 // Ignition version to infrav1.DefaultIgnitionVersion.
 func TestAWSMachineClusterObjectStore(t *testing.T) {
-	for _, ex := range examples {
-		t.Run(ex.file, func(t *testing.T) {
-			out := providertest.RenderCabpi(t, ex.file, ex.role, "aws")
+	for _, ex := range providertest.Examples("node-name-aws.yaml") {
+		t.Run(ex.File, func(t *testing.T) {
+			out := providertest.RenderCabpi(t, ex.File, ex.Role, "aws")
 			a := newAWSCluster(t, &infrav1.S3Bucket{
 				Name: bucketName, ControlPlaneIAMInstanceProfile: "control-plane.cluster-api-provider-aws.sigs.k8s.io",
 				NodesIAMInstanceProfiles: []string{"nodes.cluster-api-provider-aws.sigs.k8s.io"},
 			})
 			a.storeSecret(t, "data", out.Data)
-			ms := a.machineScope(t, "m", "data", ex.controlPlane, &infrav1.Ignition{})
+			ms := a.machineScope(t, "m", "data", ex.ControlPlane, &infrav1.Ignition{})
 			require.Equal(t, infrav1.IgnitionStorageTypeOptionClusterObjectStore, ms.AWSMachine.Spec.Ignition.StorageType, "the webhook's default storage type")
 			require.Equal(t, infrav1.DefaultIgnitionVersion, ms.AWSMachine.Spec.Ignition.Version, "the webhook's default Ignition version")
 

@@ -258,29 +258,17 @@ func (a *azureCluster) machineScope(t *testing.T, name, secretName string, contr
 	return ms
 }
 
-type example struct {
-	file, role   string
-	controlPlane bool
-}
-
-var examples = []example{
-	{"node-name-azure.yaml", "worker", false},
-	{"fcos-worker.yaml", "worker", false},
-	{"flatcar-kubernetes-sysext.yaml", "worker", false},
-	{"control-plane.yaml", "init", true},
-}
-
 // TestAzureMachineCustomData: the VM CAPZ builds for an AzureMachine carries cabpi's data as
 // osProfile.customData, base64 of the Secret's value and nothing else: no gzip, no wrapper, the
 // format key not consulted; decoded, it must fit the 65535 bytes ARM allows.
 func TestAzureMachineCustomData(t *testing.T) {
-	for _, ex := range examples {
-		t.Run(ex.file, func(t *testing.T) {
+	for _, ex := range providertest.Examples("node-name-azure.yaml") {
+		t.Run(ex.File, func(t *testing.T) {
 			ctx := context.Background()
-			out := providertest.RenderCabpi(t, ex.file, ex.role, "azure")
+			out := providertest.RenderCabpi(t, ex.File, ex.Role, "azure")
 			a := newAzureCluster(t)
 			a.storeSecret(t, "data", out.Data)
-			ms := a.machineScope(t, "m", "data", ex.controlPlane)
+			ms := a.machineScope(t, "m", "data", ex.ControlPlane)
 
 			b64, err := ms.GetBootstrapData(ctx)
 			require.NoError(t, err)

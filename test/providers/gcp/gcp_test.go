@@ -174,26 +174,14 @@ func (g gcpMachine) reconcileUserData(t *testing.T) []string {
 	return values
 }
 
-type example struct {
-	file, role   string
-	controlPlane bool
-}
-
-var examples = []example{
-	{"flatcar-kubernetes-sysext.yaml", "worker", false},
-	{"fcos-worker.yaml", "worker", false},
-	{"quickstart-worker.yaml", "worker", false},
-	{"control-plane.yaml", "init", true},
-}
-
 // TestGCPMachineUserData: the instance CAPG creates for a GCPMachine carries cabpi's data as
 // metadata "user-data", byte for byte (CAPG neither encodes nor compresses it), once, within
 // GCE's 256 KiB per value.
 func TestGCPMachineUserData(t *testing.T) {
-	for _, ex := range examples {
-		t.Run(ex.file, func(t *testing.T) {
-			out := providertest.RenderCabpi(t, ex.file, ex.role, "gcp")
-			g := newGCPMachine(t, out.Data, "ignition", ex.controlPlane)
+	for _, ex := range providertest.Examples("quickstart-worker.yaml") {
+		t.Run(ex.File, func(t *testing.T) {
+			out := providertest.RenderCabpi(t, ex.File, ex.Role, "gcp")
+			g := newGCPMachine(t, out.Data, "ignition", ex.ControlPlane)
 
 			got, err := g.scope.GetBootstrapData(context.Background())
 			require.NoError(t, err)

@@ -41,6 +41,27 @@ const ExamplesDir = "../../../docs/examples"
 // beside the point here: only the bytes matter).
 const KubernetesVersion = "v1.34.4"
 
+// Example is one cabpi input (a file of docs/examples) and the Machine it is for.
+type Example struct {
+	File, Role   string
+	ControlPlane bool
+}
+
+// Examples are the inputs every provider check renders: a worker of each variant (Flatcar with
+// its Kubernetes sysext, Fedora CoreOS), a control plane's kubeadm init, and the cloud's own
+// example (a node named from its metadata) when there is one.
+func Examples(cloudExample ...string) []Example {
+	var out []Example
+	for _, f := range cloudExample {
+		out = append(out, Example{File: f, Role: "worker"})
+	}
+	return append(out,
+		Example{File: "fcos-worker.yaml", Role: "worker"},
+		Example{File: "flatcar-kubernetes-sysext.yaml", Role: "worker"},
+		Example{File: "control-plane.yaml", Role: "init", ControlPlane: true},
+	)
+}
+
 // Rendered is what cabpi puts into a data Secret for one example.
 type Rendered struct {
 	// Data is the Secret's value: the Ignition JSON exactly as cabpi stores it.
