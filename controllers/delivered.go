@@ -6,10 +6,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
-	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,147 +18,123 @@ import (
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
 )
 
-// reconcileDelivered looks after data already delivered: rendered again in place when its inputs
-// changed before the owner started provisioning (rerender.go), its join token kept usable
-// otherwise.
-func (r *Reconciler) reconcileDelivered(ctx context.Context, s *scope) (ctrl.Result, error) {
-	change, err := r.reconcileDataInputs(ctx, s)
-	if err != nil {
-		return ctrl.Result{}, err
+// What is done to data already delivered: rendered again in place, its join token refreshed,
+// or a data Secret the status does not record adopted.
+
+// rerender renders the data again from in and updates the data Secret in place (actRerender):
+// same name, same UID and, for a join, the same join token, so that a machine which took the
+// earlier data before its owner reported provisioning still joins. When nothing is stored it
+// says why (the status keeps the delivered data: RerenderFailed); inputs that never render are
+// remembered, and not rendered again until they change. recheck is how soon to look again
+// though no watch may see a change (0: none).
+func (r *Reconciler) rerender(ctx context.Context, s *scope, in nodeInput, recheck time.Duration) (outcome, *notStored) {
+	// The config read may be older than the status patch that recorded data just rendered
+	// again from these inputs: the API server's copy says, so that the same inputs are not
+	// rendered a second time (by this manager, or by one started since).
+	if recorded, err := r.inputsRecordedPerAPIServer(ctx, s.config, in.hash); err != nil || recorded {
+		return outcome{err: err}, nil
 	}
-	if in := change.rerender; in != nil {
-		rep, err := r.rerender(ctx, s, *in)
-		switch {
-		case err != nil:
-			return ctrl.Result{}, err // retried with backoff; the conditions say what they said
-		case rep == nil:
-			return r.storedResult(*in), nil
+	res := r.renderAndStore(ctx, s, in, r.currentOrNextToken)
+	switch {
+	case res.err != nil:
+		return outcome{err: res.err}, nil // retried with backoff; the conditions say what they said
+	case res.notStored != nil:
+		if res.notStored.neverRenders {
+			r.memory.failed(client.ObjectKeyFromObject(s.config), in.hash)
 		}
-		// The delivered data stays, and with it its token's upkeep.
-		r.rerenderFailed(s, *in, rep)
-		change.recheck = rep.requeue
+		recheck = lowestNonZero(recheck, res.notStored.requeue)
+		if in.joinToken {
+			// The delivered data stays, and with it its token's upkeep.
+			recheck = lowestNonZero(recheck, r.policy().tokenCheckInterval())
+		}
+		return outcome{requeue: recheck}, res.notStored
 	}
-	res, err := r.reconcileJoinToken(ctx, s)
-	return util.LowestNonZeroResult(res, ctrl.Result{RequeueAfter: change.recheck}), err
+	countTokenMade(res, false)
+	metrics.Rerender()
+	ctrl.LoggerFrom(ctx).Info("Inputs changed before the owner started provisioning; rendered the data again in place",
+		"dataInputsHash", in.hash)
+	o := r.storedAs(s, in, res)
+	o.events = append(o.events, rerendered(s.kind(), dataSecretName(s.config)))
+	return o, nil
 }
 
-// reconcileDataSecretGone handles delivered data whose Secret is gone (deleted by hand).
-func (r *Reconciler) reconcileDataSecretGone(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.machineJoined() {
-		// The node booted from that data long ago and needs it no more: nothing to render again
-		// (its role may have changed since, e.g. from kubeadm init to join).
-		ctrl.LoggerFrom(ctx).V(1).Info("Data Secret deleted after the node joined; not rendering it again")
-		return ctrl.Result{}, nil
-	}
-	// Before the node joined the infrastructure may still need it: let the next reconcile render
-	// again.
-	s.config.Status.Initialization.DataSecretCreated = nil
-	s.config.Status.DataSecretName = ""
-	setDataSecretFalse(s.config, cabpiv1.DataSecretInternalErrorReason, "The data Secret was deleted; rendering it again")
-	// The status change comes back as an event; the delay only bounds the wait if it does not.
-	return ctrl.Result{RequeueAfter: time.Second}, nil
+// rerendered says that changed inputs were rendered again in place.
+func rerendered(ownerKind, dataSecretName string) event {
+	return event{eventType: corev1.EventTypeNormal, reason: cabpiv1.RerenderedEventReason, note: fmt.Sprintf(
+		"The inputs changed before the %s started provisioning: data Secret %s rendered again in place", ownerKind, dataSecretName)}
 }
 
-// Timing follows CABPK: look every TTL/3, so a token gets at least two chances to be extended
-// before it expires, and extend once less than 5/6 of the TTL is left.
-func (r *Reconciler) tokenCheckInterval() time.Duration { return r.TokenTTL / 3 }
-func (r *Reconciler) refreshWhenLeft() time.Duration    { return r.TokenTTL * 5 / 6 }
-
-// reconcileJoinToken keeps the join token of the delivered data usable: refreshed until a
-// Machine's node joined (then left to expire), rotated for MachinePools, which keep creating
-// instances from the same data (machinepool.go).
-func (r *Reconciler) reconcileJoinToken(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.isControlPlane() {
-		setCertificatesAvailable(s.config)
-	}
+// refreshToken extends the delivered data's join token until the node joins (actRefreshToken).
+func (r *Reconciler) refreshToken(ctx context.Context, s *scope, tokenSecret *corev1.Secret) outcome {
 	tokenID := s.currentTokenID()
-	if tokenID == "" {
-		// kubeadm init, or a join with a user-provided discovery: no token of ours to look after.
-		return ctrl.Result{}, nil
-	}
-	configKey := client.ObjectKeyFromObject(s.config)
-	if s.machineJoined() {
-		r.memory.forgetToken(configKey) // left to expire: nothing to look after
-		return ctrl.Result{}, nil
-	}
-	if !s.clusterInfrastructureProvisioned() {
-		// The workload cluster is not reachable through the ClusterCache until it is again
-		// (around a clusterctl move): look at the token then, keep the data as delivered.
-		return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil
-	}
-	now := r.Clock.Now().UTC()
-	if r.tokenNeedsNothingYet(s, tokenID, now) {
-		return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil
-	}
-
 	remote, err := r.ClusterCache.GetClient(ctx, util.ObjectKey(s.cluster))
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("getting workload cluster client to refresh token %s: %w", tokenID, err)
+		return outcome{err: fmt.Errorf("getting workload cluster client to refresh token %s: %w", tokenID, err)}
 	}
-	tokenSecret := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: bootstraputil.BootstrapTokenSecretName(tokenID)}
-	if err := remote.Get(ctx, key, tokenSecret); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.memory.forgetToken(configKey)
-			return r.reconcileJoinTokenGone(ctx, s, tokenID)
-		}
-		return ctrl.Result{}, fmt.Errorf("getting join token %s: %w", tokenID, err)
-	}
-
-	expiration := tokenExpiration(tokenSecret)
-	r.memory.setToken(configKey, tokenID, expiration)
-	if s.isMachinePool() {
-		return r.reconcilePoolToken(ctx, s, expiration, now)
-	}
-	if expiration.After(now.Add(r.refreshWhenLeft())) {
-		return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil
-	}
-	newExpiration := now.Add(r.TokenTTL).Format(time.RFC3339)
-	tokenSecret.Data[bootstrapapi.BootstrapTokenExpirationKey] = []byte(newExpiration)
+	now := r.Clock.Now().UTC()
+	tokenSecret = tokenSecret.DeepCopy()
+	newExpiration := now.Add(r.TokenTTL)
+	tokenSecret.Data[bootstrapapi.BootstrapTokenExpirationKey] = []byte(newExpiration.Format(time.RFC3339))
 	if err := remote.Update(ctx, tokenSecret); err != nil {
-		return ctrl.Result{}, fmt.Errorf("refreshing join token %s: %w", tokenID, err)
+		return outcome{err: fmt.Errorf("refreshing join token %s: %w", tokenID, err)}
 	}
-	r.memory.setToken(configKey, tokenID, now.Add(r.TokenTTL))
+	r.memory.setToken(client.ObjectKeyFromObject(s.config), tokenID, newExpiration)
 	metrics.JoinToken(metrics.TokenRefresh)
-	ctrl.LoggerFrom(ctx).V(2).Info("Refreshed join token until the node joins", "tokenID", tokenID, "expiration", newExpiration)
-	return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil
+	ctrl.LoggerFrom(ctx).V(2).Info("Refreshed join token until the node joins", "tokenID", tokenID, "expiration", newExpiration.Format(time.RFC3339))
+	return outcome{requeue: r.policy().tokenCheckInterval()}
 }
 
-// tokenNeedsNothingYet is true when the token is known to be far from expiring, without asking
-// the workload cluster (its client is rate limited, --clustercache-client-qps). A token this
-// manager created or refreshed less than a sixth of its TTL ago needs nothing yet, and would not
-// be refreshed; a token lost meanwhile is found by the periodic check (every TTL/3), as it would
-// be without this.
-func (r *Reconciler) tokenNeedsNothingYet(s *scope, tokenID string, now time.Time) bool {
-	known := r.memory.tokenExpiration(client.ObjectKeyFromObject(s.config), tokenID)
-	if known.IsZero() && !s.isMachinePool() {
-		// Not seen by this manager (it restarted): the token was created, with this TTL, just
-		// before the data Secret that names it. A manager restarted during a scale-up then does
-		// not ask the workload cluster about every config it just delivered. Only the first
-		// sixth of the TTL is skipped, as for tokens this manager made; a TTL raised across the
-		// restart could delay the first check of such a token by that much.
-		known = s.dataSecret.CreationTimestamp.Add(r.TokenTTL)
+// adopt records an existing data Secret in the status without rendering it again (actAdopt).
+// Most often the config came from a cache that has not seen this controller's own status write
+// yet: then the status must not be written again from the stale copy (it would overwrite the
+// condition the render set, e.g. RenderedWithWarnings), and the API server's copy says so.
+func (r *Reconciler) adopt(ctx context.Context, s *scope) outcome {
+	if delivered, err := r.deliveredPerAPIServer(ctx, s.config); err != nil || delivered {
+		return outcome{err: err}
 	}
-	return known.After(now.Add(r.refreshWhenLeft()))
+	ctrl.LoggerFrom(ctx).Info("Data Secret already exists, recording it", "Secret", klog.KObj(s.dataSecret))
+	o := outcome{stored: &storedData{secretName: s.dataSecret.Name, inputsHash: s.config.Status.DataInputsHash},
+		dataSecretAvailable: dataSecretTrue()}
+	if s.isControlPlane() {
+		o.certificatesAvailable = certificatesTrue()
+	}
+	return o
 }
 
-// reconcileJoinTokenGone handles a join token of delivered data that is gone from the workload
-// cluster (deleted, or removed by the token cleaner once expired).
-func (r *Reconciler) reconcileJoinTokenGone(ctx context.Context, s *scope, tokenID string) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx).WithValues("tokenID", tokenID)
-	switch {
-	case s.isMachinePool():
-		log.Info("Join token of the MachinePool is gone, rotating it")
-		return r.rotatePoolToken(ctx, s, false)
-	case !s.machineProvisioned():
-		// Nothing has booted with the data yet: new data with a fresh token, in place.
-		log.Info("Join token is gone before the Machine was provisioned; rendering its data again with a fresh token")
-		return r.reconcileJoin(ctx, s, s.role(), newToken)
+// deliveredPerAPIServer reads the config from the API server, past the cache, and reports
+// whether its status already records the data Secret.
+func (r *Reconciler) deliveredPerAPIServer(ctx context.Context, config *cabpiv1.IgnitionConfig) (bool, error) {
+	fresh, err := r.fromAPIServer(ctx, config)
+	if fresh == nil || err != nil {
+		return false, err
 	}
-	// The machine was handed the data with this token; a new token would not reach it.
-	msg := fmt.Sprintf("The join token %s of the bootstrap data was deleted or expired before the node joined, "+
-		"and the machine was already provisioned with that data, so it cannot join: delete the Machine so that it is replaced", tokenID)
-	r.fail(s.config, cabpiv1.JoinTokenLostReason, msg)
-	// Its node may still show up (it joined just before the token went): look again.
-	return ctrl.Result{RequeueAfter: r.tokenCheckInterval()}, nil
+	return dataDelivered(fresh), nil
+}
+
+// inputsRecordedPerAPIServer reads the config from the API server, past the cache, and reports
+// whether its status already records hash as the digest of the delivered data's inputs.
+func (r *Reconciler) inputsRecordedPerAPIServer(ctx context.Context, config *cabpiv1.IgnitionConfig, hash string) (bool, error) {
+	fresh, err := r.fromAPIServer(ctx, config)
+	if fresh == nil || err != nil {
+		return false, err
+	}
+	return fresh.Status.DataInputsHash == hash, nil
+}
+
+// fromAPIServer reads config from the API server, past the cache; nil without an APIReader.
+func (r *Reconciler) fromAPIServer(ctx context.Context, config *cabpiv1.IgnitionConfig) (*cabpiv1.IgnitionConfig, error) {
+	if r.APIReader == nil {
+		return nil, nil
+	}
+	fresh := &cabpiv1.IgnitionConfig{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(config), fresh); err != nil {
+		return nil, fmt.Errorf("reading IgnitionConfig %s: %w", client.ObjectKeyFromObject(config), err)
+	}
+	return fresh, nil
+}
+
+// dataDelivered is true when the config's status records its data Secret (the contract's
+// status.initialization.dataSecretCreated and status.dataSecretName).
+func dataDelivered(config *cabpiv1.IgnitionConfig) bool {
+	return ptr.Deref(config.Status.Initialization.DataSecretCreated, false) && config.Status.DataSecretName != ""
 }

@@ -1,28 +1,44 @@
 // Package controllers holds the IgnitionConfig reconciler.
 //
-// A reconcile runs the Cluster API BootstrapConfig flow:
+// One reconcile is one decision and one outcome (reconciler.go, Reconcile):
 //
-//  1. gather (reconciler.go, scope.go): the config, its Machine or MachinePool owner, the Cluster
-//     and the data Secret, into a scope that no step changes after;
-//  2. gate (reconcile.go): paused, data already delivered (delivered.go: rendered again in place
-//     while the owner has not started provisioning, rerender.go; token refresh, or rotation for
-//     pools, machinepool.go), infrastructure provisioned, control plane initialized, init lock
-//     (init.go);
-//  3. inputs (inputs.go, certificates.go): Kubernetes version, referenced Secrets and
-//     ConfigMaps, certificates, resolved into a nodeInput (the renderer's input and its digest);
-//  4. render and store (join.go, secret.go, token.go): ignition's render, the join token in the
-//     workload cluster for data that renders, the data Secret;
-//  5. report (status.go): the status and conditions, patched once on the way out (util/patch).
+//  1. gather: the config, its Machine or MachinePool owner, the Cluster and the data Secret into
+//     a scope (scope.go); from it, this manager's memory (memory.go) and the clock, the facts
+//     (gather.go), with the delivered data's current inputs and its join token in the workload
+//     cluster when the config's state calls for them. Gathering only reads.
+//  2. decide (decide.go): a pure function of the facts returns one action. decide_test.go is the
+//     whole contract as a table, with no API server.
+//  3. execute (execute.go): the action is carried out, and comes to one outcome. This is where a
+//     reconcile writes: the data Secret (secret.go), join tokens (token.go), certificates
+//     (certificates.go), the init lock.
+//  4. apply (outcome.go): the outcome is written to the status, the events and the result in one
+//     place; the status is patched on the way out (util/patch).
 //
-// Every step of 3 and 4 returns what it produced, or a report (why no data was stored: the
-// DataSecretAvailable reason and message, and when to look again), or an error (retried with
-// backoff; a conditionError also says what DataSecretAvailable says meanwhile), never two of
-// them. The caller decides what a report means for the status: False on a first render, True
-// with RerenderFailed for delivered data, nothing for a pool whose current token still works.
+// The actions, and the files that carry them out:
+//
+//	action               when                                              file
+//	wait                 Cluster infrastructure, control plane not ready   outcome.go
+//	fail                 a Secret of the data Secret's name is not ours    outcome.go
+//	init                 first control-plane Machine (init lock)           init.go
+//	control-plane join   control plane initialized                         join.go
+//	worker join          control plane initialized; or a token lost        join.go
+//	                     before provisioning
+//	re-render            inputs changed before the owner provisioned       delivered.go
+//	refresh token        a Machine's token has under 5/6 of its TTL left   delivered.go
+//	rotate pool token    a MachinePool's token under half its TTL, gone    machinepool.go
+//	token lost           a provisioned Machine's token is gone             outcome.go
+//	adopt                a data Secret the status does not record          delivered.go
+//	forget data Secret   the data Secret deleted before the node joined    outcome.go
+//	keep                 nothing to write (the status notes of delivered   outcome.go
+//	                     data aside)
+//
+// Building the renderer's input (inputs.go) and rendering it (render.go, the same
+// configinput.Build and ignition.Render the webhook and `cabpi render` use) happen inside the
+// actions that render; what they wait for or find wrong is a notStored, which each action turns
+// into its outcome: DataSecretAvailable False for a first render, True with RerenderFailed for
+// delivered data, nothing for a pool whose current token still works.
 //
 // Changes to referenced Secrets and ConfigMaps reach the configs that read them through a field
-// index and label-selected watches (references.go).
-//
-// Role-specific decisions live in init.go (kubeadm init), join.go (control-plane and worker
-// join) and machinepool.go (token rotation for pools).
+// index and label-selected watches (references.go); the watches of Machines, MachinePools and
+// Clusters are in watches.go.
 package controllers

@@ -4,37 +4,33 @@ import (
 	"context"
 
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
-// reconcileInit renders kubeadm init for the first control-plane Machine of a Cluster. Only the
-// holder of the Cluster's init lock (a ConfigMap owned by the Cluster, so it survives manager
-// restarts) renders it; the others wait until the control plane is initialized and then join.
-func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (_ ctrl.Result, rerr error) {
+// initialize renders kubeadm init for the first control-plane Machine of a Cluster (actInit).
+// Only the holder of the Cluster's init lock (a ConfigMap owned by the Cluster, so it survives
+// manager restarts) renders it; the others wait until the control plane is initialized and then
+// join. The lock is taken here, not read by gather: taking it is the atomic test (a create), a
+// read would race with another manager's take.
+func (r *Reconciler) initialize(ctx context.Context, s *scope) outcome {
 	if !r.InitLock.Lock(ctx, s.cluster, s.machine) {
-		return r.report(s.config, waitFor(cabpiv1.WaitingForInitLockReason,
-			"Another control-plane Machine holds the kubeadm init lock; this one joins once the control plane is initialized")), nil
+		return waitingForInitLock()
 	}
-	stored := false
-	defer func() {
-		// Whatever kept this Machine from getting init data, let another control-plane Machine try.
-		if !stored && !r.InitLock.Unlock(ctx, s.cluster) {
-			rerr = kerrors.NewAggregate([]error{rerr, errUnlock})
-		}
-	}()
+	b, err := r.buildInput(ctx, s, ignition.RoleInit, generateCertificates)
+	o := r.firstRender(ctx, s, b, err)
+	// Whatever kept this Machine from getting init data, let another control-plane Machine try.
+	if o.stored == nil && !r.InitLock.Unlock(ctx, s.cluster) {
+		o.err = kerrors.NewAggregate([]error{o.err, errUnlock})
+	}
+	return o
+}
 
-	in, rep, err := r.buildInput(ctx, s, ignition.RoleInit, generateCertificates, r.resolver(s))
-	if rep != nil || err != nil {
-		return r.notStored(s.config, rep, err)
-	}
-	if rep, err := r.renderAndStore(ctx, s, in); rep != nil || err != nil {
-		return r.notStored(s.config, rep, err)
-	}
-	stored = true
-	return r.storedResult(in), nil
+// waitingForInitLock: another control-plane Machine renders kubeadm init.
+func waitingForInitLock() outcome {
+	return waiting(cabpiv1.WaitingForInitLockReason,
+		"Another control-plane Machine holds the kubeadm init lock; this one joins once the control plane is initialized", waitRequeue)
 }
 
 var errUnlock = errorString("failed to release the kubeadm init lock")

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,10 +20,6 @@ import (
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
-
-// placeholderToken stands in for the join token while the input is built (it has the length and
-// form of a real one); renderJoin puts the real token into the rendered data.
-const placeholderToken = configinput.PlaceholderToken
 
 // certificates says whether buildInput may create the cluster certificates kubeadm init needs.
 type certificates bool
@@ -40,7 +37,7 @@ const (
 // know of it.
 type nodeInput struct {
 	ignition.Input
-	// joinToken: the data gets a join token of ours (renderJoin); the input carries
+	// joinToken: the data gets a join token of ours (render.go); the input carries
 	// placeholderToken in its place.
 	joinToken bool
 	// hash is the input's digest, recorded with the data rendered from it
@@ -49,22 +46,36 @@ type nodeInput struct {
 	hash string
 }
 
+// built is what building a config's input gave: the input, or why there is none.
+type built struct {
+	input nodeInput
+	// notBuilt says why there is no input (waiting for something, or the user's to fix).
+	notBuilt *notStored
+	// certificates is CertificatesAvailable as the look-up of the cluster certificates found
+	// them; nil when the role needs none looked up.
+	certificates *metav1.Condition
+	// unwatched: a Secret or ConfigMap read lacks the cluster-name label, so the reference
+	// watch (references.go) does not see its changes.
+	unwatched bool
+}
+
 // buildInput gathers what the role needs from the Cluster and builds the renderer's input with
-// configinput.Build, the builder the webhook and `cabpi render` use too; refs reads the
-// referenced Secrets and ConfigMaps (and notes whether any is unwatched). It returns the input,
-// or a report of what it waits for or why the input cannot be built, or an error.
-func (r *Reconciler) buildInput(ctx context.Context, s *scope, role ignition.Role, certs certificates, refs *apiResolver) (nodeInput, *report, error) {
-	version := s.kubernetesVersion()
-	if version == "" {
-		return nodeInput{}, waitFor(cabpiv1.WaitingForKubernetesVersionReason,
-			"Neither the owner (spec.version) nor the Cluster topology sets a Kubernetes version"), nil
-	}
+// configinput.Build, the builder the webhook and `cabpi render` use too. It returns the input,
+// or why not (what it waits for, or why the input cannot be built), or an error to retry with
+// backoff (with what CertificatesAvailable says meanwhile, if the certificates are the cause).
+func (r *Reconciler) buildInput(ctx context.Context, s *scope, role ignition.Role, certs certificates) (built, error) {
+	var b built
 	spec := &s.config.Spec
 	needs := configinput.ClusterNeeds(spec, role)
+	if b.notBuilt = clusterWait(s, needs); b.notBuilt != nil {
+		return b, nil
+	}
+	version := s.kubernetesVersion()
 	net := s.cluster.Spec.ClusterNetwork
-	delivery, rep, err := r.delivery(ctx, s)
-	if rep != nil || err != nil {
-		return nodeInput{}, rep, err
+	delivery, why, err := r.delivery(ctx, s)
+	if why != nil || err != nil {
+		b.notBuilt = why
+		return b, err
 	}
 	cluster := configinput.Cluster{Name: s.cluster.Name, ServiceDomain: net.ServiceDomain, Delivery: delivery}
 	if len(net.Services.CIDRBlocks) > 0 {
@@ -73,29 +84,32 @@ func (r *Reconciler) buildInput(ctx context.Context, s *scope, role ignition.Rol
 	if len(net.Pods.CIDRBlocks) > 0 {
 		cluster.PodSubnet = net.Pods.String()
 	}
-
-	switch {
-	case s.cluster.Spec.ControlPlaneEndpoint.IsValid():
+	if s.cluster.Spec.ControlPlaneEndpoint.IsValid() {
 		cluster.ControlPlaneEndpoint = s.cluster.Spec.ControlPlaneEndpoint.String()
-	case needs.Endpoint:
-		return nodeInput{}, waitFor(cabpiv1.WaitingForControlPlaneEndpointReason,
-			"Waiting for Cluster spec.controlPlaneEndpoint to be set"), nil
 	}
 	if needs.CACertificate || needs.CACertHashes {
-		ca, rep, err := r.clusterCA(ctx, s)
-		if rep != nil || err != nil {
-			return nodeInput{}, rep, err
+		ca, err := r.clusterCA(ctx, s)
+		if err != nil {
+			return b, err
+		}
+		if b.notBuilt = caStatus(s.cluster.Name, ca); b.notBuilt != nil {
+			if b.notBuilt.reason == cabpiv1.InvalidClusterCertificateReason {
+				b.certificates = certificatesFalse(b.notBuilt.reason, b.notBuilt.message)
+			}
+			return b, nil
 		}
 		cluster.CACertificate = ca.KeyPair.Cert
 		if cluster.CACertHashes, err = ca.Hashes(); err != nil {
-			return nodeInput{}, nil, fmt.Errorf("hashing the CA of Cluster %s: %w", s.cluster.Name, err)
+			return b, fmt.Errorf("hashing the CA of Cluster %s: %w", s.cluster.Name, err)
 		}
 	}
 	if wanted := configinput.CertificatesFor(spec, role); wanted != nil {
 		// Without a control-plane provider nobody else creates the cluster certificates.
 		generate := certs == generateCertificates && role == ignition.RoleInit && !s.cluster.Spec.ControlPlaneRef.IsDefined()
-		if rep, err := r.lookupCertificates(ctx, s, wanted, generate); rep != nil || err != nil {
-			return nodeInput{}, rep, err
+		var err error
+		b.certificates, b.notBuilt, err = r.lookupCertificates(ctx, s, wanted, generate)
+		if b.notBuilt != nil || err != nil {
+			return b, err
 		}
 		cluster.Certificates = wanted
 	}
@@ -103,45 +117,82 @@ func (r *Reconciler) buildInput(ctx context.Context, s *scope, role ignition.Rol
 		cluster.JoinToken = placeholderToken
 	}
 
+	refs := &apiResolver{c: r.Client, ns: s.config.Namespace}
 	in, err := configinput.Build(ctx, spec, role, version, cluster, refs)
+	b.unwatched = refs.unwatched
+	if b.notBuilt = buildFailure(err); b.notBuilt != nil {
+		return b, nil
+	}
+	if err != nil {
+		return b, fmt.Errorf("building the %s input: %w", role, err)
+	}
+	hash, err := configinput.InputsHash(in)
+	if err != nil {
+		return b, fmt.Errorf("digesting the %s input: %w", role, err)
+	}
+	b.input = nodeInput{Input: in, joinToken: needs.JoinToken, hash: hash}
+	return b, nil
+}
+
+// waitingFor: waiting for something not watched, looked at again after waitRequeue.
+func waitingFor(reason, message string) *notStored {
+	return &notStored{reason: reason, message: message, requeue: waitRequeue}
+}
+
+// incompatibleInfrastructure: the infrastructure machine cannot deliver this data. It is not
+// watched: looked at again as a render error is.
+func incompatibleInfrastructure(message string) *notStored {
+	return &notStored{reason: cabpiv1.IncompatibleInfrastructureReason, message: message, requeue: renderErrorRetry, userError: true}
+}
+
+// clusterWait says what the input waits for on the owner and the Cluster themselves: a
+// Kubernetes version, and the control-plane endpoint where the role needs one.
+func clusterWait(s *scope, needs configinput.Needs) *notStored {
+	switch {
+	case s.kubernetesVersion() == "":
+		return waitingFor(cabpiv1.WaitingForKubernetesVersionReason,
+			"Neither the owner (spec.version) nor the Cluster topology sets a Kubernetes version")
+	case needs.Endpoint && !s.cluster.Spec.ControlPlaneEndpoint.IsValid():
+		return waitingFor(cabpiv1.WaitingForControlPlaneEndpointReason, "Waiting for Cluster spec.controlPlaneEndpoint to be set")
+	}
+	return nil
+}
+
+// buildFailure is why configinput.Build built no input, when the input is at fault or waits for
+// something (a reference, the infrastructure machine); nil for any other error (retried).
+func buildFailure(err error) *notStored {
 	var missing *configinput.MissingReferenceError
 	var undeliverable *configinput.DeliveryError
 	var invalid *ignition.Error
 	switch {
 	case errors.As(err, &missing):
-		return nodeInput{}, &report{reason: cabpiv1.ReferenceNotFoundReason, message: missing.Error(), requeue: waitRequeue, warn: true}, nil
+		return &notStored{reason: cabpiv1.ReferenceNotFoundReason, message: missing.Error(), requeue: waitRequeue, userError: true}
 	case errors.As(err, &undeliverable):
-		// The infrastructure machine is not watched: looked at again as a render error is.
-		return nodeInput{}, &report{reason: cabpiv1.IncompatibleInfrastructureReason, message: undeliverable.Error(), requeue: renderErrorRetry, warn: true}, nil
+		return incompatibleInfrastructure(undeliverable.Error())
 	case errors.As(err, &invalid):
-		return nodeInput{}, renderFailed(invalid), nil
-	case err != nil:
-		return nodeInput{}, nil, fmt.Errorf("building the %s input: %w", role, err)
+		return renderFailure(err)
 	}
-	hash, err := configinput.InputsHash(in)
-	if err != nil {
-		return nodeInput{}, nil, fmt.Errorf("digesting the %s input: %w", role, err)
-	}
-	return nodeInput{Input: in, joinToken: needs.JoinToken, hash: hash}, nil, nil
+	return nil
 }
 
-// clusterCA returns the cluster CA certificate of the <cluster>-ca Secret, or why not: waiting
-// while the Secret is missing or holds no certificate, InvalidClusterCertificate when what it
-// holds is not a PEM certificate.
-func (r *Reconciler) clusterCA(ctx context.Context, s *scope) (*secret.Certificate, *report, error) {
+// clusterCA reads the cluster CA of the <cluster>-ca Secret (no KeyPair while there is none).
+func (r *Reconciler) clusterCA(ctx context.Context, s *scope) (*secret.Certificate, error) {
 	certs := secret.NewCertificatesForWorker("")
 	if err := certs.LookupCached(ctx, r.SecretCachingClient, r.Client, client.ObjectKeyFromObject(s.cluster)); err != nil {
-		return nil, nil, fmt.Errorf("looking up the CA of Cluster %s: %w", s.cluster.Name, err)
+		return nil, fmt.Errorf("looking up the CA of Cluster %s: %w", s.cluster.Name, err)
 	}
-	ca := certs.GetByPurpose(secret.ClusterCA)
-	if ca.KeyPair == nil || len(ca.KeyPair.Cert) == 0 {
-		return nil, waitFor(cabpiv1.WaitingForClusterCAReason,
-			fmt.Sprintf("Waiting for Secret %s to hold the cluster CA certificate", secret.Name(s.cluster.Name, secret.ClusterCA))), nil
+	return certs.GetByPurpose(secret.ClusterCA), nil
+}
+
+// caStatus says why the cluster CA cannot go into the data: waiting while the Secret is missing
+// or holds no certificate, InvalidClusterCertificate when what it holds is not a PEM
+// certificate; nil when it can.
+func caStatus(clusterName string, ca *secret.Certificate) *notStored {
+	if ca == nil || ca.KeyPair == nil || len(ca.KeyPair.Cert) == 0 {
+		return waitingFor(cabpiv1.WaitingForClusterCAReason,
+			fmt.Sprintf("Waiting for Secret %s to hold the cluster CA certificate", secret.Name(clusterName, secret.ClusterCA)))
 	}
-	if rep := invalidCertificates(s, secret.Certificates{ca}); rep != nil {
-		return nil, rep, nil
-	}
-	return ca, nil, nil
+	return invalidCertificate(clusterName, secret.Certificates{ca})
 }
 
 // apiResolver reads referenced keys from the config's namespace, from the API server: the
@@ -153,11 +204,6 @@ type apiResolver struct {
 	// unwatched is set when an object read lacks the cluster-name label: the reference watch
 	// (references.go) only sees labelled ones.
 	unwatched bool
-}
-
-// resolver returns a resolver of the config's references.
-func (r *Reconciler) resolver(s *scope) *apiResolver {
-	return &apiResolver{c: r.Client, ns: s.config.Namespace}
 }
 
 // note records whether obj is one the reference watch sees.
@@ -203,7 +249,7 @@ func (a *apiResolver) ConfigMapKey(ctx context.Context, field configinput.RefFie
 // kinds whose spec decides it (CAPA's: spec.ignition) are read, from the API server (unstructured
 // objects are not cached), at the version the API server prefers; for any other kind the kind
 // says it all. A machine not there yet, or a kind not installed, is waited for.
-func (r *Reconciler) delivery(ctx context.Context, s *scope) (configinput.Delivery, *report, error) {
+func (r *Reconciler) delivery(ctx context.Context, s *scope) (configinput.Delivery, *notStored, error) {
 	ref := s.infrastructureRef()
 	if !configinput.DeliveryNeedsSpec(ref.Kind) {
 		return configinput.Delivery{Kind: ref.Kind}, nil, nil
@@ -211,8 +257,7 @@ func (r *Reconciler) delivery(ctx context.Context, s *scope) (configinput.Delive
 	what := fmt.Sprintf("%s %s", ref.Kind, ref.Name)
 	mapping, err := r.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
 	if meta.IsNoMatchError(err) {
-		return configinput.Delivery{}, waitFor(cabpiv1.WaitingForInfrastructureMachineReason,
-			fmt.Sprintf("Waiting for the infrastructure machine %s: its kind is not installed (group %q)", what, ref.APIGroup)), nil
+		return configinput.Delivery{}, waitingForInfrastructureMachine(fmt.Sprintf("%s: its kind is not installed (group %q)", what, ref.APIGroup)), nil
 	}
 	if err != nil {
 		return configinput.Delivery{}, nil, fmt.Errorf("finding the API of %s: %w", what, err)
@@ -221,15 +266,20 @@ func (r *Reconciler) delivery(ctx context.Context, s *scope) (configinput.Delive
 	obj.SetGroupVersionKind(mapping.GroupVersionKind)
 	err = r.Client.Get(ctx, client.ObjectKey{Namespace: s.config.Namespace, Name: ref.Name}, obj)
 	if apierrors.IsNotFound(err) {
-		return configinput.Delivery{}, waitFor(cabpiv1.WaitingForInfrastructureMachineReason,
-			fmt.Sprintf("Waiting for the infrastructure machine %s: its spec says how the data reaches the instance", what)), nil
+		return configinput.Delivery{}, waitingForInfrastructureMachine(what + ": its spec says how the data reaches the instance"), nil
 	}
 	if err != nil {
 		return configinput.Delivery{}, nil, fmt.Errorf("reading %s: %w", what, err)
 	}
 	d, err := configinput.DeliveryOf(obj)
 	if err != nil {
-		return d, &report{reason: cabpiv1.IncompatibleInfrastructureReason, message: err.Error(), requeue: renderErrorRetry, warn: true}, nil
+		return d, incompatibleInfrastructure(err.Error()), nil
 	}
 	return d, nil, nil
+}
+
+// waitingForInfrastructureMachine: the owner's infrastructure machine, whose spec says how the
+// data reaches the instance, is not there yet (or its kind is not installed).
+func waitingForInfrastructureMachine(what string) *notStored {
+	return waitingFor(cabpiv1.WaitingForInfrastructureMachineReason, "Waiting for the infrastructure machine "+what)
 }

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -166,8 +165,9 @@ func builderPredicates(p predicate.Predicate) builder.Predicates { return builde
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile gathers what one IgnitionConfig's reconcile decides on (scope) and hands it to
-// reconcile, which runs the BootstrapConfig flow; the status it sets is patched on the way out.
+// Reconcile gathers what one IgnitionConfig's reconcile decides on (scope, then facts), decides
+// (decide.go: pure), carries the decision out (execute.go) and applies its outcome to the status,
+// events and result (outcome.go); the status is patched on the way out.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, rerr error) {
 	log := ctrl.LoggerFrom(ctx)
 
@@ -221,15 +221,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	// A data Secret restored without owner (backup, move) is adopted before anything else.
 	dataSecret, err := r.getDataSecret(ctx, config, cluster.Name)
-	if errors.Is(err, errDataSecretConflict) {
-		r.fail(config, cabpiv1.DataSecretConflictReason, err.Error())
-		return ctrl.Result{RequeueAfter: waitRequeue}, nil
+	conflict := err
+	if !errors.Is(err, errDataSecretConflict) {
+		conflict = nil
+		if err != nil {
+			return ctrl.Result{}, err
+		}
 	}
+
+	s := &scope{config: config, cluster: cluster, configOwner: owner, dataSecret: dataSecret}
+	f, err := r.gather(ctx, s, conflict)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	a := decide(f, r.policy())
+	log.V(4).Info("Decided", "action", a.kind.String())
+	return r.apply(config, r.execute(ctx, s, a))
+}
 
-	return r.reconcile(ctx, &scope{config: config, cluster: cluster, configOwner: owner, dataSecret: dataSecret})
+// policy is the configuration decide uses.
+func (r *Reconciler) policy() policy {
+	return policy{tokenTTL: r.TokenTTL, referenceRecheckInterval: r.ReferenceRecheckInterval}
 }
 
 // markNewConfigNotPaused gives a new config that is not paused its NotPaused condition, as
@@ -246,6 +258,18 @@ func markNewConfigNotPaused(cluster *clusterv1.Cluster, config *cabpiv1.Ignition
 
 // patch writes the Ready summary and persists status and conditions.
 func (r *Reconciler) patch(ctx context.Context, h *patch.Helper, config *cabpiv1.IgnitionConfig, succeeded bool) error {
+	if err := setReady(config); err != nil {
+		return err
+	}
+	opts := []patch.Option{patch.WithOwnedConditions{Conditions: ownedConditions}}
+	if succeeded {
+		opts = append(opts, patch.WithStatusObservedGeneration{})
+	}
+	return h.Patch(ctx, config, opts...)
+}
+
+// setReady summarises DataSecretAvailable and CertificatesAvailable into Ready.
+func setReady(config *cabpiv1.IgnitionConfig) error {
 	if err := conditions.SetSummaryCondition(config, config, cabpiv1.ReadyCondition,
 		conditions.ForConditionTypes{cabpiv1.DataSecretAvailableCondition, cabpiv1.CertificatesAvailableCondition},
 		conditions.IgnoreTypesIfMissing{cabpiv1.CertificatesAvailableCondition},
@@ -257,16 +281,5 @@ func (r *Reconciler) patch(ctx context.Context, h *patch.Helper, config *cabpiv1
 	); err != nil {
 		return fmt.Errorf("computing Ready of %s: %w", klog.KObj(config), err)
 	}
-	opts := []patch.Option{patch.WithOwnedConditions{Conditions: ownedConditions}}
-	if succeeded {
-		opts = append(opts, patch.WithStatusObservedGeneration{})
-	}
-	return h.Patch(ctx, config, opts...)
-}
-
-// warn records a warning event on the config. Messages must never carry secret material.
-func (r *Reconciler) warn(config *cabpiv1.IgnitionConfig, reason, message string) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(config, nil, corev1.EventTypeWarning, reason, "Render", "%s", bounded(message, maxEventNote))
-	}
+	return nil
 }

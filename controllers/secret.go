@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"time"
 
 	ignconfig "github.com/coreos/ignition/v2/config"
 	corev1 "k8s.io/api/core/v1"
@@ -13,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -122,17 +120,6 @@ func notOurs(secret *corev1.Secret) string {
 	return ""
 }
 
-// adoptDataSecret records the existing data Secret in the status without rendering it again.
-func (r *Reconciler) adoptDataSecret(ctx context.Context, s *scope) {
-	ctrl.LoggerFrom(ctx).Info("Data Secret already exists, recording it", "Secret", klog.KObj(s.dataSecret))
-	s.config.Status.DataSecretName = s.dataSecret.Name
-	s.config.Status.Initialization.DataSecretCreated = ptr.To(true)
-	setDataSecretTrue(s.config)
-	if s.isControlPlane() {
-		setCertificatesAvailable(s.config)
-	}
-}
-
 // storeDataSecret writes data rendered from in: created the first time, updated in place (same
 // name, same UID) when a MachinePool's token is rotated or the inputs changed before the owner
 // started provisioning. The data Secret's role annotation is the input's role; tokenID (may be
@@ -185,26 +172,6 @@ func (r *Reconciler) storeDataSecret(ctx context.Context, s *scope, in nodeInput
 		return fmt.Errorf("writing data Secret %s: %w", klog.KObj(secret), err)
 	}
 	metrics.DataSecretWritten(op)
-	s.config.Status.DataSecretName = secret.Name
-	s.config.Status.Initialization.DataSecretCreated = ptr.To(true)
-	s.config.Status.DataInputsHash = in.hash
 	r.memory.stored(client.ObjectKeyFromObject(s.config))
 	return nil
-}
-
-// renderAndStore renders in, data that carries no join token of ours (kubeadm init, a join with
-// the user's own discovery), stores it and reports it stored (reportStored). Otherwise it
-// returns why not: a report, or an error to retry with backoff.
-func (r *Reconciler) renderAndStore(ctx context.Context, s *scope, in nodeInput) (*report, error) {
-	start := time.Now()
-	out, rep := renderStorable(in.Input)
-	took := time.Since(start)
-	if rep != nil {
-		return rep, nil
-	}
-	if err := r.storeDataSecret(ctx, s, in, out.Data, ""); err != nil {
-		return nil, storeFailed(err)
-	}
-	r.reportStored(ctx, s, in, out, took)
-	return nil, nil
 }
