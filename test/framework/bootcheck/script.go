@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +37,9 @@ var relocated = []string{ConfigPath, "/run/", "/opt/bin", hostnamePath}
 
 // servicePath is systemd's PATH for services (no Environment=PATH): the script starts with it.
 var servicePath = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin"}
+
+// plainPath is a path that needs no quoting in shell text, and no escaping in PATH.
+var plainPath = regexp.MustCompile(`^[A-Za-z0-9/._-]+$`)
 
 // kubernetesStep names a function of the Kubernetes source steps (spec.kubernetes), which merge a
 // system extension or install release binaries: those steps run on bash in the renderer's own
@@ -111,8 +115,19 @@ func runScript(work, root string, opts ScriptOptions) (Script, error) {
 	if bytes.Contains(text, []byte(kubernetesStep)) {
 		return Script{}, errors.New("the script has a Kubernetes source step (spec.kubernetes), which installs on the host: not run here")
 	}
-	if strings.Contains(root, ":") {
-		return Script{}, fmt.Errorf("root %s holds a ':', which PATH cannot carry", root)
+	// The root's path goes into the script's text: it is reached through a link whose path is
+	// plain (a test's temporary directory is named after the test, "${CLUSTER_NAME}" included).
+	alias, err := os.MkdirTemp("", "bootcheck-")
+	if err != nil {
+		return Script{}, err
+	}
+	defer os.RemoveAll(alias) // the link, not what it points to
+	nodeRoot := filepath.Join(alias, "root")
+	if !plainPath.MatchString(nodeRoot) {
+		return Script{}, fmt.Errorf("the temporary directory %s is not a plain path (letters, digits, /._-)", nodeRoot)
+	}
+	if err := os.Symlink(root, nodeRoot); err != nil {
+		return Script{}, err
 	}
 
 	// /run is a tmpfs at boot: it holds only what ran before the script.
@@ -140,7 +155,7 @@ func runScript(work, root string, opts ScriptOptions) (Script, error) {
 	// the wrong binary.
 	var nodePath []string
 	for _, d := range servicePath {
-		nodePath = append(nodePath, filepath.Join(root, d))
+		nodePath = append(nodePath, nodeRoot+d)
 	}
 	nodePath = append(nodePath, servicePath...) // the host's, for the tools the commands use
 	for _, d := range append(slices.Clone(nodePath), filepath.Join(root, "opt/bin")) {
@@ -155,7 +170,7 @@ func runScript(work, root string, opts ScriptOptions) (Script, error) {
 	if err := writeFile(filepath.Join(records, "exit"), strconv.Itoa(opts.KubeadmExit)+"\n", 0o644); err != nil {
 		return Script{}, err
 	}
-	stub, err := stubScript(records, filepath.Join(root, SentinelPath))
+	stub, err := stubScript(records, nodeRoot+SentinelPath)
 	if err != nil {
 		return Script{}, err
 	}
@@ -165,7 +180,7 @@ func runScript(work, root string, opts ScriptOptions) (Script, error) {
 
 	pairs := make([]string, 0, 2*len(relocated))
 	for _, p := range relocated {
-		pairs = append(pairs, p, root+p)
+		pairs = append(pairs, p, nodeRoot+p)
 	}
 	script := filepath.Join(work, "kubeadm.sh")
 	if err := writeFile(script, strings.NewReplacer(pairs...).Replace(string(text)), 0o600); err != nil {
@@ -203,8 +218,8 @@ func runScript(work, root string, opts ScriptOptions) (Script, error) {
 	if err != nil {
 		return Script{}, err
 	}
-	s.Output = strings.ReplaceAll(string(out), root, "")
-	if s.KubeadmCalls, err = readCalls(records, root); err != nil {
+	s.Output = strings.ReplaceAll(string(out), nodeRoot, "")
+	if s.KubeadmCalls, err = readCalls(records, nodeRoot); err != nil {
 		return Script{}, err
 	}
 	_, err = os.Lstat(filepath.Join(root, SentinelPath))

@@ -21,7 +21,7 @@ const unitDir = "/etc/systemd/system"
 // that cabpi's units depend on, but that a host does not have: Verify puts an empty service of each
 // on systemd's unit path, standing for the image's. What the real ones do is the real-node suite's
 // to prove (docs/nodes-in-tests.md).
-var ImageUnits = []string{"coreos-metadata.service", "afterburn.service"}
+var ImageUnits = []string{"coreos-metadata.service", "afterburn.service", "containerd.service"}
 
 // hostUnitDirs are the host's own unit directories, searched after the applied root's and the
 // image's: they give systemd's targets (network-online.target, multi-user.target).
