@@ -17,11 +17,11 @@ import (
 // unitDir is where Ignition writes units and drop-ins.
 const unitDir = "/etc/systemd/system"
 
-// ImageUnits are units that the images (Flatcar, Fedora CoreOS, the real-node suite's) ship and
+// imageUnits are units that the images (Flatcar, Fedora CoreOS, the real-node suite's) ship and
 // that cabpi's units depend on, but that a host does not have: Verify puts an empty service of each
 // on systemd's unit path, standing for the image's. What the real ones do is the real-node suite's
 // to prove (docs/nodes-in-tests.md).
-var ImageUnits = []string{"coreos-metadata.service", "afterburn.service", "containerd.service"}
+var imageUnits = []string{"coreos-metadata.service", "afterburn.service", "containerd.service"}
 
 // hostUnitDirs are the host's own unit directories, searched after the applied root's and the
 // image's: they give systemd's targets (network-online.target, multi-user.target).
@@ -110,7 +110,7 @@ func readUnit(root, name string) (Unit, error) {
 }
 
 // Verify runs systemd-analyze verify on units as the applied root under root has them, with the
-// image's units (ImageUnits) and the host's targets beside them: the real systemd loads each unit
+// image's units (imageUnits) and the host's targets beside them: the real systemd loads each unit
 // with its drop-ins, resolves its dependencies and checks its commands. It fails the test on
 // anything systemd reports, a warning it would log and ignore included.
 func Verify(t testing.TB, root string, units ...string) {
@@ -128,7 +128,7 @@ func verify(scratch, root string, units ...string) error {
 	if err := os.MkdirAll(image, 0o755); err != nil {
 		return err
 	}
-	for _, name := range ImageUnits {
+	for _, name := range imageUnits {
 		stub := unit.Serialize([]*unit.UnitOption{
 			unit.NewUnitOption("Unit", "Description", "stands for the image's "+name),
 			unit.NewUnitOption("Service", "Type", "oneshot"),
