@@ -108,7 +108,7 @@ UNIT_PKGS = $(shell go list ./... | grep -Ev '$(INTEGRATION_PKGS)')
 NO_APISERVER := $(CURDIR)/.no-kube-apiserver-in-unit-tests
 
 .PHONY: test-unit
-test-unit: ignition-apply ## Run the unit tests: no kube-apiserver (renderer, inputs, webhook and controller logic, commands, boot simulator).
+test-unit: ignition-apply ## Run the unit tests: no kube-apiserver (renderer, inputs, webhook and controller logic, commands, the rendered units and bootstrap script).
 	KUBEBUILDER_ASSETS="$(NO_APISERVER)" \
 	CABPI_IGNITION_APPLY="$$(IGNITION_VER=$(IGNITION_VER) bash hack/ignition-apply.sh)" \
 		go test $(GO_TEST_FLAGS) $(UNIT_PKGS)

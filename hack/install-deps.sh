@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build and tests need. Idempotent and quiet when everything is
-# already there: libblkid-dev, which the cgo build of ignition-apply links against; util-linux
-# (unshare) for the boot simulation's namespaces; gettext-base (envsubst), which the cloud
-# providers' Flatcar pattern runs in the boot simulation; systemd-container (systemd-nspawn) and
-# debootstrap for the real-node suite (make e2e), plus iproute2 for its bridge and squashfs-tools
-# (mksquashfs) for the Kubernetes system extension images it serves its nodes.
+# already there: libblkid-dev, which the cgo build of ignition-apply links against; systemd
+# (systemd-analyze, systemctl), which reads and verifies the rendered units offline in make test
+# (test/framework/bootcheck, ADR 029); gettext-base (envsubst), which the cloud providers' Flatcar
+# pattern runs in the bootstrap script make test runs; util-linux (nsenter) and
+# systemd-container (systemd-nspawn) and debootstrap for the real-node suite (make e2e), plus
+# iproute2 for its bridge and squashfs-tools (mksquashfs) for the Kubernetes system extension
+# images it serves its nodes.
 set -euo pipefail
 
-packages=(libblkid-dev util-linux gettext-base systemd-container debootstrap iproute2 squashfs-tools)
+packages=(libblkid-dev systemd util-linux gettext-base systemd-container debootstrap iproute2 squashfs-tools)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,7 +13,8 @@ import (
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootcheck"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
 )
 
 // kubeadmDirs are where images put kubeadm: the Kubernetes sysext in /usr/bin, images and guides
@@ -54,10 +56,29 @@ systemd:
             Environment="CABPI_BOOT_DROPIN=from drop-in"
 `
 
-// Each role boots on each variant wherever kubeadm is installed, with /etc noexec: kubeadm runs
-// once with its configuration, the sentinel appears only after it exited 0 and the token-bearing
-// configuration is then gone; when kubeadm fails, the unit fails, no sentinel, and the
-// configuration stays for the next boot.
+// appliedNode applies a rendered config with the real ignition-apply and checks kubeadm.service
+// (and units) with the host's real systemd: it loads with its drop-ins and its dependencies
+// resolve (systemd-analyze verify), the first boot enables it (systemctl --root preset), and it
+// runs the script with bash, so that /etc mounted noexec (Flatcar 4628+) does not stop it, only
+// while its configuration is there (a reboot skips it). It returns the applied root.
+func appliedNode(t *testing.T, data []byte, units ...string) (string, bootcheck.Unit) {
+	t.Helper()
+	root := ignitionapply.Apply(t, data)
+	bootcheck.Verify(t, root, append([]string{ignition.KubeadmUnitName}, units...)...)
+	assert.True(t, bootcheck.Enabled(t, root, ignition.KubeadmUnitName), "kubeadm.service is enabled by a preset")
+	u := bootcheck.ReadUnit(t, root, ignition.KubeadmUnitName)
+	assert.Equal(t, []string{"/bin/bash " + bootcheck.ScriptPath}, u.Values("Service", "ExecStart"))
+	assert.Equal(t, []string{ignition.KubeadmConfigPath}, u.Values("Unit", "ConditionPathExists"))
+	assert.Equal(t, []string{"oneshot"}, u.Values("Service", "Type"))
+	return root, u
+}
+
+// Each role on each variant, wherever kubeadm is installed: kubeadm.service is valid, enabled and
+// runs the script with bash; the script runs kubeadm once with its configuration, the sentinel
+// appears only after it exited 0 and the token-bearing configuration is then gone; when kubeadm
+// fails, the script fails, no sentinel, and the configuration stays for the next boot. The user's
+// file, link, unit and drop-in land as written. (The boot itself, by systemd on a node with /etc
+// noexec: the real-node suite, docs/adr/029-one-way-to-boot-a-node.md.)
 func TestBootOnTodaysNodes(t *testing.T) {
 	roles := map[string]func(cabpiv1.Variant, string) ignition.Input{
 		"init":          initInput,
@@ -72,39 +93,37 @@ func TestBootOnTodaysNodes(t *testing.T) {
 					in.Butane = bootSnippets[variant]
 					out, err := ignition.Render(in)
 					require.NoError(t, err)
-					inspect := []string{ignition.KubeadmConfigPath, "/etc/cabpi-boot/hello.conf", "/etc/cabpi-boot/hello.link",
-						"/etc/systemd/system/cabpi-boot-extra.service", "/etc/systemd/system/kubeadm.service.d/10-env.conf"}
 
-					ok := bootsim.Boot(t, bootsim.Options{Config: out.Data, KubeadmDir: dir, KubeadmExit: 0, Inspect: inspect})
-					assert.True(t, ok.Enabled, "kubeadm.service is enabled by a preset")
-					require.Equal(t, "success", ok.Result, "%s\n%+v", ok.FailedStep, ok.Steps)
+					root, u := appliedNode(t, out.Data, "cabpi-boot-extra.service")
+					// The user's file, link, unit and drop-in landed as written; the drop-in is read.
+					assert.Equal(t, "hello", readFile(t, root, "/etc/cabpi-boot/hello.conf", 0o640))
+					link, err := os.Readlink(filepath.Join(root, "etc/cabpi-boot/hello.link"))
+					require.NoError(t, err)
+					assert.Equal(t, "/etc/cabpi-boot/hello.conf", link)
+					assert.Equal(t, []string{"/bin/true"}, bootcheck.ReadUnit(t, root, "cabpi-boot-extra.service").Values("Service", "ExecStart"))
+					assert.True(t, bootcheck.Enabled(t, root, "cabpi-boot-extra.service"))
+					assert.Contains(t, u.Values("Service", "Environment"), `"CABPI_BOOT_DROPIN=from drop-in"`)
+					assert.Contains(t, u.Words("Unit", "After"), "cabpi-boot-extra.service")
+
+					ok := bootcheck.RunScript(t, root, bootcheck.ScriptOptions{KubeadmDir: dir})
+					require.Equal(t, 0, ok.ExitCode, ok.Output)
 					require.Len(t, ok.KubeadmCalls, 1, "kubeadm runs once")
 					call := ok.KubeadmCalls[0]
 					assert.Equal(t, path.Join(dir, "kubeadm"), call.Path)
 					assertKubeadmCall(t, role, call)
 					assert.False(t, call.SentinelExisted, "no sentinel before kubeadm ran")
 					assert.True(t, ok.SentinelExists, "sentinel after kubeadm exited 0")
-					assert.False(t, ok.Files[ignition.KubeadmConfigPath].Exists, "the token-bearing config is removed")
+					assert.NoFileExists(t, filepath.Join(root, ignition.KubeadmConfigPath), "the token-bearing config is removed")
 					if role != "init" {
 						assert.Contains(t, call.Config, "token: "+testToken, "kubeadm got the configuration with the join token")
 					}
 
-					// The user's file, link, unit and drop-in landed as written; the drop-in applied.
-					assert.Equal(t, "hello", ok.Files["/etc/cabpi-boot/hello.conf"].Content)
-					assert.Equal(t, os.FileMode(0o640), ok.Files["/etc/cabpi-boot/hello.conf"].Mode.Perm())
-					assert.Equal(t, "/etc/cabpi-boot/hello.conf", ok.Files["/etc/cabpi-boot/hello.link"].LinkTarget)
-					assert.Contains(t, ok.Files["/etc/systemd/system/cabpi-boot-extra.service"].Content, "ExecStart=/bin/true")
-					assert.True(t, ok.Files["/etc/systemd/system/kubeadm.service.d/10-env.conf"].Exists)
-					assert.Contains(t, ok.Environment, "CABPI_BOOT_DROPIN=from drop-in")
-					assert.Contains(t, ok.After, "cabpi-boot-extra.service")
-
-					failed := bootsim.Boot(t, bootsim.Options{Config: out.Data, KubeadmDir: dir, KubeadmExit: 1, Inspect: inspect})
-					assert.Equal(t, "failed", failed.Result)
+					root = ignitionapply.Apply(t, out.Data)
+					failed := bootcheck.RunScript(t, root, bootcheck.ScriptOptions{KubeadmDir: dir, KubeadmExit: 1})
+					assert.NotEqual(t, 0, failed.ExitCode, "kubeadm.service fails")
 					assert.Len(t, failed.KubeadmCalls, 1)
 					assert.False(t, failed.SentinelExists, "no sentinel when kubeadm failed")
-					kept := failed.Files[ignition.KubeadmConfigPath]
-					assert.True(t, kept.Exists, "the configuration is kept for the next boot")
-					assert.Equal(t, os.FileMode(0o600), kept.Mode.Perm())
+					readFile(t, root, ignition.KubeadmConfigPath, 0o600) // kept for the next boot
 				})
 			}
 		}
@@ -112,7 +131,7 @@ func TestBootOnTodaysNodes(t *testing.T) {
 }
 
 // assertKubeadmCall checks the subcommand and the kinds of the configuration kubeadm was given.
-func assertKubeadmCall(t *testing.T, role string, call bootsim.KubeadmCall) {
+func assertKubeadmCall(t *testing.T, role string, call bootcheck.KubeadmCall) {
 	t.Helper()
 	require.NotEmpty(t, call.Args)
 	assert.Contains(t, strings.Join(call.Args, " "), "--config /etc/kubeadm.yml")
@@ -134,13 +153,16 @@ func assertKubeadmCall(t *testing.T, role string, call bootsim.KubeadmCall) {
 }
 
 // Commands and drop-ins that once made a failed kubeadm leave the success sentinel behind (shell
-// options, traps, writing the file, shadowing kubeadm): the sentinel now means kubeadm exited 0.
-// With a kubeadm that succeeds, the same inputs still bootstrap.
+// options, traps, writing the file, shadowing kubeadm, a sentinel there before the script, as a
+// drop-in's ExecStartPre= leaves it): the sentinel now means kubeadm exited 0. With a kubeadm that
+// succeeds, the same inputs still bootstrap.
 func TestSentinelMeansKubeadmSucceeded(t *testing.T) {
 	const sentinel = ignition.SentinelPath
+	dropinPre := []string{"/bin/mkdir -p /run/cluster-api", "/usr/bin/touch " + sentinel}
 	cases := map[string]struct {
 		pre    []string
 		butane string
+		left   bool // the sentinel is there when the script starts
 	}{
 		"set +e":                   {pre: []string{"set +e"}},
 		"set +o errexit":           {pre: []string{"set +o errexit +o pipefail"}},
@@ -151,8 +173,8 @@ func TestSentinelMeansKubeadmSucceeded(t *testing.T) {
 		"function shadows kubeadm": {pre: []string{`kubeadm() { command kubeadm "$@" || true; }`}},
 		"exported function":        {pre: []string{`kubeadm() { command kubeadm "$@" || true; }`, "export -f kubeadm"}},
 		"alias shadows kubeadm":    {pre: []string{"shopt -s expand_aliases", "alias kubeadm='true'"}},
-		"drop-in ExecStartPre writes it": {butane: butaneDropin(ignition.KubeadmUnitName,
-			"[Service]\nExecStartPre=/bin/mkdir -p /run/cluster-api\nExecStartPre=/usr/bin/touch "+sentinel+"\n")},
+		"drop-in ExecStartPre writes it": {left: true, butane: butaneDropin(ignition.KubeadmUnitName,
+			"[Service]\nExecStartPre="+dropinPre[0]+"\nExecStartPre="+dropinPre[1]+"\n")},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -161,59 +183,75 @@ func TestSentinelMeansKubeadmSucceeded(t *testing.T) {
 			in.Butane = tc.butane
 			out, err := ignition.Render(in)
 			require.NoError(t, err)
+			opts := bootcheck.ScriptOptions{KubeadmDir: "/opt/bin", KubeadmExit: 1}
+			if tc.left {
+				// systemd runs the drop-in's ExecStartPre= before the script: it leaves the sentinel.
+				_, u := appliedNode(t, out.Data)
+				require.Equal(t, dropinPre, u.Values("Service", "ExecStartPre"))
+				opts.RunFiles = map[string]string{sentinel: ""}
+			}
 
-			failed := bootsim.Boot(t, bootsim.Options{Config: out.Data, KubeadmDir: "/opt/bin", KubeadmExit: 1})
-			assert.Equal(t, "failed", failed.Result, "%+v", failed.Steps)
+			failed := bootcheck.RunScript(t, ignitionapply.Apply(t, out.Data), opts)
+			assert.NotEqual(t, 0, failed.ExitCode, failed.Output)
 			assert.Len(t, failed.KubeadmCalls, 1, "the real kubeadm ran")
 			assert.False(t, failed.SentinelExists, "kubeadm failed: no sentinel")
 
-			ok := bootsim.Boot(t, bootsim.Options{Config: out.Data, KubeadmDir: "/opt/bin", KubeadmExit: 0})
-			assert.Equal(t, "success", ok.Result, "%s %+v", ok.FailedStep, ok.Steps)
+			opts.KubeadmExit = 0
+			ok := bootcheck.RunScript(t, ignitionapply.Apply(t, out.Data), opts)
+			assert.Equal(t, 0, ok.ExitCode, ok.Output)
 			assert.True(t, ok.SentinelExists)
 		})
 	}
 }
 
 // The node is named, and its provider ID set, from the metadata the variant's metadata service
-// wrote: only the named attributes are substituted, each checked, before kubeadm runs.
+// wrote: kubeadm.service requires the service, starts after it and reads its file (without "-":
+// no file, no start); only the named attributes are substituted, each checked, before kubeadm
+// runs.
 func TestBootNamesNodeFromMetadata(t *testing.T) {
 	type metadataCase struct {
 		variant    cabpiv1.Variant
 		platform   cabpiv1.MetadataPlatform
 		providerID bool
 		service    string
-		runFiles   map[string]string
+		file       string
+		env        map[string]string // what the service wrote, as systemd hands it to the script
 		hostname   string
 		wantName   string
 		wantID     string
 	}
 	cases := map[string]metadataCase{
 		"aws on flatcar": {
-			variant: cabpiv1.VariantFlatcar, platform: cabpiv1.MetadataPlatformAWS, providerID: true, service: "coreos-metadata.service",
-			runFiles: map[string]string{"/run/metadata/flatcar": "COREOS_EC2_HOSTNAME=IP-10-0-0-7.EC2.Internal\n" +
-				"COREOS_EC2_AVAILABILITY_ZONE=us-east-1a\nCOREOS_EC2_INSTANCE_ID=i-0abc123\nCOREOS_EC2_IPV4_LOCAL=10.0.0.7\n"},
+			variant: cabpiv1.VariantFlatcar, platform: cabpiv1.MetadataPlatformAWS, providerID: true,
+			service: "coreos-metadata.service", file: "/run/metadata/flatcar",
+			env: map[string]string{"COREOS_EC2_HOSTNAME": "IP-10-0-0-7.EC2.Internal", "COREOS_EC2_AVAILABILITY_ZONE": "us-east-1a",
+				"COREOS_EC2_INSTANCE_ID": "i-0abc123", "COREOS_EC2_IPV4_LOCAL": "10.0.0.7"},
 			wantName: "ip-10-0-0-7.ec2.internal", wantID: "aws:///us-east-1a/i-0abc123",
 		},
 		"aws on fcos": {
-			variant: cabpiv1.VariantFCOS, platform: cabpiv1.MetadataPlatformAWS, providerID: true, service: "afterburn.service",
-			runFiles: map[string]string{"/run/metadata/afterburn": "AFTERBURN_AWS_HOSTNAME=ip-10-0-0-8.ec2.internal\n" +
-				"AFTERBURN_AWS_AVAILABILITY_ZONE=eu-west-1b\nAFTERBURN_AWS_INSTANCE_ID=i-0def456\n"},
+			variant: cabpiv1.VariantFCOS, platform: cabpiv1.MetadataPlatformAWS, providerID: true,
+			service: "afterburn.service", file: "/run/metadata/afterburn",
+			env: map[string]string{"AFTERBURN_AWS_HOSTNAME": "ip-10-0-0-8.ec2.internal",
+				"AFTERBURN_AWS_AVAILABILITY_ZONE": "eu-west-1b", "AFTERBURN_AWS_INSTANCE_ID": "i-0def456"},
 			wantName: "ip-10-0-0-8.ec2.internal", wantID: "aws:///eu-west-1b/i-0def456",
 		},
 		"openstack on fcos": {
-			variant: cabpiv1.VariantFCOS, platform: cabpiv1.MetadataPlatformOpenStack, providerID: true, service: "afterburn.service",
-			runFiles: map[string]string{"/run/metadata/afterburn": "AFTERBURN_OPENSTACK_HOSTNAME=worker-3\n" +
-				"AFTERBURN_OPENSTACK_INSTANCE_UUID=2b9d6e1c-3f4a-4c55-9a0b-7f1e2d3c4b5a\n"},
+			variant: cabpiv1.VariantFCOS, platform: cabpiv1.MetadataPlatformOpenStack, providerID: true,
+			service: "afterburn.service", file: "/run/metadata/afterburn",
+			env: map[string]string{"AFTERBURN_OPENSTACK_HOSTNAME": "worker-3",
+				"AFTERBURN_OPENSTACK_INSTANCE_UUID": "2b9d6e1c-3f4a-4c55-9a0b-7f1e2d3c4b5a"},
 			wantName: "worker-3", wantID: "openstack:///2b9d6e1c-3f4a-4c55-9a0b-7f1e2d3c4b5a",
 		},
 		"openstack on flatcar": {
-			variant: cabpiv1.VariantFlatcar, platform: cabpiv1.MetadataPlatformOpenStack, service: "coreos-metadata.service",
-			runFiles: map[string]string{"/run/metadata/flatcar": "COREOS_OPENSTACK_HOSTNAME=worker-4\n"},
+			variant: cabpiv1.VariantFlatcar, platform: cabpiv1.MetadataPlatformOpenStack,
+			service: "coreos-metadata.service", file: "/run/metadata/flatcar",
+			env:      map[string]string{"COREOS_OPENSTACK_HOSTNAME": "worker-4"},
 			wantName: "worker-4",
 		},
 		"azure on flatcar": {
-			variant: cabpiv1.VariantFlatcar, platform: cabpiv1.MetadataPlatformAzure, service: "coreos-metadata.service",
-			runFiles: map[string]string{"/run/metadata/flatcar": "COREOS_AZURE_IPV4_DYNAMIC=10.1.0.4\n"},
+			variant: cabpiv1.VariantFlatcar, platform: cabpiv1.MetadataPlatformAzure,
+			service: "coreos-metadata.service", file: "/run/metadata/flatcar",
+			env:      map[string]string{"COREOS_AZURE_IPV4_DYNAMIC": "10.1.0.4"},
 			hostname: "Azure-VM-0", wantName: "azure-vm-0",
 		},
 	}
@@ -224,10 +262,13 @@ func TestBootNamesNodeFromMetadata(t *testing.T) {
 			out, err := ignition.Render(in)
 			require.NoError(t, err)
 
-			rep := bootsim.Boot(t, bootsim.Options{Config: out.Data, KubeadmDir: "/opt/bin", RunFiles: tc.runFiles, Hostname: tc.hostname})
-			require.Equal(t, "success", rep.Result, "%s %+v", rep.FailedStep, rep.Steps)
-			assert.Contains(t, rep.Requires, tc.service)
-			assert.Contains(t, rep.After, tc.service)
+			root, u := appliedNode(t, out.Data)
+			assert.Contains(t, u.Words("Unit", "Requires"), tc.service)
+			assert.Contains(t, u.Words("Unit", "After"), tc.service)
+			assert.Equal(t, []string{tc.file}, u.Values("Service", "EnvironmentFile"))
+
+			rep := bootcheck.RunScript(t, root, bootcheck.ScriptOptions{KubeadmDir: "/opt/bin", Env: tc.env, Hostname: tc.hostname})
+			require.Equal(t, 0, rep.ExitCode, rep.Output)
 			require.Len(t, rep.KubeadmCalls, 1)
 			config := rep.KubeadmCalls[0].Config
 			assert.Contains(t, config, "\n  name: "+tc.wantName+"\n")
@@ -241,33 +282,31 @@ func TestBootNamesNodeFromMetadata(t *testing.T) {
 		})
 	}
 
-	t.Run("metadata service did not run", func(t *testing.T) {
-		in := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
-		in.NodeName = &ignition.NodeNameFromMetadata{Platform: cabpiv1.MetadataPlatformAWS}
-		out, err := ignition.Render(in)
-		require.NoError(t, err)
-		rep := bootsim.Boot(t, bootsim.Options{Config: out.Data, KubeadmDir: "/opt/bin"})
-		assert.Equal(t, "failed", rep.Result)
-		assert.Empty(t, rep.KubeadmCalls, "kubeadm never runs with a wrong name")
-		assert.False(t, rep.SentinelExists)
-	})
-	for name, value := range map[string]string{"shell text": "x;touch /tmp/pwned", "YAML text": "a\n  token: x", "empty": ""} {
-		t.Run("hostname attribute is "+name, func(t *testing.T) {
+	for name, value := range map[string]string{
+		"empty or not set": "",
+		"shell text":       "x;touch /tmp/pwned",
+		"YAML text":        "a\n  token: x",
+	} {
+		t.Run("hostname attribute "+name, func(t *testing.T) {
 			in := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 			in.NodeName = &ignition.NodeNameFromMetadata{Platform: cabpiv1.MetadataPlatformAWS}
 			out, err := ignition.Render(in)
 			require.NoError(t, err)
-			rep := bootsim.Boot(t, bootsim.Options{Config: out.Data, KubeadmDir: "/opt/bin",
-				RunFiles: map[string]string{"/run/metadata/flatcar": fmt.Sprintf("COREOS_EC2_HOSTNAME=%q\n", value)}})
-			assert.Equal(t, "failed", rep.Result)
-			assert.Empty(t, rep.KubeadmCalls)
+			env := map[string]string{}
+			if value != "" {
+				env["COREOS_EC2_HOSTNAME"] = value
+			}
+			rep := bootcheck.RunScript(t, ignitionapply.Apply(t, out.Data), bootcheck.ScriptOptions{KubeadmDir: "/opt/bin", Env: env})
+			assert.NotEqual(t, 0, rep.ExitCode)
+			assert.Contains(t, rep.Output, "cabpi: metadata attribute COREOS_EC2_HOSTNAME")
+			assert.Empty(t, rep.KubeadmCalls, "kubeadm never runs with a wrong name")
 			assert.False(t, rep.SentinelExists)
 		})
 	}
 }
 
 // The pattern of the cloud providers' Flatcar flavors (a drop-in reading coreos-metadata plus
-// envsubst in a pre-kubeadm command) boots and names the node.
+// envsubst in a pre-kubeadm command) names the node.
 func TestBootCloudProviderDropinPattern(t *testing.T) {
 	in := joinInput(cabpiv1.VariantFlatcar, "v1.34.0")
 	in.JoinConfiguration.NodeRegistration.Name = "${COREOS_EC2_HOSTNAME}"
@@ -276,10 +315,14 @@ func TestBootCloudProviderDropinPattern(t *testing.T) {
 		"[Unit]\nRequires=coreos-metadata.service\nAfter=coreos-metadata.service\n[Service]\nEnvironmentFile=/run/metadata/flatcar\n")
 	out, err := ignition.Render(in)
 	require.NoError(t, err)
-	rep := bootsim.Boot(t, bootsim.Options{Config: out.Data, KubeadmDir: "/usr/bin",
-		RunFiles: map[string]string{"/run/metadata/flatcar": "COREOS_EC2_HOSTNAME=ip-10-0-0-9.ec2.internal\n"}})
-	require.Equal(t, "success", rep.Result, "%s %+v", rep.FailedStep, rep.Steps)
-	assert.Contains(t, rep.Requires, "coreos-metadata.service")
+	root, u := appliedNode(t, out.Data)
+	assert.Contains(t, u.Words("Unit", "Requires"), "coreos-metadata.service")
+	assert.Contains(t, u.Words("Unit", "After"), "coreos-metadata.service")
+	assert.Equal(t, []string{"/run/metadata/flatcar"}, u.Values("Service", "EnvironmentFile"))
+
+	rep := bootcheck.RunScript(t, root, bootcheck.ScriptOptions{KubeadmDir: "/usr/bin",
+		Env: map[string]string{"COREOS_EC2_HOSTNAME": "ip-10-0-0-9.ec2.internal"}})
+	require.Equal(t, 0, rep.ExitCode, rep.Output)
 	require.Len(t, rep.KubeadmCalls, 1)
 	assert.Contains(t, rep.KubeadmCalls[0].Config, "name: ip-10-0-0-9.ec2.internal")
 	assert.True(t, rep.SentinelExists)

@@ -19,7 +19,7 @@ import (
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootcheck"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
 )
 
@@ -342,8 +342,9 @@ func TestCompressedFormsApplyWithIgnition(t *testing.T) {
 	}
 }
 
-// A wrapped config boots like the config it carries: kubeadm runs once with its configuration,
-// the sentinel follows, the snippet's files and drop-in are in place.
+// A wrapped config is applied like the config it carries: kubeadm.service and the snippet's unit
+// and drop-in are valid and enabled, the snippet's file is in place, kubeadm runs once with its
+// configuration and the sentinel follows.
 func TestBootWrapped(t *testing.T) {
 	for _, variant := range []cabpiv1.Variant{cabpiv1.VariantFlatcar, cabpiv1.VariantFCOS} {
 		for role, input := range map[string]func(cabpiv1.Variant, string) ignition.Input{"init": initInput, "worker": joinInput} {
@@ -355,17 +356,15 @@ func TestBootWrapped(t *testing.T) {
 				require.NoError(t, err)
 				require.True(t, out.Size.Wrapped)
 
-				rep := bootsim.Boot(t, bootsim.Options{Config: out.Data, KubeadmDir: "/usr/bin",
-					Inspect: []string{ignition.KubeadmConfigPath, "/etc/cabpi-boot/hello.conf"}})
-				assert.True(t, rep.Enabled)
-				require.Equal(t, "success", rep.Result, "%s\n%+v", rep.FailedStep, rep.Steps)
+				root, u := appliedNode(t, out.Data, "cabpi-boot-extra.service")
+				assert.Contains(t, u.Values("Service", "Environment"), `"CABPI_BOOT_DROPIN=from drop-in"`)
+				assert.Equal(t, "hello", readFile(t, root, "/etc/cabpi-boot/hello.conf", 0o640))
+				rep := bootcheck.RunScript(t, root, bootcheck.ScriptOptions{KubeadmDir: "/usr/bin"})
+				require.Equal(t, 0, rep.ExitCode, rep.Output)
 				require.Len(t, rep.KubeadmCalls, 1)
 				assertKubeadmCall(t, role, rep.KubeadmCalls[0])
 				assert.True(t, rep.SentinelExists)
-				assert.False(t, rep.Files[ignition.KubeadmConfigPath].Exists)
-				assert.Equal(t, "hello", rep.Files["/etc/cabpi-boot/hello.conf"].Content)
-				assert.Equal(t, os.FileMode(0o640), rep.Files["/etc/cabpi-boot/hello.conf"].Mode.Perm())
-				assert.Contains(t, rep.Environment, "CABPI_BOOT_DROPIN=from drop-in")
+				assert.NoFileExists(t, filepath.Join(root, ignition.KubeadmConfigPath))
 			})
 		}
 	}

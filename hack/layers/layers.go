@@ -32,7 +32,7 @@ type layer struct {
 	folder string
 	rank   int
 	// peers lets packages of this layer import each other (a family of helpers that build on
-	// each other, such as the test framework's harness, boot simulator and ignition-apply).
+	// each other, such as the test framework's harness, bootcheck and ignition-apply).
 	peers bool
 }
 

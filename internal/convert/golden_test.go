@@ -3,10 +3,12 @@ package convert
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,7 +27,7 @@ import (
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootcheck"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
 )
 
@@ -45,10 +47,32 @@ func convertFile(t *testing.T, path string) (stream, report string, lossy int) {
 	return string(res.Output), lines.String(), res.Lossy()
 }
 
-// metadataFiles stand in for coreos-metadata.service, which the providers' drop-ins wait for.
-var metadataFiles = map[string]string{
-	"/run/metadata/flatcar": "COREOS_EC2_HOSTNAME=ip-10-0-0-1.ec2.internal\nCOREOS_OPENSTACK_HOSTNAME=node-0.example\n",
-	"/run/metadata/coreos":  "COREOS_CUSTOM_HOSTNAME=node-0\n",
+// metadata stands in for what coreos-metadata.service writes, which the providers' drop-ins wait
+// for and read (EnvironmentFile=): the attributes of each file.
+var metadata = map[string]map[string]string{
+	"/run/metadata/flatcar": {"COREOS_EC2_HOSTNAME": "ip-10-0-0-1.ec2.internal", "COREOS_OPENSTACK_HOSTNAME": "node-0.example"},
+	"/run/metadata/coreos":  {"COREOS_CUSTOM_HOSTNAME": "node-0"},
+}
+
+// metadataEnv is what systemd hands the bootstrap script from the environment files unit reads
+// (a "-" prefix: the file may be missing; a glob: every file it matches); every file it reads
+// must have a stand-in in metadata.
+func metadataEnv(t *testing.T, unit bootcheck.Unit) map[string]string {
+	t.Helper()
+	env := map[string]string{}
+	for _, file := range unit.Values("Service", "EnvironmentFile") {
+		pattern := strings.TrimPrefix(file, "-")
+		matched := false
+		for _, name := range slices.Sorted(maps.Keys(metadata)) {
+			// systemd reads every file a glob matches, in order.
+			if ok, err := path.Match(pattern, name); err == nil && ok {
+				maps.Copy(env, metadata[name])
+				matched = true
+			}
+		}
+		require.True(t, matched, "no stand-in for the environment file %s", file)
+	}
+	return env
 }
 
 // The Cluster API book's examples and the providers' Flatcar flavors convert to the golden
@@ -56,6 +80,8 @@ var metadataFiles = map[string]string{
 // without --allow-lossy).
 // Every converted config renders for each of its roles, as `cabpi render` does, and boots: kubeadm
 // runs once, and every file and unit the converted config asks for is on the node.
+// (Each is a check of the applied config, kubeadm.service read and verified by the host's systemd
+// and the bootstrap script run on bash: docs/adr/029-one-way-to-boot-a-node.md.)
 func TestConvertGolden(t *testing.T) {
 	inputs, err := filepath.Glob(filepath.Join("testdata", "*.yaml"))
 	require.NoError(t, err)
@@ -111,10 +137,12 @@ func convertedSpecs(t *testing.T, stream string) map[string]*cabpiv1.IgnitionCon
 	return specs
 }
 
-// bootConverted renders spec for role offline and boots it. A spec with a Kubernetes source
-// (spec.kubernetes, which the sysext flavors become) is checked to download it, then booted as if
-// the image carried Kubernetes: the simulation has neither the network the downloads need nor
-// systemd-sysext to merge an extension; the renderer's own tests cover the sources.
+// bootConverted renders spec for role offline, applies it and checks the node it leaves: kubeadm.service
+// valid and enabled, the files and units asked for in place, the bootstrap script running kubeadm
+// once. A spec with a Kubernetes source (spec.kubernetes, which the sysext flavors become) is
+// checked to download it, then checked as if the image carried Kubernetes: the source's step
+// installs on the node, which the script runner does not do; the renderer's own tests and the
+// real-node suite cover the sources.
 func bootConverted(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, role ignition.Role) {
 	if spec.Kubernetes.Source != "" && spec.Kubernetes.Source != cabpiv1.KubernetesSourceImage {
 		assertKubernetesInstalled(t, spec, role)
@@ -129,33 +157,43 @@ func bootConverted(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, role ignition
 	require.NoError(t, err, rpt.String())
 
 	want := expectations(t, spec)
-	inspect := []string{presetPath}
-	for p := range want.files {
-		inspect = append(inspect, p)
-	}
-	inspect = append(inspect, want.present...)
-	rep := bootsim.Boot(t, bootsim.Options{Config: out.Data, KubeadmDir: "/opt/bin", RunFiles: metadataFiles,
-		Inspect: inspect, Apply: ignitionapply.Options{IgnoreUnsupported: len(want.disks)+len(want.filesystems) > 0, ImageAccounts: true}})
-	require.Equal(t, bootsim.ResultSuccess, rep.Result, "%s\n%+v", rep.FailedStep, rep.Steps)
-	require.Len(t, rep.KubeadmCalls, 1, "kubeadm runs once")
-	assert.True(t, rep.SentinelExists)
-
+	root := ignitionapply.ApplyWith(t, out.Data, ignitionapply.Options{IgnoreUnsupported: len(want.disks)+len(want.filesystems) > 0, ImageAccounts: true})
+	bootcheck.Verify(t, root, ignition.KubeadmUnitName)
+	assert.True(t, bootcheck.Enabled(t, root, ignition.KubeadmUnitName))
+	unit := bootcheck.ReadUnit(t, root, ignition.KubeadmUnitName)
+	// The files and presets as Ignition wrote them, before the script changes anything.
+	presets := readNodeFile(t, root, presetPath)
 	for p, f := range want.files {
-		got := rep.Files[p]
-		if !assert.True(t, got.Exists, "%s (%s) is on the node", p, f.from) {
+		got, err := os.Lstat(filepath.Join(root, p))
+		if !assert.NoError(t, err, "%s (%s) is on the node", p, f.from) {
 			continue
 		}
-		assert.Equal(t, os.FileMode(f.mode), got.Mode.Perm(), "mode of %s (%s)", p, f.from)
+		assert.Equal(t, os.FileMode(f.mode), got.Mode().Perm(), "mode of %s (%s)", p, f.from)
 		if f.content != nil {
-			assert.Equal(t, *f.content, got.Content, "content of %s (%s)", p, f.from)
+			assert.Equal(t, *f.content, readNodeFile(t, root, p), "content of %s (%s)", p, f.from)
 		}
 	}
 	for _, p := range want.present {
-		assert.True(t, rep.Files[p].Exists, "%s is on the node", p)
+		_, err := os.Lstat(filepath.Join(root, p))
+		assert.NoError(t, err, "%s is on the node", p)
 	}
+
+	runFiles := map[string]string{}
+	for file, attributes := range metadata {
+		var b strings.Builder
+		for _, k := range slices.Sorted(maps.Keys(attributes)) {
+			b.WriteString(k + "=" + attributes[k] + "\n")
+		}
+		runFiles[file] = b.String()
+	}
+	rep := bootcheck.RunScript(t, root, bootcheck.ScriptOptions{KubeadmDir: "/opt/bin", RunFiles: runFiles, Env: metadataEnv(t, unit)})
+	require.Equal(t, 0, rep.ExitCode, rep.Output)
+	require.Len(t, rep.KubeadmCalls, 1, "kubeadm runs once")
+	assert.True(t, rep.SentinelExists)
+
 	for _, u := range want.enabled {
 		// A template unit's line lists its instances after it (Ignition's preset format).
-		assert.Regexp(t, "(?m)^enable "+regexp.QuoteMeta(u)+"( .*)?$", rep.Files[presetPath].Content, "%s is enabled", u)
+		assert.Regexp(t, "(?m)^enable "+regexp.QuoteMeta(u)+"( .*)?$", presets, "%s is enabled", u)
 	}
 	// Disks and filesystems cannot be applied to a directory: they are in the config as asked.
 	for _, d := range want.disks {
@@ -167,6 +205,14 @@ func bootConverted(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, role ignition
 }
 
 const presetPath = "/etc/systemd/system-preset/20-ignition.preset"
+
+// readNodeFile reads the file at path on the node whose root is root.
+func readNodeFile(t *testing.T, root, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, path))
+	require.NoError(t, err, path)
+	return string(data)
+}
 
 // assertKubernetesInstalled checks that the rendered config downloads the Kubernetes system
 // extension of spec.kubernetes and links it where systemd-sysext reads it, once (the converted

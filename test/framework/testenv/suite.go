@@ -37,9 +37,6 @@ type Suite struct {
 // os.Exit(testenv.Run(m, suite)): it starts the Environment, runs suite.Setup, starts the
 // Manager, runs suite.Started, the tests, the stop Started returned and the leak check, and
 // stops the Environment. It returns the tests' exit code, or 1 when any of the rest failed.
-//
-// The boot simulator needs nothing here: package bootsim takes a re-executed test binary over
-// when it is initialized, before TestMain.
 func Run(m *testing.M, suite Suite) int {
 	var log *leaks.Log
 	if suite.LeakCheck {

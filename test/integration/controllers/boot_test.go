@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"encoding/base64"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,8 +19,9 @@ import (
 	"sigs.k8s.io/cluster-api/util/secret"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootcheck"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
 )
 
 // A control plane on external etcd gets the etcd CA certificate (no key: the etcd cluster is run
@@ -52,18 +54,46 @@ func TestExternalEtcdBoots(t *testing.T) {
 	data, ok := fx.DataSecret(t, f.Namespace, "cp-0")
 	require.True(t, ok)
 
-	rep := bootsim.Boot(t, bootsim.Options{Config: data.Data["value"], KubeadmDir: "/opt/bin",
-		Inspect: []string{external.CAFile, external.CertFile, external.KeyFile, "/etc/kubernetes/pki/etcd/ca.key", "/etc/kubernetes/pki/ca.key"}})
-	require.Equal(t, "success", rep.Result, "%s %+v", rep.FailedStep, rep.Steps)
+	root := appliedNode(t, data.Data["value"])
+	assert.Equal(t, string(etcdCA.Cert), nodeFile(t, root, external.CAFile))
+	assert.Equal(t, string(etcdClient.Key), nodeFile(t, root, external.KeyFile))
+	assert.Equal(t, os.FileMode(0o600), nodeFileMode(t, root, external.KeyFile))
+	assert.NoFileExists(t, filepath.Join(root, "etc/kubernetes/pki/etcd/ca.key"), "no etcd CA key for external etcd")
+	assert.FileExists(t, filepath.Join(root, "etc/kubernetes/pki/ca.key"), "the cluster CA was generated and written")
+	rep := bootcheck.RunScript(t, root, bootcheck.ScriptOptions{KubeadmDir: "/opt/bin"})
+	require.Equal(t, 0, rep.ExitCode, rep.Output)
 	require.Len(t, rep.KubeadmCalls, 1)
 	assert.Equal(t, "init", rep.KubeadmCalls[0].Args[0])
 	assert.Contains(t, rep.KubeadmCalls[0].Config, "https://etcd-0.example.internal:2379")
-	assert.Equal(t, string(etcdCA.Cert), rep.Files[external.CAFile].Content)
-	assert.Equal(t, string(etcdClient.Key), rep.Files[external.KeyFile].Content)
-	assert.Equal(t, os.FileMode(0o600), rep.Files[external.KeyFile].Mode.Perm())
-	assert.False(t, rep.Files["/etc/kubernetes/pki/etcd/ca.key"].Exists, "no etcd CA key for external etcd")
-	assert.True(t, rep.Files["/etc/kubernetes/pki/ca.key"].Exists, "the cluster CA was generated and written")
 	assert.True(t, rep.SentinelExists)
+}
+
+// appliedNode applies a data Secret's config with the real ignition-apply and checks its
+// kubeadm.service with the host's real systemd (valid, enabled, running the bootstrap script with
+// bash); the boot itself is the real-node suite's (docs/adr/029-one-way-to-boot-a-node.md).
+func appliedNode(t *testing.T, data []byte) string {
+	t.Helper()
+	root := ignitionapply.Apply(t, data)
+	bootcheck.Verify(t, root, "kubeadm.service")
+	assert.True(t, bootcheck.Enabled(t, root, "kubeadm.service"))
+	assert.Equal(t, []string{"/bin/bash " + bootcheck.ScriptPath}, bootcheck.ReadUnit(t, root, "kubeadm.service").Values("Service", "ExecStart"))
+	return root
+}
+
+// nodeFile is the content of the file at path on the node whose root is root.
+func nodeFile(t *testing.T, root, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, path))
+	require.NoError(t, err, path)
+	return string(data)
+}
+
+// nodeFileMode is the permission bits of the file at path on the node whose root is root.
+func nodeFileMode(t *testing.T, root, path string) os.FileMode {
+	t.Helper()
+	fi, err := os.Lstat(filepath.Join(root, path))
+	require.NoError(t, err, path)
+	return fi.Mode().Perm()
 }
 
 // A worker using file discovery with an exec plugin gets the kubeconfig written from the spec,
@@ -84,15 +114,16 @@ func TestFileDiscoveryBoots(t *testing.T) {
 	assert.Empty(t, data.Annotations[cabpiv1.BootstrapTokenIDAnnotation], "no bootstrap token for file discovery")
 	assert.Empty(t, fx.TokensOf(t, f.Namespace, "w-0"))
 
-	rep := bootsim.Boot(t, bootsim.Options{Config: data.Data["value"], KubeadmDir: "/usr/bin", Inspect: []string{"/etc/kubernetes/discovery.conf"}})
-	require.Equal(t, "success", rep.Result, "%s %+v", rep.FailedStep, rep.Steps)
+	root := appliedNode(t, data.Data["value"])
+	// The kubeconfig as Ignition wrote it, before kubeadm reads it.
+	discovery := nodeFile(t, root, "/etc/kubernetes/discovery.conf")
+	assert.Equal(t, os.FileMode(0o600), nodeFileMode(t, root, "/etc/kubernetes/discovery.conf"))
+	rep := bootcheck.RunScript(t, root, bootcheck.ScriptOptions{KubeadmDir: "/usr/bin"})
+	require.Equal(t, 0, rep.ExitCode, rep.Output)
 	require.Len(t, rep.KubeadmCalls, 1)
 	assert.Equal(t, "join", rep.KubeadmCalls[0].Args[0])
 	assert.Contains(t, rep.KubeadmCalls[0].Config, "kubeConfigPath: /etc/kubernetes/discovery.conf")
 
-	discovery := rep.Files["/etc/kubernetes/discovery.conf"]
-	require.True(t, discovery.Exists)
-	assert.Equal(t, os.FileMode(0o600), discovery.Mode.Perm())
 	var kubeconfig struct {
 		Clusters []struct {
 			Cluster struct {
@@ -108,7 +139,7 @@ func TestFileDiscoveryBoots(t *testing.T) {
 			} `json:"user"`
 		} `json:"users"`
 	}
-	require.NoError(t, yaml.Unmarshal([]byte(discovery.Content), &kubeconfig))
+	require.NoError(t, yaml.Unmarshal([]byte(discovery), &kubeconfig))
 	require.Len(t, kubeconfig.Clusters, 1)
 	assert.Equal(t, "https://"+f.Cluster.Spec.ControlPlaneEndpoint.String(), kubeconfig.Clusters[0].Cluster.Server)
 	ca, err := base64.StdEncoding.DecodeString(kubeconfig.Clusters[0].Cluster.CA)

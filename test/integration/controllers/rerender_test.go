@@ -19,7 +19,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootcheck"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
 )
@@ -262,12 +262,13 @@ func TestNoRerenderAfterProvisioning(t *testing.T) {
 }
 
 // (c) A config fixed before its Machine provisions boots the fixed data: the first data writes a
-// wrong value, the fix is rendered in place, and the simulated boot of the Secret's data writes
-// the fixed one, with the same join token.
+// wrong value, the fix is rendered in place, and the bootstrap script of the Secret's data,
+// applied and run (test/framework/bootcheck), writes the fixed one, with the same join token.
+// The value is written below /run, which the script runner keeps below the applied root.
 func TestFixedConfigBootsFixedData(t *testing.T) {
 	f := fx.NewCluster(t, fixtures.ClusterSetup{})
 	write := func(value string) []string {
-		return []string{"mkdir -p /etc/app", "printf " + value + " > /etc/app/value"}
+		return []string{"mkdir -p /run/app", "printf " + value + " > /run/app/value"}
 	}
 	f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{PreKubeadmCommands: write("wrong")})
 	first := deliveredData(t, f.Namespace, "w0")
@@ -278,9 +279,10 @@ func TestFixedConfigBootsFixedData(t *testing.T) {
 	// The infrastructure provider reads the data when it provisions the machine: now.
 	data, ok := fx.DataSecret(t, f.Namespace, "w0")
 	require.True(t, ok)
-	rep := bootsim.Boot(t, bootsim.Options{Config: data.Data["value"], KubeadmDir: "/opt/bin", Inspect: []string{"/etc/app/value"}})
-	require.Equal(t, "success", rep.Result, "%s %+v", rep.FailedStep, rep.Steps)
-	assert.Equal(t, "fixed", rep.Files["/etc/app/value"].Content)
+	root := appliedNode(t, data.Data["value"])
+	rep := bootcheck.RunScript(t, root, bootcheck.ScriptOptions{KubeadmDir: "/opt/bin"})
+	require.Equal(t, 0, rep.ExitCode, rep.Output)
+	assert.Equal(t, "fixed", nodeFile(t, root, "/run/app/value"))
 	require.Len(t, rep.KubeadmCalls, 1)
 	assert.Equal(t, "join", rep.KubeadmCalls[0].Args[0])
 	assert.Contains(t, rep.KubeadmCalls[0].Config, "token: "+first.token)

@@ -2,6 +2,7 @@ package migration_test
 
 import (
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,7 +22,8 @@ import (
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/convert"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootsim"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootcheck"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
@@ -130,14 +132,29 @@ func TestCABPKFlatcarWorkerTemplateMovesOver(t *testing.T) {
 
 	secret := &corev1.Secret{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: config.Status.DataSecretName}, secret))
-	rep := bootsim.Boot(t, bootsim.Options{Config: secret.Data["value"], KubeadmDir: "/opt/bin",
-		// coreos-metadata, which the flavor's kubeadm.service drop-in waits for.
-		RunFiles: map[string]string{"/run/metadata/flatcar": "COREOS_EC2_HOSTNAME=ip-10-0-0-1.ec2.internal\n"},
-		Inspect:  []string{"/etc/systemd/system/kubeadm.service.d/10-flatcar.conf"}})
-	require.Equal(t, bootsim.ResultSuccess, rep.Result, "%s\n%+v", rep.FailedStep, rep.Steps)
+	// The data applied by the real ignition-apply; kubeadm.service checked by the host's real
+	// systemd; the bootstrap script run on bash (test/framework/bootcheck). The boot itself is the
+	// real-node suite's (docs/adr/029-one-way-to-boot-a-node.md).
+	root := ignitionapply.Apply(t, secret.Data["value"])
+	bootcheck.Verify(t, root, "kubeadm.service")
+	assert.True(t, bootcheck.Enabled(t, root, "kubeadm.service"))
+	unit := bootcheck.ReadUnit(t, root, "kubeadm.service")
+	assert.Equal(t, []string{"/bin/bash " + bootcheck.ScriptPath}, unit.Values("Service", "ExecStart"))
+	var dropins []string
+	for _, f := range unit.Files[1:] {
+		dropins = append(dropins, f.Path)
+	}
+	assert.Contains(t, dropins, "/etc/systemd/system/kubeadm.service.d/10-flatcar.conf", "the flavor's drop-in is on the node")
+	assert.Contains(t, unit.Words("Unit", "After"), "coreos-metadata.service", "kubeadm waits for the metadata, as the flavor wants")
+	assert.True(t, slices.ContainsFunc(unit.Values("Service", "EnvironmentFile"), func(file string) bool {
+		matched, err := path.Match(strings.TrimPrefix(file, "-"), "/run/metadata/flatcar")
+		return err == nil && matched
+	}), "kubeadm reads the metadata coreos-metadata writes (%v), as the flavor wants", unit.Values("Service", "EnvironmentFile"))
+	rep := bootcheck.RunScript(t, root, bootcheck.ScriptOptions{KubeadmDir: "/opt/bin",
+		// What coreos-metadata, which the flavor's kubeadm.service drop-in waits for, wrote.
+		Env: map[string]string{"COREOS_EC2_HOSTNAME": "ip-10-0-0-1.ec2.internal"}})
+	require.Equal(t, 0, rep.ExitCode, rep.Output)
 	require.Len(t, rep.KubeadmCalls, 1, "kubeadm joins once")
+	assert.Contains(t, rep.KubeadmCalls[0].Config, "name: ip-10-0-0-1.ec2.internal", "the node is named from the metadata")
 	assert.True(t, rep.SentinelExists)
-	assert.True(t, rep.Files["/etc/systemd/system/kubeadm.service.d/10-flatcar.conf"].Exists, "the flavor's drop-in is on the node")
-	assert.Contains(t, rep.After, "coreos-metadata.service", "kubeadm waits for the metadata, as the flavor wants")
-	assert.Contains(t, rep.Environment, "COREOS_EC2_HOSTNAME=ip-10-0-0-1.ec2.internal")
 }

@@ -1,11 +1,10 @@
 #!/bin/bash
-# Stand-in for kubeadm, installed by the boot simulator (test/framework/bootsim) in one directory only.
-# It records how it was called, then exits with the status the simulator chose.
+# Stand-in for kubeadm, installed by test/framework/bootcheck (RunScript) in one directory only.
+# It records how it was called, then exits with the status the test chose. RunScript puts the
+# assignments of records and sentinel (quoted) right after the first line.
 #
-# Only bash builtins are used: the stub runs with the PATH the unit gave kubeadm, which is part
+# Only bash builtins are used: the stub runs with the PATH the script gave kubeadm, which is part
 # of what is under test, so it must not depend on finding other programs.
-records=/run/bootsim-stub
-sentinel=/run/cluster-api/bootstrap-success.complete
 
 # Claim the next call number: with noclobber, creating an existing file fails, atomically.
 set -o noclobber
@@ -13,7 +12,7 @@ n=0
 until { : >"$records/calls/$n"; } 2>/dev/null; do
   n=$((n + 1))
   if ((n > 1000)); then
-    echo "bootsim kubeadm stub: cannot record the call in $records/calls" >&2
+    echo "bootcheck kubeadm stub: cannot record the call in $records/calls" >&2
     exit 125
   fi
 done

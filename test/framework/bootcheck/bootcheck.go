@@ -1,0 +1,13 @@
+// Package bootcheck checks, without root and without booting, what a rendered Ignition config
+// leaves on a node, once the real ignition-apply has applied it (ignitionapply.Apply):
+//
+//   - its units, as the host's real systemd reads them: ReadUnit (systemd-analyze cat-config finds
+//     the unit file and its drop-ins, go-systemd's unit parser reads each), Verify (systemd-analyze
+//     verify loads them and resolves their dependencies), Enabled (systemctl --root applies the
+//     presets);
+//   - its bootstrap script, /etc/kubeadm.sh, on the real bash with a stub kubeadm: RunScript.
+//
+// Booting a node (systemd as PID 1 starting kubeadm.service, the real kubeadm and kubelet) is the
+// real-node suite's alone (test/e2e; docs/adr/029-one-way-to-boot-a-node.md says which proof
+// lives where).
+package bootcheck
