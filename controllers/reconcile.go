@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -116,7 +117,7 @@ const renderErrorRetry = 5 * time.Minute
 // renderFailed maps a renderer error to the condition reason a user acts on.
 func renderFailed(err error) *report {
 	reason := cabpiv1.InvalidConfigReason
-	if rerr, ok := err.(*ignition.Error); ok {
+	if rerr := (*ignition.Error)(nil); errors.As(err, &rerr) {
 		switch rerr.Kind {
 		case ignition.ErrInvalidContainerLinuxConfig:
 			reason = cabpiv1.InvalidContainerLinuxConfigReason
