@@ -223,7 +223,11 @@ func checkSnippetUnit(src snippetSource, u exptypes.Unit, owned, needed []string
 	if what := unitTurnedOff(u); what != "" {
 		for _, n := range needed {
 			if matched, err := path.Match(u.Name, n); matched || err != nil {
-				return src.errorf(ErrOwnedPathConflict, "%s unit %s, %s", what, u.Name, whyUnitMatters(n))
+				unit := n
+				if u.Name != n {
+					unit = fmt.Sprintf("%s, which matches %s", u.Name, n)
+				}
+				return src.errorf(ErrOwnedPathConflict, "%s unit %s, %s", what, unit, whyUnitMatters(n))
 			}
 		}
 	}
