@@ -69,14 +69,6 @@ func (r *Report) addAll(errs []*Error) bool {
 	return len(errs) > 0
 }
 
-// err is the report as an error, nil without errors.
-func (r *Report) err() error {
-	if len(r.Errors) == 0 {
-		return nil
-	}
-	return r
-}
-
 // String lists every finding, one a line, for logs and tests.
 func (r *Report) String() string {
 	var b strings.Builder
