@@ -126,8 +126,8 @@ func mergeInput(in *Input) (*merged, error) {
 		return nil, fmt.Errorf("encoding the base config: %w", err)
 	}
 	origin := baseOrigins(provider, inst.remotePaths(), in.Files, src)
-	data, ierr := mergeConfigs(target, base, snip, func(merged []byte) *Error { return checkStorage(merged, origin) })
-	if rep.add(ierr) {
+	data, errs := mergeConfigs(target, base, snip, func(merged []byte) []*Error { return checkStorage(merged, origin) })
+	if rep.addAll(errs) {
 		return nil, rep
 	}
 	return &merged{target: target, data: data, kubeVersion: kubeVersion, metadata: metadata, generated: generated,

@@ -603,7 +603,7 @@ func TestAdmission(t *testing.T) {
 					s.Files = []cabpiv1.File{{Path: "/etc/app.conf", Content: "x"}, {Path: "/etc//app.conf", Content: "y"}}
 				}))
 			},
-			want: []cause{{"spec.files[1].path", "is also written by spec.files[0]"}},
+			want: []cause{{"spec.files[1].path", "is also written by files[0]"}},
 		},
 		{
 			name: "two files at the same path (schema)",
