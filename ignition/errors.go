@@ -43,6 +43,10 @@ type Error struct {
 	Line    int
 	Column  int
 	Message string
+	// Value is the value at fault, for a caller that shows it beside the place (admission's
+	// field error); nil where it is not one value or may be secret (a document, a kubeadm
+	// section, a file's content, a command, a URL with user information or a query).
+	Value any
 }
 
 // Error is the place, as messages show it, then the detail: "files[2].permissions: ...".
@@ -71,6 +75,12 @@ func (e *Error) Detail() string {
 // errorf builds an input error; line and column stay zero (unknown).
 func errorf(kind ErrorKind, at Place, format string, args ...any) *Error {
 	return &Error{Kind: kind, Place: at, Message: fmt.Sprintf(format, args...)}
+}
+
+// withValue sets the value at fault (Error.Value) and returns e.
+func (e *Error) withValue(v any) *Error {
+	e.Value = v
+	return e
 }
 
 // asError returns e as an error interface, keeping a nil *Error a nil error: the exported

@@ -111,6 +111,13 @@ type Input struct {
 	// SizeLimit is the platform's user-data limit in raw bytes, 0 for none. It is only
 	// compared with: the data is never cut, and over the limit Output.Size says so.
 	SizeLimit int
+
+	// Findings are what the caller's own rules found wrong with the input while building it
+	// (configinput: a permission that does not parse, a platform that cannot read what the
+	// spec asks for), the part at fault set aside. Render reports them first in its one
+	// Report, so every consumer hears of every problem at once. They are not part of what is
+	// rendered (nor of configinput.InputsHash): an input with findings never renders.
+	Findings []*Error `json:"-"`
 }
 
 // File is a resolved file.

@@ -44,46 +44,49 @@ func parseKubernetesVersion(v string) (semver.Version, *Error) {
 // kubeadmConfig writes /etc/kubeadm.yml for the role: ClusterConfiguration and
 // InitConfiguration for init, JoinConfiguration for the join roles, in the kubeadm API version
 // that Cluster API picks for the Kubernetes version. Files the configuration needs on the node
-// (the discovery kubeconfig) are returned too. md names the node from metadata (nil: no).
-func kubeadmConfig(in *Input, ver semver.Version, md *metadataSource) (string, []ownedFile, *Error) {
+// (the discovery kubeconfig) are returned too. md names the node from metadata (nil: no). Every
+// problem found is returned; the configuration is "" when there is one.
+func kubeadmConfig(in *Input, ver semver.Version, md *metadataSource) (string, []ownedFile, []*Error) {
 	providerID := in.NodeName != nil && in.NodeName.ProviderID
+	rep := &Report{}
 	switch in.Role {
 	case RoleInit:
 		init := &kubeadmv1.InitConfiguration{}
 		if in.InitConfiguration != nil {
 			init = in.InitConfiguration.DeepCopy()
 		}
-		if ierr := applyNodeName(&init.NodeRegistration, md, providerID, At(PartInitConfiguration, "nodeRegistration")); ierr != nil {
-			return "", nil, ierr
-		}
+		rep.add(applyNodeName(&init.NodeRegistration, md, providerID, At(PartInitConfiguration, "nodeRegistration")))
 		cluster, err := kubeadmtypes.MarshalClusterConfigurationForVersion(in.ClusterConfiguration, ver, in.ClusterData)
 		if err != nil {
-			return "", nil, errorf(ErrInvalidInput, At(PartClusterConfiguration), "cannot write kubeadm ClusterConfiguration: %v", err)
+			rep.add(errorf(ErrInvalidInput, At(PartClusterConfiguration), "cannot write kubeadm ClusterConfiguration: %v", err))
 		}
 		initYAML, err := kubeadmtypes.MarshalInitConfigurationForVersion(init, ver)
 		if err != nil {
-			return "", nil, errorf(ErrInvalidInput, At(PartInitConfiguration), "cannot write kubeadm InitConfiguration: %v", err)
+			rep.add(errorf(ErrInvalidInput, At(PartInitConfiguration), "cannot write kubeadm InitConfiguration: %v", err))
+		}
+		if len(rep.Errors) > 0 {
+			return "", nil, rep.Errors
 		}
 		return cluster + kubeadmDocumentSeparator + initYAML, nil, nil
 	case RoleControlPlaneJoin, RoleWorkerJoin:
-		join, ierr := joinConfigurationFor(in.Role, in.JoinConfiguration)
-		if ierr != nil {
-			return "", nil, ierr
+		join, errs := joinConfigurationFor(in.Role, in.JoinConfiguration)
+		if join == nil {
+			return "", nil, errs
 		}
-		if ierr := applyNodeName(&join.NodeRegistration, md, providerID, At(PartJoinConfiguration, "nodeRegistration")); ierr != nil {
-			return "", nil, ierr
-		}
+		rep.addAll(errs)
+		rep.add(applyNodeName(&join.NodeRegistration, md, providerID, At(PartJoinConfiguration, "nodeRegistration")))
 		files, ierr := discoveryFiles(&join.Discovery)
-		if ierr != nil {
-			return "", nil, ierr
+		rep.add(ierr)
+		if len(rep.Errors) > 0 {
+			return "", files, rep.Errors
 		}
 		out, err := kubeadmtypes.MarshalJoinConfigurationForVersion(join, ver)
 		if err != nil {
-			return "", nil, errorf(ErrInvalidInput, At(PartJoinConfiguration), "cannot write kubeadm JoinConfiguration: %v", err)
+			return "", nil, []*Error{errorf(ErrInvalidInput, At(PartJoinConfiguration), "cannot write kubeadm JoinConfiguration: %v", err)}
 		}
 		return out, files, nil
 	default:
-		return "", nil, errorf(ErrInvalidInput, At(PartRole), "unknown role %q", in.Role)
+		return "", nil, []*Error{errorf(ErrInvalidInput, At(PartRole), "unknown role %q", in.Role)}
 	}
 }
 
@@ -93,19 +96,19 @@ func kubeadmConfig(in *Input, ver semver.Version, md *metadataSource) (string, [
 // controlPlane section if it has none, because that section is what makes `kubeadm join` join
 // the control plane; its taints are left alone, since nil (kubeadm's default control-plane
 // taint) and empty (no taints) mean different things.
-func joinConfigurationFor(role Role, jc *kubeadmv1.JoinConfiguration) (*kubeadmv1.JoinConfiguration, *Error) {
+//
+// Problems are returned with the copy, which is nil only when there is nothing to check further.
+func joinConfigurationFor(role Role, jc *kubeadmv1.JoinConfiguration) (*kubeadmv1.JoinConfiguration, []*Error) {
 	if jc == nil {
-		return nil, errorf(ErrInvalidInput, At(PartJoinConfiguration), "a %s join needs a JoinConfiguration", role)
+		return nil, []*Error{errorf(ErrInvalidInput, At(PartJoinConfiguration), "a %s join needs a JoinConfiguration", role)}
 	}
-	if ierr := checkTokens(&jc.Discovery); ierr != nil {
-		return nil, ierr
-	}
+	errs := checkTokens(&jc.Discovery)
 	out := jc.DeepCopy()
 	switch role {
 	case RoleWorkerJoin:
 		if out.ControlPlane != nil {
 			at := At(PartJoinConfiguration, JoinControlPlane)
-			return nil, errorf(ErrInvalidInput, at, "a worker must not set %s: kubeadm would join it to the control plane", at)
+			errs = append(errs, errorf(ErrInvalidInput, at, "a worker must not set %s: kubeadm would join it to the control plane", at))
 		}
 		taints := withUninitializedTaint(out.NodeRegistration.Taints)
 		out.NodeRegistration.Taints = &taints
@@ -114,15 +117,16 @@ func joinConfigurationFor(role Role, jc *kubeadmv1.JoinConfiguration) (*kubeadmv
 			out.ControlPlane = &kubeadmv1.JoinControlPlane{}
 		}
 	}
-	return out, nil
+	return out, errs
 }
 
 // BootstrapTokenPattern is the form kubeadm accepts for a bootstrap token.
 const BootstrapTokenPattern = "[a-z0-9]{6}.[a-z0-9]{16}"
 
-// checkTokens refuses a discovery or TLS bootstrap token kubeadm would refuse at boot. The
+// checkTokens refuses each discovery or TLS bootstrap token kubeadm would refuse at boot. The
 // message never repeats the token: it is a credential.
-func checkTokens(d *kubeadmv1.Discovery) *Error {
+func checkTokens(d *kubeadmv1.Discovery) []*Error {
+	var errs []*Error
 	for _, t := range []struct {
 		at    Place
 		value string
@@ -131,10 +135,10 @@ func checkTokens(d *kubeadmv1.Discovery) *Error {
 		{At(PartJoinConfiguration, "discovery", "tlsBootstrapToken"), d.TLSBootstrapToken},
 	} {
 		if t.value != "" && !bootstraputil.IsValidBootstrapToken(t.value) {
-			return errorf(ErrInvalidInput, t.at, "not a kubeadm bootstrap token: it must match %s", BootstrapTokenPattern)
+			errs = append(errs, errorf(ErrInvalidInput, t.at, "not a kubeadm bootstrap token: it must match %s", BootstrapTokenPattern))
 		}
 	}
-	return nil
+	return errs
 }
 
 // discoveryFile is where the discovery kubeconfig file comes from in the JoinConfiguration: the

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/blang/semver/v4"
@@ -70,27 +71,29 @@ type remoteFile struct {
 // checkKubernetes checks spec.kubernetes on its own and against the variant and version: the
 // fields of a source only with that source, a base URL Ignition can fetch from, the bakery's
 // images only for Flatcar, and a version the source's layout has. Errors are placed at
-// PartKubernetes (the field at fault) or PartKubernetesVersion (the owner's version).
-func checkKubernetes(variant cabpiv1.Variant, k cabpiv1.KubernetesSpec, version string) *Error {
+// PartKubernetes (the field at fault) or PartKubernetesVersion (the owner's version); every one
+// found is returned, but for a source that is none of the three, which leaves nothing to check.
+func checkKubernetes(variant cabpiv1.Variant, k cabpiv1.KubernetesSpec, version string) []*Error {
 	source := kubernetesSource(k)
 	switch source {
 	case cabpiv1.KubernetesSourceImage, cabpiv1.KubernetesSourceSysext, cabpiv1.KubernetesSourceBinaries:
 	default:
-		return errorf(ErrInvalidInput, At(PartKubernetes, KubernetesSource),
-			"source %q is not image, sysext or binaries", k.Source)
+		return []*Error{errorf(ErrInvalidInput, At(PartKubernetes, KubernetesSource),
+			"source %q is not image, sysext or binaries", k.Source).withValue(string(k.Source))}
 	}
+	rep := &Report{}
 	switch k.Arch {
 	case "", cabpiv1.ArchitectureAMD64, cabpiv1.ArchitectureARM64:
 	default:
-		return errorf(ErrInvalidInput, At(PartKubernetes, KubernetesArch), "arch %q is not amd64 or arm64", k.Arch)
+		rep.add(errorf(ErrInvalidInput, At(PartKubernetes, KubernetesArch), "arch %q is not amd64 or arm64", k.Arch).withValue(string(k.Arch)))
 	}
 	if k.Sysext != nil && source != cabpiv1.KubernetesSourceSysext {
-		return errorf(ErrInvalidInput, At(PartKubernetes, KubernetesSysext),
-			"sysext is only read with source sysext, and source is %s", source)
+		rep.add(errorf(ErrInvalidInput, At(PartKubernetes, KubernetesSysext),
+			"sysext is only read with source sysext, and source is %s", source))
 	}
 	if k.Binaries != nil && source != cabpiv1.KubernetesSourceBinaries {
-		return errorf(ErrInvalidInput, At(PartKubernetes, KubernetesBinaries),
-			"binaries is only read with source binaries, and source is %s", source)
+		rep.add(errorf(ErrInvalidInput, At(PartKubernetes, KubernetesBinaries),
+			"binaries is only read with source binaries, and source is %s", source))
 	}
 	switch source {
 	case cabpiv1.KubernetesSourceSysext:
@@ -99,59 +102,79 @@ func checkKubernetes(variant cabpiv1.Variant, k cabpiv1.KubernetesSpec, version 
 			base = k.Sysext.BaseURL
 		}
 		if base != "" {
-			if ierr := checkBaseURL(At(PartKubernetes, KubernetesSysext, KubernetesBaseURL), base); ierr != nil {
-				return ierr
-			}
+			rep.add(checkBaseURL(At(PartKubernetes, KubernetesSysext, KubernetesBaseURL), base))
 		} else if variant == cabpiv1.VariantFCOS {
-			return errorf(ErrInvalidInput, At(PartKubernetes, KubernetesSysext, KubernetesBaseURL),
+			rep.add(errorf(ErrInvalidInput, At(PartKubernetes, KubernetesSysext, KubernetesBaseURL),
 				"unset, so the Flatcar sysext bakery's images, which are built for Flatcar: systemd-sysext on Fedora CoreOS "+
 					"does not merge them (their extension-release names ID=flatcar). With variant fcos, set sysext.baseURL "+
-					"to images built for Fedora CoreOS in the same layout, or use source binaries")
+					"to images built for Fedora CoreOS in the same layout, or use source binaries"))
 		}
 		if !SysextVersion(version) {
-			return errorf(ErrUnsupportedKubernetesVersion, At(PartKubernetesVersion),
+			rep.add(errorf(ErrUnsupportedKubernetesVersion, At(PartKubernetesVersion),
 				"%q is not a release the sysext layout has (kubernetes-vMAJOR.MINOR.PATCH-<arch>.raw): "+
-					"source sysext needs the owner's spec.version to be a release such as v1.34.4", version)
+					"source sysext needs the owner's spec.version to be a release such as v1.34.4", version))
 		}
 	case cabpiv1.KubernetesSourceBinaries:
 		if k.Binaries != nil && k.Binaries.BaseURL != "" {
-			if ierr := checkBaseURL(At(PartKubernetes, KubernetesBinaries, KubernetesBaseURL), k.Binaries.BaseURL); ierr != nil {
-				return ierr
-			}
+			rep.add(checkBaseURL(At(PartKubernetes, KubernetesBinaries, KubernetesBaseURL), k.Binaries.BaseURL))
 		}
 		if !releaseVersion.MatchString(version) {
-			return errorf(ErrUnsupportedKubernetesVersion, At(PartKubernetesVersion),
+			rep.add(errorf(ErrUnsupportedKubernetesVersion, At(PartKubernetesVersion),
 				"%q is not a version the Kubernetes release layout has (<version>/bin/linux/<arch>/): "+
-					"source binaries needs the owner's spec.version to be a release such as v1.34.4, without build metadata", version)
+					"source binaries needs the owner's spec.version to be a release such as v1.34.4, without build metadata", version))
 		}
 	}
-	return nil
+	return rep.Errors
 }
 
 // SysextVersion reports whether v is a version the sysext layout has images of: a release,
 // vMAJOR.MINOR.PATCH (no pre-release, no build metadata).
 func SysextVersion(v string) bool { return sysextVersion.MatchString(v) }
 
-// checkBaseURL places BaseURLProblem's reason at.
+// checkBaseURL places BaseURLProblem's reason at. A URL that may carry credentials (user
+// information, a signed query) is named by its field, never repeated: the message goes to
+// admission responses, conditions and events. Any other is quoted, and is the error's Value.
 func checkBaseURL(at Place, base string) *Error {
-	if problem := BaseURLProblem(base); problem != "" {
-		return errorf(ErrInvalidInput, at, "%q %s", base, problem)
+	problem := BaseURLProblem(base)
+	if problem == "" {
+		return nil
 	}
-	return nil
+	if urlMayCarrySecrets(base) {
+		return errorf(ErrInvalidInput, at, "the base URL %s", problem)
+	}
+	return errorf(ErrInvalidInput, at, "%q %s", base, problem).withValue(base)
+}
+
+// urlMayCarrySecrets reports whether a URL has user information or a query (a signed URL's
+// signature), or cannot be read well enough to tell: what is never repeated in a message.
+func urlMayCarrySecrets(raw string) bool {
+	u, err := url.Parse(raw)
+	return err != nil || u.User != nil || u.RawQuery != "" || u.ForceQuery || strings.ContainsAny(raw, "@?")
 }
 
 // BaseURLProblem says why base cannot be a source's base URL, "" when it can: the layout's
-// paths are appended to an absolute http or https URL with a host and no query, fragment or user.
+// paths are appended to an absolute http or https URL with a host name, a port in range if
+// any, and no query, fragment or user information. The reason never repeats the URL.
 func BaseURLProblem(base string) string {
 	u, err := url.Parse(base)
 	if err != nil {
-		return fmt.Sprintf("is not a URL: %v", err)
+		return "is not a URL"
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "is not an http or https URL with a host"
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "is not an http or https URL"
 	}
-	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "has a query, fragment or user info: the layout's paths are appended to it"
+	if u.Hostname() == "" {
+		return "has no host name"
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return "has a port out of range (1 to 65535)"
+		}
+	} else if strings.HasSuffix(u.Host, ":") {
+		return "has an empty port"
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
+		return "has a query, fragment or user information: the layout's paths are appended to it"
 	}
 	return ""
 }

@@ -216,17 +216,22 @@ func TestKubernetesRejects(t *testing.T) {
 			ignition.ErrOwnedPathConflict, butaneAt, "10-kubeadm.conf"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			out, err := ignition.Render(tc.in)
-			require.Error(t, err)
-			assert.Nil(t, out.Data, "no data on error")
-			var ierr *ignition.Error
-			require.ErrorAs(t, err, &ierr, "input errors are *ignition.Error: %v", err)
-			assert.Equal(t, tc.kind, ierr.Kind, ierr.Error())
-			samePlace(t, tc.at, ierr.Place, ierr.Error())
-			assert.Contains(t, ierr.Error(), tc.contains)
-		})
+		t.Run(tc.name, func(t *testing.T) { requireRefused(t, tc.in, tc.kind, tc.at, tc.contains) })
 	}
+}
+
+// requireRefused renders in and requires its first finding to be of kind at the place, its
+// message containing contains, and no data.
+func requireRefused(t *testing.T, in ignition.Input, kind ignition.ErrorKind, at ignition.Place, contains string) {
+	t.Helper()
+	out, err := ignition.Render(in)
+	require.Error(t, err)
+	assert.Nil(t, out.Data, "no data on error")
+	var ierr *ignition.Error
+	require.ErrorAs(t, err, &ierr, "input errors are *ignition.Error: %v", err)
+	assert.Equal(t, kind, ierr.Kind, err.Error())
+	samePlace(t, at, ierr.Place, err.Error())
+	assert.Contains(t, ierr.Error(), contains)
 }
 
 // Inputs close to the refused ones render: a version only one source's layout lacks is fine

@@ -20,8 +20,9 @@ import (
 
 // mergeFunc parses the base and the snippet (nil for none) at one spec version, merges the
 // snippet over the base and returns the validated result as JSON. check looks at the merged
-// JSON before Ignition validates it, so its more precise errors come first.
-type mergeFunc func(base []byte, snippet *snippet, check func(merged []byte) *Error) ([]byte, *Error)
+// JSON before Ignition validates it, so its more precise errors come first; every one it finds
+// is returned.
+type mergeFunc func(base []byte, snippet *snippet, check func(merged []byte) []*Error) ([]byte, []*Error)
 
 // mergers maps every spec version the provider emits to its merge. Each version's
 // ParseCompatibleVersion accepts that version and all older ones and translates them up, which
@@ -38,16 +39,16 @@ var mergers = map[string]mergeFunc{
 
 // mergeAt builds the mergeFunc of one spec version from its parser; C is that version's Config.
 func mergeAt[C any](parse func([]byte) (C, report.Report, error)) mergeFunc {
-	return func(base []byte, snippet *snippet, check func(merged []byte) *Error) ([]byte, *Error) {
+	return func(base []byte, snippet *snippet, check func(merged []byte) []*Error) ([]byte, []*Error) {
 		merged, rpt, err := parse(base)
 		if err != nil {
-			return nil, reportError(ErrInvalidInput, Place{}, "the bootstrap configuration is not valid Ignition", err, rpt)
+			return nil, []*Error{reportError(ErrInvalidInput, Place{}, "the bootstrap configuration is not valid Ignition", err, rpt)}
 		}
 		if snippet != nil {
 			child, rpt, err := parse(snippet.json)
 			if err != nil {
 				src := snippet.source
-				return nil, reportError(src.invalid, src.place(), src.name+"'s Ignition does not parse", err, rpt)
+				return nil, []*Error{reportError(src.invalid, src.place(), src.name+"'s Ignition does not parse", err, rpt)}
 			}
 			// The snippet is the child: for an entry both define, its fields win. Owned paths
 			// and units were rejected before, so this only ever adds to the base.
@@ -56,18 +57,18 @@ func mergeAt[C any](parse func([]byte) (C, report.Report, error)) mergeFunc {
 		}
 		out, err := json.Marshal(merged)
 		if err != nil {
-			return nil, errorf(ErrInvalidInput, Place{}, "cannot encode the merged config: %v", err)
+			return nil, []*Error{errorf(ErrInvalidInput, Place{}, "cannot encode the merged config: %v", err)}
 		}
 		if out, err = normalize.Config(out); err != nil {
-			return nil, errorf(ErrInvalidInput, Place{}, "cannot encode the merged config: %v", err)
+			return nil, []*Error{errorf(ErrInvalidInput, Place{}, "cannot encode the merged config: %v", err)}
 		}
-		if ierr := check(out); ierr != nil {
-			return nil, ierr
+		if errs := check(out); len(errs) > 0 {
+			return nil, errs
 		}
 		// Parse what is emitted, exactly as a node would: this validates the merged config
 		// (duplicates, conflicts between base and snippet) with the target version's rules.
 		if _, rpt, err := parse(out); err != nil {
-			return nil, reportError(ErrInvalidInput, Place{}, "the merged configuration is not valid Ignition", err, rpt)
+			return nil, []*Error{reportError(ErrInvalidInput, Place{}, "the merged configuration is not valid Ignition", err, rpt)}
 		}
 		return out, nil
 	}
@@ -75,10 +76,10 @@ func mergeAt[C any](parse func([]byte) (C, report.Report, error)) mergeFunc {
 
 // mergeConfigs merges at the target version, which targetIgnitionVersion took from the tables,
 // and checks the result with check and with Ignition's validation.
-func mergeConfigs(target string, base []byte, snippet *snippet, check func(merged []byte) *Error) ([]byte, *Error) {
+func mergeConfigs(target string, base []byte, snippet *snippet, check func(merged []byte) []*Error) ([]byte, []*Error) {
 	m, ok := mergers[target]
 	if !ok {
-		return nil, errorf(ErrUnsupportedIgnitionVersion, At(PartIgnitionVersion), "no Ignition %s support", target)
+		return nil, []*Error{errorf(ErrUnsupportedIgnitionVersion, At(PartIgnitionVersion), "no Ignition %s support", target)}
 	}
 	return m(base, snippet, check)
 }

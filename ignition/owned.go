@@ -1,6 +1,7 @@
 package ignition
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
@@ -66,84 +67,75 @@ func ownedConflict(p string, kind nodeKind, owned []string) string {
 }
 
 // checkSnippet rejects a snippet that writes an owned path or unit (the provider's other files
-// are the extra owned paths Render knows), that disables kubeadm.service through a preset, that
-// adds a drop-in to kubeadm.service breaking its contract, or that replaces the whole config,
-// which would drop the bootstrap.
-func checkSnippet(s *snippet, providerPaths []string) *Error {
+// are the extra owned paths Render knows), that writes under the read-only /usr, that disables
+// kubeadm.service or a unit the bootstrap needs (needed: the Kubernetes source's, the metadata
+// service) through a preset or a unit entry, that adds a drop-in to kubeadm.service breaking its
+// contract, that has a verification hash that can never match, or that replaces the whole
+// config, which would drop the bootstrap. Every problem found is returned.
+func checkSnippet(s *snippet, providerPaths, needed []string) []*Error {
 	src := s.source
 	owned := append(append([]string(nil), ownedPaths...), providerPaths...)
 	storage := s.config.Storage
+	rep := &Report{}
 	for _, n := range s.nodes() {
 		if o := ownedConflict(n.path, n.kind, owned); o != "" {
-			return src.errorf(ErrOwnedPathConflict,
-				"writes a %s at %s, which conflicts with %s written by the provider", n.kind, n.path, o)
+			rep.add(src.errorf(ErrOwnedPathConflict,
+				"writes a %s at %s, which conflicts with %s written by the provider", n.kind, n.path, o))
+			continue
+		}
+		if problem := readOnlyPath(n.path); problem != "" {
+			rep.add(src.errorf(ErrInvalidInput, "writes a %s at %s, %s", n.kind, n.path, problem))
+			continue
+		}
+		if problem := neededUnitPath(n.path, needed); problem != "" {
+			rep.add(src.errorf(ErrOwnedPathConflict, "writes a %s at %s, %s", n.kind, n.path, problem))
 		}
 	}
 	for _, l := range storage.Links {
-		if ierr := checkSnippetLink(src, l, owned); ierr != nil {
-			return ierr
-		}
+		rep.add(checkSnippetLink(src, l, owned))
 	}
 	for _, f := range storage.Files {
-		if ierr := checkSnippetPreset(src, f); ierr != nil {
-			return ierr
-		}
-		if ierr := checkSnippetDropinFile(src, f); ierr != nil {
-			return ierr
-		}
-		if ierr := checkSnippetManagerConfig(src, f); ierr != nil {
-			return ierr
+		rep.add(checkSnippetPreset(src, f, needed))
+		rep.add(checkSnippetFileContent(src, f, kubeadmDropinPath, "the drop-in %s for "+KubeadmUnitName+",", checkDropin))
+		rep.add(checkSnippetFileContent(src, f, managerConfigPath, "%s, systemd's configuration,", checkManagerConfig))
+		for _, r := range append([]exptypes.Resource{f.Contents}, f.Append...) {
+			rep.add(checkVerification(src, f.Path, r.Verification))
 		}
 	}
 	for _, u := range s.config.Systemd.Units {
-		if ierr := checkSnippetUnit(src, u, owned); ierr != nil {
-			return ierr
-		}
+		rep.add(checkSnippetUnit(src, u, owned, needed))
 	}
 	if replace := s.config.Ignition.Config.Replace.Source; replace != nil && *replace != "" {
-		return src.errorf(src.invalid,
-			"sets ignition.config.replace, which would discard the bootstrap configuration")
+		rep.add(src.errorf(src.invalid,
+			"sets ignition.config.replace, which would discard the bootstrap configuration"))
 	}
 	if len(s.config.Ignition.Config.Merge) > 0 {
 		// A merged config is fetched and applied at boot, after every check here: it could
 		// rewrite the provider's files or add drop-ins to kubeadm.service.
-		return src.errorf(src.invalid,
-			"sets ignition.config.merge, a config the provider cannot check before boot: put its contents in the snippet")
+		rep.add(src.errorf(src.invalid,
+			"sets ignition.config.merge, a config the provider cannot check before boot: put its contents in the snippet"))
 	}
-	return nil
+	for _, ca := range s.config.Ignition.Security.TLS.CertificateAuthorities {
+		rep.add(checkVerification(src, "a certificate authority", ca.Verification))
+	}
+	return rep.Errors
 }
 
-// checkSnippetDropinFile checks a snippet file that systemd reads as a drop-in of
-// kubeadm.service; its contents must be readable here to be checked.
-func checkSnippetDropinFile(src snippetSource, f exptypes.File) *Error {
+// checkSnippetFileContent checks a snippet file that systemd reads (isRead says which paths: a
+// drop-in of kubeadm.service, systemd's own configuration) with check, which says why its
+// contents are refused or "". The contents must be readable here to be checked. what names the
+// file in a message, with %s for its path.
+func checkSnippetFileContent(src snippetSource, f exptypes.File, isRead func(string) bool, what string,
+	check func(p string, content []byte) string) *Error {
 	p := path.Clean(f.Path)
-	if !kubeadmDropinPath(p) {
+	if !isRead(p) {
 		return nil
 	}
 	content, unreadable := snippetFileContent(f)
 	if unreadable != "" {
-		return src.errorf(ErrOwnedPathConflict,
-			"writes the drop-in %s for %s, whose contents cannot be checked (%s)", f.Path, KubeadmUnitName, unreadable)
+		return src.errorf(ErrOwnedPathConflict, "writes "+what+" whose contents cannot be checked (%s)", f.Path, unreadable)
 	}
-	if problem := checkDropin(p, content); problem != "" {
-		return src.errorf(ErrOwnedPathConflict, "writes %s", problem)
-	}
-	return nil
-}
-
-// checkSnippetManagerConfig checks a snippet file that systemd reads as its own configuration
-// (system.conf and its drop-ins), whose DefaultEnvironment= reaches every service.
-func checkSnippetManagerConfig(src snippetSource, f exptypes.File) *Error {
-	p := path.Clean(f.Path)
-	if !managerConfigPath(p) {
-		return nil
-	}
-	content, unreadable := snippetFileContent(f)
-	if unreadable != "" {
-		return src.errorf(ErrOwnedPathConflict,
-			"writes %s, systemd's configuration, whose contents cannot be checked (%s)", f.Path, unreadable)
-	}
-	if problem := checkManagerConfig(p, content); problem != "" {
+	if problem := check(p, content); problem != "" {
 		return src.errorf(ErrOwnedPathConflict, "writes %s", problem)
 	}
 	return nil
@@ -191,11 +183,12 @@ func checkSnippetLink(src snippetSource, l exptypes.Link, owned []string) *Error
 }
 
 // checkSnippetPreset rejects a snippet file in the preset directory that disables
-// kubeadm.service, or whose contents cannot be read here (a remote source, say), as they could.
-// systemd takes the first preset line matching a unit, from files in name order; a file sorting
-// before Ignition's 20-ignition.preset would win over its enable line. Any file is refused, not
-// only those sorting first, so renaming 20-ignition.preset in a later Ignition stays safe.
-func checkSnippetPreset(src snippetSource, f exptypes.File) *Error {
+// kubeadm.service or a unit the bootstrap needs, or whose contents cannot be read here (a remote
+// source, say), as they could. systemd takes the first preset line matching a unit, from files
+// in name order; a file sorting before Ignition's 20-ignition.preset would win over its enable
+// line. Any file is refused, not only those sorting first, so renaming 20-ignition.preset in a
+// later Ignition stays safe.
+func checkSnippetPreset(src snippetSource, f exptypes.File, needed []string) *Error {
 	if !fspath.Below(path.Clean(f.Path), systemdPresetDir) {
 		return nil
 	}
@@ -205,10 +198,9 @@ func checkSnippetPreset(src snippetSource, f exptypes.File) *Error {
 			"writes the preset file %s, whose contents cannot be checked (%s): a preset could disable %s, which the provider enables",
 			f.Path, unreadable, KubeadmUnitName)
 	}
-	if line := presetDisablesKubeadm(all); line != "" {
+	if line, unit := presetDisables(all, needed); line != "" {
 		return src.errorf(ErrOwnedPathConflict,
-			"writes the preset file %s, whose line %q disables %s, which the provider enables",
-			f.Path, line, KubeadmUnitName)
+			"writes the preset file %s, whose line %q disables %s, %s", f.Path, line, unit, whyUnitMatters(unit))
 	}
 	return nil
 }
@@ -219,10 +211,24 @@ func checkSnippetPreset(src snippetSource, f exptypes.File) *Error {
 // disabled unit, so a name matching kubeadm.service ("kube*.service") is refused like the unit
 // itself. Ignition joins unit and drop-in names to the unit directory unchecked, so a name with
 // "../" can reach system.control or service.d: the paths are checked as Ignition builds them.
-func checkSnippetUnit(src snippetSource, u exptypes.Unit, owned []string) *Error {
+//
+// A unit the bootstrap needs (needed) may be defined over or given drop-ins, but not masked or
+// disabled: kubeadm.service is ordered after it.
+func checkSnippetUnit(src snippetSource, u exptypes.Unit, owned, needed []string) *Error {
 	if matched, err := path.Match(u.Name, KubeadmUnitName); matched || err != nil {
 		if !onlyDropins(u) {
 			return kubeadmUnitConflict(src, u)
+		}
+	}
+	if what := unitTurnedOff(u); what != "" {
+		for _, n := range needed {
+			if matched, err := path.Match(u.Name, n); matched || err != nil {
+				unit := n
+				if u.Name != n {
+					unit = fmt.Sprintf("%s, which matches %s", u.Name, n)
+				}
+				return src.errorf(ErrOwnedPathConflict, "%s unit %s, %s", what, unit, whyUnitMatters(n))
+			}
 		}
 	}
 	unitPath := path.Join(systemdUnitDir, u.Name)
@@ -268,14 +274,22 @@ func keepsContents(u exptypes.Unit) bool {
 	return u.Contents == nil && (u.Mask == nil || !*u.Mask)
 }
 
-// kubeadmUnitConflict says how a unit entry matching kubeadm.service overrides it.
-func kubeadmUnitConflict(src snippetSource, u exptypes.Unit) *Error {
-	what := "defines"
+// unitTurnedOff says how a unit entry turns its unit off, "masks" or "disables", or "".
+func unitTurnedOff(u exptypes.Unit) string {
 	switch {
 	case u.Mask != nil && *u.Mask:
-		what = "masks"
+		return "masks"
 	case u.Enabled != nil && !*u.Enabled:
-		what = "disables"
+		return "disables"
+	}
+	return ""
+}
+
+// kubeadmUnitConflict says how a unit entry matching kubeadm.service overrides it.
+func kubeadmUnitConflict(src snippetSource, u exptypes.Unit) *Error {
+	what := unitTurnedOff(u)
+	if what == "" {
+		what = "defines"
 	}
 	unit := KubeadmUnitName
 	if u.Name != KubeadmUnitName {
@@ -309,51 +323,123 @@ func resourceContent(r exptypes.Resource) (content []byte, unreadable string) {
 	return content, ""
 }
 
-// presetDisablesKubeadm returns the first line of a systemd preset file that disables
-// kubeadm.service ("disable kubeadm.service", "disable kube*", "disable *"), or "". Every word
-// after "disable" is taken for a pattern, and a pattern path.Match cannot read counts as a match:
-// an unsure answer refuses.
-func presetDisablesKubeadm(content []byte) string {
+// presetDisables returns the first line of a systemd preset file that disables kubeadm.service
+// or one of the needed units ("disable kubeadm.service", "disable kube*", "disable *"), with
+// the unit, or "". Every word after "disable" is taken for a pattern, and a pattern path.Match
+// cannot read counts as a match: an unsure answer refuses.
+func presetDisables(content []byte, needed []string) (line, unit string) {
+	units := append([]string{KubeadmUnitName}, needed...)
 	for _, line := range strings.Split(string(content), "\n") {
 		words := strings.Fields(line)
 		if len(words) < 2 || words[0] != "disable" {
 			continue
 		}
 		for _, pattern := range words[1:] {
-			if matched, err := path.Match(pattern, KubeadmUnitName); matched || err != nil {
-				return strings.TrimSpace(line)
+			for _, unit := range units {
+				if matched, err := path.Match(pattern, unit); matched || err != nil {
+					return strings.TrimSpace(line), unit
+				}
 			}
+		}
+	}
+	return "", ""
+}
+
+// whyUnitMatters says why the bootstrap needs unit, for a message refusing to turn it off.
+func whyUnitMatters(unit string) string {
+	if unit == KubeadmUnitName {
+		return "which the provider enables"
+	}
+	return "which the bootstrap needs (" + KubeadmUnitName + " runs after it)"
+}
+
+// neededUnitPath says why a node at p would turn off a unit the bootstrap needs: a file or link
+// at its unit path under /etc/systemd/system replaces it, and a link to /dev/null masks it.
+// Drop-ins (in the unit's .d directory) are fine.
+func neededUnitPath(p string, needed []string) string {
+	p = path.Clean(p)
+	for _, unit := range needed {
+		if p == path.Join(systemdUnitDir, unit) {
+			return fmt.Sprintf("which replaces or masks %s, %s", unit, whyUnitMatters(unit))
 		}
 	}
 	return ""
 }
 
+// readOnlyDirs are read-only on both variants' booted systems: Ignition fails the boot writing
+// there (Flatcar's /usr is a verity-checked image, Fedora CoreOS's an OSTree deployment).
+var readOnlyDirs = []string{"/usr"}
+
+// readOnlyPath says why nothing may be written at p, or "".
+func readOnlyPath(p string) string {
+	p = path.Clean(p)
+	for _, dir := range readOnlyDirs {
+		if p == dir || fspath.Below(p, dir) {
+			return fmt.Sprintf("under %s, which is read-only on the node: Ignition would fail the boot "+
+				"(put binaries in /opt/bin, configuration in /etc)", dir)
+		}
+	}
+	return ""
+}
+
+// verificationHashes are the hash functions Ignition verifies with, and the length of their
+// hex digests.
+var verificationHashes = map[string]int{"sha256": 64, "sha512": 128}
+
+// checkVerification refuses a verification hash Ignition accepts but that can never match: a
+// digest of the right length that is not hexadecimal (Ignition checks only the length). what
+// names the resource.
+func checkVerification(src snippetSource, what string, v exptypes.Verification) *Error {
+	if v.Hash == nil {
+		return nil
+	}
+	function, sum, found := strings.Cut(*v.Hash, "-")
+	if size, known := verificationHashes[function]; !found || !known || len(sum) != size {
+		return nil // Ignition's own validation reports it
+	}
+	if _, err := hex.DecodeString(sum); err != nil {
+		return src.errorf(src.invalid, "verifies %s with a %s hash that is not hexadecimal, so it can never match", what, function)
+	}
+	return nil
+}
+
 // checkFiles validates the user's files and the provider's other files: absolute paths, no
-// path twice, sane modes and owners, no user file at a path the provider owns, and drop-ins of
-// kubeadm.service that keep its contract.
-func checkFiles(provider []ownedFile, providerPaths []string, files []File) *Error {
+// path twice, nothing under the read-only /usr, sane modes and owners, no file at a path the
+// provider or its Kubernetes source owns, presets and unit files that leave kubeadm.service and
+// the units it needs on, and drop-ins of kubeadm.service that keep its contract. provider are
+// the files the input makes the provider write (certificates, the discovery kubeconfig): they
+// are checked against the fixed owned paths and the source's. Each file's first problem is
+// returned, for every file.
+func checkFiles(provider []ownedFile, inst *kubernetesInstall, files []File, md *metadataSource) []*Error {
+	needed := neededUnits(inst, md)
 	seen := map[string]Place{}
 	// part places the member at fault inside a user's file (files[2].owner); a provider file
 	// (certificates[i], the discovery kubeconfig) is placed as a whole.
 	check := func(f File, owned []string, part func(Member) Place) *Error {
 		if !path.IsAbs(f.Path) {
-			return errorf(ErrInvalidInput, part(FilePath), "path %q is not absolute", f.Path)
+			return errorf(ErrInvalidInput, part(FilePath), "path %q is not absolute", f.Path).withValue(f.Path)
 		}
 		clean := path.Clean(f.Path)
 		if clean == "/" {
-			return errorf(ErrInvalidInput, part(FilePath), "path %q is the root directory", f.Path)
+			return errorf(ErrInvalidInput, part(FilePath), "path %q is the root directory", f.Path).withValue(f.Path)
 		}
 		if o := ownedConflict(clean, nodeFile, owned); o != "" {
-			return errorf(ErrOwnedPathConflict, part(FilePath), "path %s conflicts with %s written by the provider", f.Path, o)
+			return errorf(ErrOwnedPathConflict, part(FilePath), "path %s conflicts with %s written by the provider", f.Path, o).withValue(f.Path)
+		}
+		if problem := readOnlyPath(clean); problem != "" {
+			return errorf(ErrInvalidInput, part(FilePath), "path %s is %s", f.Path, problem).withValue(f.Path)
+		}
+		if problem := neededUnitPath(clean, needed); problem != "" {
+			return errorf(ErrOwnedPathConflict, part(FilePath), "path %s is a unit file, %s", f.Path, problem).withValue(f.Path)
 		}
 		if other, dup := seen[clean]; dup {
-			return errorf(ErrInvalidInput, part(FilePath), "path %s is also written by %s", f.Path, other)
+			return errorf(ErrInvalidInput, part(FilePath), "path %s is also written by %s", f.Path, other).withValue(f.Path)
 		}
 		seen[clean] = part("")
 		if fspath.Below(clean, systemdPresetDir) {
-			if line := presetDisablesKubeadm(f.Content); line != "" {
-				return errorf(ErrOwnedPathConflict, part(FileContent), "preset file %s has line %q, which disables %s, which the provider enables",
-					f.Path, line, KubeadmUnitName)
+			if line, unit := presetDisables(f.Content, needed); line != "" {
+				return errorf(ErrOwnedPathConflict, part(FileContent), "preset file %s has line %q, which disables %s, %s",
+					f.Path, line, unit, whyUnitMatters(unit))
 			}
 		}
 		if kubeadmDropinPath(clean) {
@@ -370,23 +456,39 @@ func checkFiles(provider []ownedFile, providerPaths []string, files []File) *Err
 			return errorf(ErrInvalidInput, part(FileMode), "mode %#o is not a file mode (0 to 07777)", f.Mode)
 		}
 		if _, _, err := parseOwner(f.Owner); err != nil {
-			return errorf(ErrInvalidInput, part(FileOwner), "owner: %v", err)
+			return errorf(ErrInvalidInput, part(FileOwner), "owner: %v", err).withValue(f.Owner)
 		}
 		return nil
 	}
+	rep := &Report{}
+	// The source's own files are among its owned paths; the other provider files may not
+	// write there (a discovery kubeconfig at the sysext link, say).
+	for _, p := range inst.ownedFiles() {
+		rep.add(check(p.File, ownedPaths, p.whole))
+	}
+	providerOwned := append(append([]string(nil), ownedPaths...), inst.owned...)
 	for _, p := range provider {
-		whole := func(Member) Place { return p.place }
-		if err := check(p.File, ownedPaths, whole); err != nil {
-			return err
-		}
+		rep.add(check(p.File, providerOwned, p.whole))
 	}
-	owned := append(append(append([]string(nil), ownedPaths...), ownedFilePaths(provider)...), providerPaths...)
+	owned := append(append(providerOwned, ownedFilePaths(provider)...), ownedFilePaths(inst.ownedFiles())...)
 	for i, f := range files {
-		if err := check(f, owned, userFile(i)); err != nil {
-			return err
-		}
+		rep.add(check(f, owned, userFile(i)))
 	}
-	return nil
+	return rep.Errors
+}
+
+// whole places a provider file's problem at the file's place, whatever member is at fault.
+func (f ownedFile) whole(Member) Place { return f.place }
+
+// neededUnits are the units kubeadm.service is ordered after and wants, besides the image's
+// own: the Kubernetes source's (systemd-sysext.service for sysext) and the metadata service
+// that names the node. Turning one off stalls or breaks the bootstrap.
+func neededUnits(inst *kubernetesInstall, md *metadataSource) []string {
+	needed := slices.Clone(inst.after)
+	if md != nil {
+		needed = append(needed, md.service)
+	}
+	return needed
 }
 
 // userFile places the user's file i, or one of its members: userFile(2)(FileOwner) is
@@ -404,21 +506,24 @@ func userFile(i int) func(Member) Place {
 // one of the user's files. Ignition merges files, directories and links by path: a file would be
 // merged with the user's field by field, and neither would win cleanly; a directory or link
 // would silently replace the user's file.
-func checkSnippetAgainstFiles(s *snippet, files []File) *Error {
+func checkSnippetAgainstFiles(s *snippet, files []File) []*Error {
 	src := s.source
+	var errs []*Error
 	for _, n := range s.nodes() {
 		for i, uf := range files {
 			if path.Clean(n.path) != path.Clean(uf.Path) {
 				continue
 			}
 			if n.kind == nodeFile {
-				return src.errorf(ErrInvalidInput, "writes %s, which %s writes too", n.path, Entry(PartFile, i))
+				errs = append(errs, src.errorf(ErrInvalidInput, "writes %s, which %s writes too", n.path, Entry(PartFile, i)))
+			} else {
+				errs = append(errs, src.errorf(ErrInvalidInput,
+					"writes a %s at %s, where %s writes a file: Ignition would drop the file", n.kind, n.path, Entry(PartFile, i)))
 			}
-			return src.errorf(ErrInvalidInput,
-				"writes a %s at %s, where %s writes a file: Ignition would drop the file", n.kind, n.path, Entry(PartFile, i))
+			break
 		}
 	}
-	return nil
+	return errs
 }
 
 // node is a file, directory or link a config writes.

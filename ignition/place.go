@@ -3,6 +3,8 @@ package ignition
 import (
 	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Part is a part of the renderer's Input that an error or a warning is about. Callers map parts
@@ -49,44 +51,65 @@ const (
 	PartKubernetes
 )
 
-// partNames are the parts as messages name them; they are the spec's field names, which users
-// know, since the input's parts are the spec's fields resolved.
-var partNames = [...]string{
-	PartWhole:                "",
-	PartVariant:              "variant",
-	PartIgnitionVersion:      "ignitionVersion",
-	PartRole:                 "role",
-	PartKubernetesVersion:    "version",
-	PartClusterConfiguration: "clusterConfiguration",
-	PartInitConfiguration:    "initConfiguration",
-	PartJoinConfiguration:    "joinConfiguration",
-	PartNodeName:             "nodeName",
-	PartCertificate:          "certificates",
-	PartFile:                 "files",
-	PartUser:                 "users",
-	PartPreKubeadmCommand:    "preKubeadmCommands",
-	PartPostKubeadmCommand:   "postKubeadmCommands",
-	PartButane:               "butane",
-	PartContainerLinuxConfig: "containerLinuxConfig",
-	PartKubernetes:           "kubernetes",
+// partInfo is what is known of a part beyond its number: the one table a new part is
+// registered in. Callers find a place's name in messages (Part.String), whether it is a list
+// (Part.Listed) and the spec field it comes from (Place.FieldPath) here.
+type partInfo struct {
+	// name is the part as messages name it: the spec's field name, which users know, since the
+	// input's parts are the spec's fields resolved.
+	name string
+	// listed: the part is a list, whose places have an Index.
+	listed bool
+	// spec: the part is a field of the spec (the others come from the owner or the cluster:
+	// the role, the owner's Kubernetes version, the cluster's certificates).
+	spec bool
+	// whole is the member of the spec field that stands for the part as a whole in a field
+	// path: a document's inline text (only inline documents are rendered at admission), a
+	// file's path (where its content comes from, among others, is the file as a whole).
+	whole Member
+}
+
+var parts = [...]partInfo{
+	PartWhole:                {},
+	PartVariant:              {name: "variant", spec: true},
+	PartIgnitionVersion:      {name: "ignitionVersion", spec: true},
+	PartRole:                 {name: "role"},
+	PartKubernetesVersion:    {name: "version"},
+	PartClusterConfiguration: {name: "clusterConfiguration", spec: true},
+	PartInitConfiguration:    {name: "initConfiguration", spec: true},
+	PartJoinConfiguration:    {name: "joinConfiguration", spec: true},
+	PartNodeName:             {name: "nodeName", spec: true},
+	PartCertificate:          {name: "certificates", listed: true},
+	PartFile:                 {name: "files", listed: true, spec: true, whole: FilePath},
+	PartUser:                 {name: "users", listed: true, spec: true},
+	PartPreKubeadmCommand:    {name: "preKubeadmCommands", listed: true, spec: true},
+	PartPostKubeadmCommand:   {name: "postKubeadmCommands", listed: true, spec: true},
+	PartButane:               {name: "butane", spec: true, whole: documentInline},
+	PartContainerLinuxConfig: {name: "containerLinuxConfig", spec: true, whole: documentInline},
+	PartKubernetes:           {name: "kubernetes", spec: true},
+}
+
+// documentInline is the member of a provisioning document's section that holds it inline.
+const documentInline Member = "inline"
+
+// info is the part's row of the table; the zero row for a part not in it.
+func (p Part) info() partInfo {
+	if p < 0 || int(p) >= len(parts) {
+		return partInfo{}
+	}
+	return parts[p]
 }
 
 // String is the part's name in messages.
 func (p Part) String() string {
-	if p < 0 || int(p) >= len(partNames) {
+	if p < 0 || int(p) >= len(parts) {
 		return "part(" + strconv.Itoa(int(p)) + ")"
 	}
-	return partNames[p]
+	return parts[p].name
 }
 
 // Listed reports whether the part is a list, whose places have an Index.
-func (p Part) Listed() bool {
-	switch p {
-	case PartCertificate, PartFile, PartUser, PartPreKubeadmCommand, PartPostKubeadmCommand:
-		return true
-	}
-	return false
-}
+func (p Part) Listed() bool { return p.info().listed }
 
 // Member is a step of a place's Path: a field of a File or of NodeName (the constants below), or
 // a member of one of kubeadm's configuration types by its JSON name ("discovery").
@@ -116,6 +139,14 @@ const (
 	KubernetesBinaries  Member = "binaries"
 	KubernetesBaseURL   Member = "baseURL"
 	KubernetesSysupdate Member = "sysupdate"
+)
+
+// Members of a User place, named as the spec names them.
+const (
+	UserName    Member = "name"
+	UserGecos   Member = "gecos"
+	UserHomeDir Member = "homeDir"
+	UserShell   Member = "shell"
 )
 
 // JoinControlPlane is the controlPlane member of a JoinConfiguration, which makes a join a
@@ -177,4 +208,26 @@ func (p Place) String() string {
 		b.WriteString(string(m))
 	}
 	return b.String()
+}
+
+// FieldPath is the spec field the place comes from, below root (the spec's own path: spec, or
+// spec.template.spec): "spec.files[2].permissions", "spec.butane.inline". A place no field of
+// the spec holds (the input as a whole, the role, the owner's Kubernetes version, the
+// cluster's certificates) is root itself: the spec as a whole.
+func (p Place) FieldPath(root *field.Path) *field.Path {
+	info := p.Part.info()
+	if !info.spec {
+		return root
+	}
+	at := root.Child(info.name)
+	if info.listed {
+		at = at.Index(p.Index)
+	}
+	if len(p.Path) == 0 && info.whole != "" {
+		return at.Child(string(info.whole))
+	}
+	for _, m := range p.Path {
+		at = at.Child(string(m))
+	}
+	return at
 }

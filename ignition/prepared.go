@@ -48,9 +48,9 @@ func (p *Prepared) WithJoinToken(token string) (Output, error) {
 	}
 	join.Discovery.BootstrapToken.Token = token
 	in.JoinConfiguration = join
-	kubeadmYAML, generated, ierr := kubeadmConfig(&in, p.merged.kubeVersion, p.merged.metadata)
-	if ierr != nil {
-		return Output{}, ierr
+	kubeadmYAML, generated, errs := kubeadmConfig(&in, p.merged.kubeVersion, p.merged.metadata)
+	if len(errs) > 0 {
+		return Output{}, &Report{Errors: errs}
 	}
 	if !reflect.DeepEqual(generated, p.merged.generated) {
 		// Nothing but kubeadm's configuration is expected to carry the token; should that ever

@@ -3,6 +3,7 @@ package ignition
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/blang/semver/v4"
@@ -16,19 +17,17 @@ import (
 // by a smaller wrapper carrying it (Output.Size says which); nothing is ever cut.
 //
 // Render is pure and deterministic: identical input gives identical bytes, and the input is not
-// modified. An error caused by the input is an *Error; any other error is a bug.
+// modified. Input errors are all reported at once, in a *Report (Input.Findings first, then the
+// render's in the order of its steps): errors.As(err, &e) with e an *Error gives the first,
+// Findings(err) every one. Any other error is a bug.
 func Render(in Input) (Output, error) {
 	_, out, err := render(&in)
 	return out, err
 }
 
-// render is Render, also returning the merged config Prepare keeps for WithJoinToken. An input
-// error is returned as an *Error, never a typed nil *Error inside a non-nil error.
+// render is Render, also returning the merged config Prepare keeps for WithJoinToken.
 func render(in *Input) (*merged, Output, error) {
-	m, ierr, err := mergeInput(in)
-	if ierr != nil {
-		return nil, Output{}, ierr
-	}
+	m, err := mergeInput(in)
 	if err != nil {
 		return nil, Output{}, err
 	}
@@ -54,62 +53,63 @@ type merged struct {
 }
 
 // mergeInput checks the input, builds the provider's config, translates the snippet and merges
-// both at the target version.
-func mergeInput(in *Input) (*merged, *Error, error) {
+// both at the target version. Every check of a part runs, whatever another part's check found
+// (a step that needs what an earlier one refused is passed over: kubeadm's configuration without
+// a Kubernetes version, the source's files without a valid source), so the report holds every
+// independent problem. The merged config is only built and checked when the parts are clean:
+// its checks see the parts together, and would repeat what was found in them.
+func mergeInput(in *Input) (*merged, error) {
+	rep := &Report{Errors: slices.Clone(in.Findings)}
 	if _, ierr := specFor(in.Variant); ierr != nil {
-		return nil, ierr, nil
+		// Nothing else can be checked without the variant: its documents, versions, paths.
+		rep.add(ierr)
+		return nil, rep
 	}
-	kubeVersion, ierr := parseKubernetesVersion(in.KubernetesVersion)
-	if ierr != nil {
-		return nil, ierr, nil
-	}
-	if ierr := validateIgnitionVersion(in.Variant, in.IgnitionVersion); ierr != nil {
-		return nil, ierr, nil
-	}
-	if ierr := checkKubernetes(in.Variant, in.Kubernetes, in.KubernetesVersion); ierr != nil {
-		return nil, ierr, nil
-	}
-	inst, err := kubernetesFor(in, kubeVersion)
-	if err != nil {
-		return nil, nil, err
+	kubeVersion, versionErr := parseKubernetesVersion(in.KubernetesVersion)
+	rep.add(versionErr)
+	pinErr := rep.add(validateIgnitionVersion(in.Variant, in.IgnitionVersion))
+	inst := &kubernetesInstall{}
+	if !rep.addAll(checkKubernetes(in.Variant, in.Kubernetes, in.KubernetesVersion)) && versionErr == nil {
+		var err error
+		if inst, err = kubernetesFor(in, kubeVersion); err != nil {
+			return nil, err
+		}
 	}
 	metadata, ierr := metadataFor(in.Variant, in.NodeName)
-	if ierr != nil {
-		return nil, ierr, nil
+	rep.add(ierr)
+	var kubeadmYAML string
+	var generated []ownedFile
+	if versionErr == nil {
+		var errs []*Error
+		kubeadmYAML, generated, errs = kubeadmConfig(in, kubeVersion, metadata)
+		rep.addAll(errs)
 	}
-	kubeadmYAML, generated, ierr := kubeadmConfig(in, kubeVersion, metadata)
-	if ierr != nil {
-		return nil, ierr, nil
-	}
-	provider := append(certificateFiles(in.Certificates), generated...)
-	provider = append(provider, inst.ownedFiles()...)
-	if ierr := checkFiles(provider, inst.owned, in.Files); ierr != nil {
-		return nil, ierr, nil
-	}
-	if ierr := checkCommands(in.PreKubeadmCommands, in.PostKubeadmCommands); ierr != nil {
-		return nil, ierr, nil
-	}
-	snip, ierr := translateSnippet(in)
-	if ierr != nil {
-		return nil, ierr, nil
-	}
+	certificates := certificateFiles(in.Certificates)
+	rep.addAll(checkFiles(append(slices.Clone(certificates), generated...), inst, in.Files, metadata))
+	rep.addAll(checkUsers(in.Users))
+	rep.addAll(checkCommands(in.PreKubeadmCommands, in.PostKubeadmCommands))
+	provider := append(append(certificates, generated...), inst.ownedFiles()...)
+
+	snip, errs := translateSnippet(in)
+	rep.addAll(errs)
 	var emitted string
-	var warnings []Warning
 	src := butaneSource
 	if snip != nil {
 		// The one check of what the snippet writes, against the fixed owned paths and the
 		// provider's other files (certificates, the discovery kubeconfig) together.
-		if ierr := checkSnippet(snip, append(ownedFilePaths(provider), inst.owned...)); ierr != nil {
-			return nil, ierr, nil
-		}
-		if ierr := checkSnippetAgainstFiles(snip, in.Files); ierr != nil {
-			return nil, ierr, nil
-		}
-		emitted, warnings, src = snip.version, snip.warnings, snip.source
+		rep.addAll(checkSnippet(snip, append(ownedFilePaths(provider), inst.owned...), neededUnits(inst, metadata)))
+		rep.addAll(checkSnippetAgainstFiles(snip, in.Files))
+		emitted, src = snip.version, snip.source
+		rep.Warnings = append(rep.Warnings, snip.warnings...)
 	}
-	target, ierr := targetIgnitionVersion(in.Variant, emitted, in.IgnitionVersion)
-	if ierr != nil {
-		return nil, ierr, nil
+	rep.Warnings = append(rep.Warnings, foreignSysextWarnings(in, snip)...)
+	var target string
+	if !pinErr {
+		target, ierr = targetIgnitionVersion(in.Variant, emitted, in.IgnitionVersion)
+		rep.add(ierr)
+	}
+	if len(rep.Errors) > 0 {
+		return nil, rep
 	}
 
 	var substitutions []string
@@ -118,34 +118,43 @@ func mergeInput(in *Input) (*merged, *Error, error) {
 	}
 	script, err := kubeadmScript(in.Role, in.Verbosity, inst, substitutions, in.PreKubeadmCommands, in.PostKubeadmCommands)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	unit := kubeadmUnit(metadata, inst.after)
 	base, err := json.Marshal(baseConfig(kubeadmYAML, script, unit, provider, inst, in.Files, in.Users, in.Compress))
 	if err != nil {
-		return nil, nil, fmt.Errorf("encoding the base config: %w", err)
+		return nil, fmt.Errorf("encoding the base config: %w", err)
 	}
 	origin := baseOrigins(provider, inst.remotePaths(), in.Files, src)
-	data, ierr := mergeConfigs(target, base, snip, func(merged []byte) *Error { return checkStorage(merged, origin) })
-	if ierr != nil {
-		return nil, ierr, nil
+	data, errs := mergeConfigs(target, base, snip, func(merged []byte) []*Error { return checkStorage(merged, origin) })
+	if rep.addAll(errs) {
+		return nil, rep
 	}
 	return &merged{target: target, data: data, kubeVersion: kubeVersion, metadata: metadata, generated: generated,
-		warnings: warnings, kubernetesFrom: inst.sources()}, nil, nil
+		warnings: rep.Warnings, kubernetesFrom: inst.sources()}, nil
 }
 
 // translateSnippet translates the input's provisioning document, Butane or Container Linux
 // Config; nil for none. Only one can be merged (oneDocument): a document is given when it is
 // not blank.
-func translateSnippet(in *Input) (*snippet, *Error) {
+func translateSnippet(in *Input) (*snippet, []*Error) {
 	butane, clc := strings.TrimSpace(in.Butane) != "", strings.TrimSpace(in.ContainerLinuxConfig) != ""
+	var errs []*Error
 	if ierr := oneDocument(butane, clc); ierr != nil {
-		return nil, ierr
+		// The Container Linux Config is refused; Butane, the format to keep, is still checked.
+		errs, clc = append(errs, ierr), false
 	}
-	if !clc {
-		return translateButane(in.Variant, in.Butane, in.ButaneStrict, in.Compress)
+	var snip *snippet
+	var ierr *Error
+	if clc {
+		snip, ierr = translateCLC(in.Variant, in.ContainerLinuxConfig, in.ContainerLinuxConfigStrict, in.Compress)
+	} else {
+		snip, ierr = translateButane(in.Variant, in.Butane, in.ButaneStrict, in.Compress)
 	}
-	return translateCLC(in.Variant, in.ContainerLinuxConfig, in.ContainerLinuxConfigStrict, in.Compress)
+	if ierr != nil {
+		return nil, append(errs, ierr)
+	}
+	return snip, errs
 }
 
 // finish turns a merged, validated config into the output: wrapped where compression is allowed,

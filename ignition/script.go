@@ -125,7 +125,8 @@ func shellCall(words []string) (string, error) {
 // `if` without `fi` or a trailing line continuation would swallow the lines after it: the kubeadm
 // step could be skipped and the success sentinel still be written, telling Cluster API that a
 // node bootstrapped when kubeadm never ran.
-func checkCommands(pre, post []string) *Error {
+func checkCommands(pre, post []string) []*Error {
+	var errs []*Error
 	for _, list := range []struct {
 		part     Part
 		commands []string
@@ -135,11 +136,11 @@ func checkCommands(pre, post []string) *Error {
 	} {
 		for i, command := range list.commands {
 			if err := completeCommand(command); err != nil {
-				return errorf(ErrInvalidInput, Entry(list.part, i), "not a complete shell command: %v", err)
+				errs = append(errs, errorf(ErrInvalidInput, Entry(list.part, i), "not a complete shell command: %v", err))
 			}
 		}
 	}
-	return nil
+	return errs
 }
 
 // errLineContinuation: the command ends with a backslash that escapes the newline after it.

@@ -90,12 +90,13 @@ type mergedStorage struct {
 //   - a path with whitespace, a control character or a shell metacharacter.
 //
 // The entry a user can change is blamed: the snippet's if one of the two entries is the
-// snippet's, else the inner entry's.
-func checkStorage(data []byte, o origins) *Error {
+// snippet's, else the inner entry's. Every problem found is returned.
+func checkStorage(data []byte, o origins) []*Error {
 	var cfg mergedStorage
 	if err := json.Unmarshal(data, &cfg); err != nil {
-		return errorf(ErrInvalidInput, Place{}, "cannot read the merged config: %v", err)
+		return []*Error{errorf(ErrInvalidInput, Place{}, "cannot read the merged config: %v", err)}
 	}
+	var errs []*Error
 	var nodes []node
 	for _, f := range cfg.Storage.Files {
 		nodes = append(nodes, node{f.Path, nodeFile})
@@ -110,13 +111,13 @@ func checkStorage(data []byte, o origins) *Error {
 	kinds := map[string]nodeKind{}
 	for _, n := range nodes {
 		if r, found := unsafePathRune(n.path); found {
-			return errorf(ErrInvalidInput, o.writer(n.path).at,
+			errs = append(errs, errorf(ErrInvalidInput, o.writer(n.path).at,
 				"%s path %q contains %s: paths must not contain whitespace, control characters or any of %s, "+
-					"because consumers of the config write files through a shell", n.kind, n.path, strconv.QuoteRune(r), shellMetacharacters)
+					"because consumers of the config write files through a shell", n.kind, n.path, strconv.QuoteRune(r), shellMetacharacters))
 		}
 		clean := path.Clean(n.path)
 		if kind, dup := kinds[clean]; dup && kind != n.kind {
-			return errorf(ErrInvalidInput, o.writer(n.path).at, "path %s is written both as a %s and as a %s", n.path, kind, n.kind)
+			errs = append(errs, errorf(ErrInvalidInput, o.writer(n.path).at, "path %s is written both as a %s and as a %s", n.path, kind, n.kind))
 		}
 		kinds[clean] = n.kind
 	}
@@ -130,12 +131,13 @@ func checkStorage(data []byte, o origins) *Error {
 			if o.bySnippet(dir) {
 				at = o.snippet.place()
 			}
-			return errorf(ErrInvalidInput, at,
+			errs = append(errs, errorf(ErrInvalidInput, at,
 				"%s %s (written by %s) is inside %s, a %s written by %s: Ignition cannot create it at boot",
-				n.kind, n.path, o.describe(n.path), dir, kind, o.describe(dir))
+				n.kind, n.path, o.describe(n.path), dir, kind, o.describe(dir)))
+			break
 		}
 	}
-	return nil
+	return errs
 }
 
 // unsafePathRune returns the first rune of p that may not appear in a path of the config.

@@ -15,11 +15,22 @@ import (
 // warnings, the DataSecretAvailable message and an event, `cabpi render` on stderr. With strict
 // they are errors instead.
 type Warning struct {
+	// Kind is what the warning is about; the zero kind is a document's own warning (Butane's,
+	// the transpiler's).
+	Kind    WarningKind
 	Place   Place
 	Line    int
 	Column  int
 	Message string
 }
+
+// WarningKind classifies a warning, so a caller can act on one kind without reading messages.
+type WarningKind string
+
+// WarnKubernetesVersionMismatch: the input brings a Kubernetes of its own (a system extension
+// under source image) at another version than the one rendered for, which the caller may not
+// know yet (admission without an owner renders for a default version).
+const WarnKubernetesVersionMismatch WarningKind = "KubernetesVersionMismatch"
 
 // String is the place, the position in the document and the message: "butane: line 4, column
 // 3: ...". A warning at PartWhole (as callers that say the place themselves make it) has none.

@@ -30,9 +30,9 @@ func wrapConfig(version string, config []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding the wrapper config: %w", err)
 	}
-	out, ierr := mergeConfigs(version, raw, nil, func([]byte) *Error { return nil })
-	if ierr != nil {
-		return nil, fmt.Errorf("the wrapper config is not valid Ignition: %w", ierr)
+	out, errs := mergeConfigs(version, raw, nil, func([]byte) []*Error { return nil })
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("the wrapper config is not valid Ignition: %w", errs[0])
 	}
 	return out, nil
 }

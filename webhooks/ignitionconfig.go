@@ -97,6 +97,7 @@ func (w *IgnitionConfigWebhook) ValidateCreate(ctx context.Context, c *cabpiv1.I
 		path:              field.NewPath("spec"),
 		controlPlane:      owner.controlPlane || isControlPlane(c.Labels),
 		kubernetesVersion: owner.version,
+		ownerVersion:      owner.versionKnown,
 	})
 	errs = append(errs, specErrs...)
 	return warnings, invalid(cabpiv1.GroupVersion.WithKind("IgnitionConfig").GroupKind(), c.Name, errs)
@@ -117,6 +118,7 @@ func (w *IgnitionConfigWebhook) ValidateUpdate(ctx context.Context, oldObj, newO
 		path:              field.NewPath("spec"),
 		controlPlane:      owner.controlPlane || isControlPlane(newObj.Labels),
 		kubernetesVersion: owner.version,
+		ownerVersion:      owner.versionKnown,
 	})
 	warnings = append(warnings, renderWarnings...)
 	return warnings, invalid(cabpiv1.GroupVersion.WithKind("IgnitionConfig").GroupKind(), newObj.Name, errs)
@@ -151,6 +153,8 @@ type ownerInfo struct {
 	// version is the Kubernetes version to render for: the owner's when known and supported,
 	// else configinput.DefaultKubernetesVersion.
 	version string
+	// versionKnown says version is the owner's.
+	versionKnown bool
 	// controlPlane is true when the owner Machine has the control-plane label.
 	controlPlane bool
 	// kind is the owner's, "Machine" or "MachinePool"; "" when no owner was read.
@@ -211,7 +215,7 @@ func (w *IgnitionConfigWebhook) owner(ctx context.Context, c *cabpiv1.IgnitionCo
 				fmt.Sprintf("the bootstrap data of %s %s cannot be rendered: %s", ref.Kind, ref.Name, message(err))))
 			return info
 		}
-		info.version = v
+		info.version, info.versionKnown = v, true
 		return info
 	}
 	return info

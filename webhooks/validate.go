@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
@@ -17,9 +15,9 @@ import (
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
 
-// maxRenderErrors bounds the errors collected by rendering (one render per error found), so a
-// config with hundreds of bad files costs a bounded amount of work.
-const maxRenderErrors = 25
+// maxListedErrors bounds the field errors one response lists; the rest are counted in one
+// more ("and N more problems"), so a config with hundreds of bad files gets a readable answer.
+const maxListedErrors = 20
 
 // specCheck is one validation of an IgnitionConfigSpec.
 type specCheck struct {
@@ -32,22 +30,22 @@ type specCheck struct {
 	// kubernetesVersion is the version the spec is rendered for: the owner's when it is known
 	// and supported, else configinput.DefaultKubernetesVersion.
 	kubernetesVersion string
+	// ownerVersion says kubernetesVersion is the owner's, not the stand-in.
+	ownerVersion bool
 }
 
 // validateSpec checks a spec with the renderer's own checks and returns every error found.
 //
-// Field checks come first and are all reported: the variant, the pinned Ignition version
-// (ignition.ValidateIgnitionVersion), file permissions (configinput.ParseMode) and file paths
-// written twice once cleaned (the CRD's list-map key only catches identical strings). Then the
-// spec is rendered the way `cabpi render` does, with placeholder credentials, for the node role
-// it will have: that finds an invalid inline Butane snippet or Container Linux Config (with its
-// line and column) and
-// what only a whole render sees (files at paths the provider owns, a snippet writing a file of
-// spec.files, a pin lower than the snippet needs, kubeadm configuration that cannot be written, a
-// pre- or post-kubeadm command that is not a complete shell command, paths that clash once the
-// snippet is merged). The renderer stops at its first error, so each error found is set aside
-// (the file or command replaced by a placeholder, the snippet dropped, ...) and the
-// render repeated, until it succeeds or nothing more can be set aside.
+// The variant comes first: nothing else can be checked without it. Then the spec is rendered
+// the way `cabpi render` does, with placeholder credentials, once for each node role it will
+// have; the render reports every problem it finds in one Report (ignition.Findings), each at
+// its place, which Place.FieldPath turns into the spec's field path: an invalid inline Butane
+// snippet or Container Linux Config (with its line and column), files at paths the provider
+// owns, a snippet writing a file of spec.files, a pin lower than the snippet needs, kubeadm
+// configuration that cannot be written, a pre- or post-kubeadm command that is not a complete
+// shell command, permissions that do not parse, paths written twice, ... What only the merged
+// configuration shows (paths that clash once the snippet is merged) is found once the parts
+// are clean. The errors listed are capped (maxListedErrors), the rest counted.
 //
 // Content in Secrets and ConfigMaps is not read: a Butane document or Container Linux Config from
 // contentFrom is checked by the controller when it renders, and a file's Secret content is a
@@ -57,6 +55,8 @@ type specCheck struct {
 //
 // The render's warnings (a key Butane does not know and drops, ...) are returned as admission
 // warnings, which kubectl prints: the config is admitted, but the user hears of them.
+// ownerVersion says the Kubernetes version is the owner's: without it, a warning that the spec
+// brings another Kubernetes version than the one rendered for would be about a stand-in.
 func validateSpec(chk specCheck) (field.ErrorList, admission.Warnings) {
 	p := chk.path
 	spec := chk.spec
@@ -67,15 +67,9 @@ func validateSpec(chk specCheck) (field.ErrorList, admission.Warnings) {
 	}
 
 	var errs field.ErrorList
-	// work is what is rendered: the spec with every error found so far set aside.
+	// work is what is rendered: the spec, less what admission cannot read.
 	work := spec.DeepCopy()
 	work.Variant = variant
-
-	if err := ignition.ValidateIgnitionVersion(variant, spec.IgnitionVersion); err != nil {
-		errs = append(errs, field.Invalid(p.Child("ignitionVersion"), spec.IgnitionVersion, message(err)))
-		work.IgnitionVersion = ""
-	}
-
 	// An inline snippet is checked by the render below (one Butane translation per role, not
 	// one more up front: a 1 MiB snippet takes most of a second to translate).
 	if spec.Butane.ContentFrom != nil {
@@ -92,26 +86,7 @@ func validateSpec(chk specCheck) (field.ErrorList, admission.Warnings) {
 			return append(errs, field.InternalError(p, fmt.Errorf("checking the documents: %w", err))), nil
 		}
 		errs = append(errs, field.Forbidden(documentPath(p, ierr.Place.Part), ierr.Detail()))
-		setAsideDocument(work, ierr.Place.Part)
-	}
-
-	seen := map[string]int{}
-	for i, f := range spec.Files {
-		fp := p.Child("files").Index(i)
-		if f.Permissions != "" {
-			if _, err := configinput.ParseMode(f.Permissions); err != nil {
-				errs = append(errs, field.Invalid(fp.Child("permissions"), f.Permissions, err.Error()))
-				work.Files[i].Permissions = ""
-			}
-		}
-		clean := path.Clean(f.Path)
-		if j, dup := seen[clean]; dup {
-			errs = append(errs, field.Invalid(fp.Child("path"), f.Path,
-				fmt.Sprintf("path %s is also written by %s", f.Path, p.Child("files").Index(j))))
-			work.Files[i] = placeholderFile(i)
-			continue
-		}
-		seen[clean] = i
+		work.ContainerLinuxConfig = cabpiv1.ContainerLinuxConfigSpec{}
 	}
 
 	roles := []ignition.Role{ignition.RoleWorkerJoin}
@@ -120,105 +95,84 @@ func validateSpec(chk specCheck) (field.ErrorList, admission.Warnings) {
 	}
 	var warnings admission.Warnings
 	for _, role := range roles {
-		roleErrs, roleWarnings := renderErrors(spec, work.DeepCopy(), role, chk.kubernetesVersion, p)
+		roleErrs, roleWarnings := renderErrors(work, role, chk.kubernetesVersion, p)
 		for _, e := range roleErrs {
 			if !hasError(errs, e) {
 				errs = append(errs, e)
 			}
 		}
 		for _, w := range roleWarnings {
-			if !slices.Contains(warnings, w) {
-				warnings = append(warnings, w)
+			if w.Kind == ignition.WarnKubernetesVersionMismatch && !chk.ownerVersion {
+				continue
+			}
+			if text := warningText(w, p); !slices.Contains(warnings, text) {
+				warnings = append(warnings, text)
 			}
 		}
 	}
-	return errs, warnings
+	return capErrors(errs, p), warnings
+}
+
+// capErrors lists the first maxListedErrors errors and counts the rest in one more, on the
+// spec as a whole.
+func capErrors(errs field.ErrorList, p *field.Path) field.ErrorList {
+	if len(errs) <= maxListedErrors {
+		return errs
+	}
+	more := len(errs) - maxListedErrors
+	noun := "problems"
+	if more == 1 {
+		noun = "problem"
+	}
+	return append(errs[:maxListedErrors:maxListedErrors],
+		field.Invalid(p, field.OmitValueType{}, fmt.Sprintf("and %d more %s, not listed", more, noun)))
 }
 
 // warningText is a render warning as an admission warning: the field path of the document it
 // is in, then where in the document and what.
 func warningText(w ignition.Warning, p *field.Path) string {
-	at := specPath(p, w.Place)
+	at := w.Place.FieldPath(p)
 	w.Place = ignition.Place{} // the field path says it
 	return at.String() + ": " + w.String()
 }
 
-// renderErrors renders work for role until it renders, setting aside what each error blames.
-// spec is the user's spec, for the values in the errors.
-func renderErrors(spec, work *cabpiv1.IgnitionConfigSpec, role ignition.Role, version string, p *field.Path) (field.ErrorList, []string) {
-	var errs field.ErrorList
-	for len(errs) < maxRenderErrors {
-		out, err := configinput.RenderOffline(context.Background(), work, role, version, nil)
-		if err == nil {
-			// What renders must also fit in the data Secret (placeholders are as long as what
-			// they stand for, but for certificates, which only control-plane nodes have).
-			if msg := configinput.DataTooLarge(out.Size.Bytes); msg != "" {
-				errs = append(errs, field.Invalid(p, field.OmitValueType{}, msg))
-			}
-			warnings := make([]string, 0, len(out.Warnings))
-			for _, w := range out.Warnings {
-				warnings = append(warnings, warningText(w, p))
-			}
-			return errs, warnings
+// renderErrors renders work once for role and turns every finding of the render into a field
+// error at its field path, with the warnings.
+func renderErrors(work *cabpiv1.IgnitionConfigSpec, role ignition.Role, version string, p *field.Path) (field.ErrorList, []ignition.Warning) {
+	out, err := configinput.RenderOffline(context.Background(), work, role, version, nil)
+	if err == nil {
+		// What renders must also fit in the data Secret (placeholders are as long as what
+		// they stand for, but for certificates, which only control-plane nodes have).
+		var errs field.ErrorList
+		if msg := configinput.DataTooLarge(out.Size.Bytes); msg != "" {
+			errs = append(errs, field.Invalid(p, field.OmitValueType{}, msg))
 		}
-		var ierr *ignition.Error
-		if !errors.As(err, &ierr) {
-			return append(errs, field.InternalError(p, fmt.Errorf("rendering the %s configuration: %w", role, err))), nil
-		}
-		e, setAside := blame(ierr, spec, work, p)
-		errs = append(errs, e)
-		if !setAside {
-			return errs, nil
-		}
+		return errs, out.Warnings
+	}
+	findings := ignition.Findings(err)
+	if len(findings) == 0 {
+		return field.ErrorList{field.InternalError(p, fmt.Errorf("rendering the %s configuration: %w", role, err))}, nil
+	}
+	errs := make(field.ErrorList, 0, len(findings))
+	for _, f := range findings {
+		errs = append(errs, fieldError(f, p))
+	}
+	var rep *ignition.Report
+	if errors.As(err, &rep) {
+		return errs, rep.Warnings
 	}
 	return errs, nil
 }
 
-// placeholderCommand stands in for a command whose error was reported.
-const placeholderCommand = "true"
-
-// specPath is the field of the user's spec that a place of the renderer's input comes from.
-// Only inline documents are rendered at admission, so a document's place is its inline field.
-// A place no field of the spec is at fault for (the merged configuration, the role, the
-// Kubernetes version of the owner) is the spec as a whole.
-func specPath(p *field.Path, at ignition.Place) *field.Path {
-	switch at.Part {
-	case ignition.PartButane, ignition.PartContainerLinuxConfig:
-		return documentPath(p, at.Part).Child("inline")
-	case ignition.PartVariant:
-		return p.Child("variant")
-	case ignition.PartIgnitionVersion:
-		return p.Child("ignitionVersion")
-	case ignition.PartClusterConfiguration:
-		return p.Child("clusterConfiguration", at.Names()...)
-	case ignition.PartInitConfiguration:
-		return p.Child("initConfiguration", at.Names()...)
-	case ignition.PartJoinConfiguration:
-		return p.Child("joinConfiguration", at.Names()...)
-	case ignition.PartNodeName:
-		return p.Child("nodeName", at.Names()...)
-	case ignition.PartKubernetes:
-		return p.Child("kubernetes", at.Names()...)
-	case ignition.PartFile:
-		fp := p.Child("files").Index(at.Index)
-		switch at.Member() {
-		case ignition.FileMode:
-			return fp.Child("permissions")
-		case ignition.FileOwner:
-			return fp.Child("owner")
-		case ignition.FileContent:
-			return fp.Child("content")
-		case ignition.FileAppend:
-			return fp.Child("append")
-		}
-		// The path, or the file as a whole (where its content comes from, among others).
-		return fp.Child("path")
-	case ignition.PartPreKubeadmCommand:
-		return p.Child("preKubeadmCommands").Index(at.Index)
-	case ignition.PartPostKubeadmCommand:
-		return p.Child("postKubeadmCommands").Index(at.Index)
+// fieldError is a finding of the render as a field error at its field path. The value is the
+// renderer's Value, which it sets only where the value cannot be secret: a document, a kubeadm
+// section, a file's content, a command or a URL with credentials may carry them.
+func fieldError(f *ignition.Error, p *field.Path) *field.Error {
+	var value any = field.OmitValueType{}
+	if f.Value != nil {
+		value = f.Value
 	}
-	return p
+	return field.Invalid(f.Place.FieldPath(p), value, f.Detail())
 }
 
 // documentPath is the spec's section of a provisioning document: butane or containerLinuxConfig.
@@ -227,93 +181,6 @@ func documentPath(p *field.Path, part ignition.Part) *field.Path {
 		return p.Child("containerLinuxConfig")
 	}
 	return p.Child("butane")
-}
-
-// blame turns a render error into a field error on the user's spec and sets aside, in work,
-// what it blames so the next render can look further. It reports false when nothing could be
-// set aside (the same error would come back). Values are echoed only where they cannot be
-// secret: a document, a kubeadm section, a file's content or a command may carry credentials.
-func blame(ierr *ignition.Error, spec, work *cabpiv1.IgnitionConfigSpec, p *field.Path) (*field.Error, bool) {
-	msg := message(ierr)
-	at := ierr.Place
-	fp := specPath(p, at)
-	switch at.Part {
-	case ignition.PartButane, ignition.PartContainerLinuxConfig:
-		// The document is invalid, or conflicts with the rest of the spec (spec.files, the
-		// certificates of a control-plane node): either way it is set aside.
-		setAsideDocument(work, at.Part)
-		return field.Invalid(fp, field.OmitValueType{}, msg), true
-	case ignition.PartIgnitionVersion:
-		work.IgnitionVersion = ""
-		return field.Invalid(fp, spec.IgnitionVersion, msg), true
-	// A field inside a section (a token, the discovery file, the node name option): the error
-	// names that field and the whole section is set aside, but for a worker's controlPlane,
-	// which is all that is wrong with its join configuration.
-	case ignition.PartClusterConfiguration:
-		work.ClusterConfiguration = kubeadmv1.ClusterConfiguration{}
-		return field.Invalid(fp, field.OmitValueType{}, msg), true
-	case ignition.PartInitConfiguration:
-		work.InitConfiguration = kubeadmv1.InitConfiguration{}
-		return field.Invalid(fp, field.OmitValueType{}, msg), true
-	case ignition.PartJoinConfiguration:
-		if len(at.Path) == 1 && at.Member() == ignition.JoinControlPlane {
-			work.JoinConfiguration.ControlPlane = nil
-		} else {
-			work.JoinConfiguration = kubeadmv1.JoinConfiguration{}
-		}
-		return field.Invalid(fp, field.OmitValueType{}, msg), true
-	case ignition.PartNodeName:
-		work.NodeName = nil
-		return field.Invalid(fp, field.OmitValueType{}, msg), true
-	case ignition.PartKubernetes:
-		work.Kubernetes = cabpiv1.KubernetesSpec{}
-		return field.Invalid(fp, kubernetesValue(spec.Kubernetes, at), msg), true
-	case ignition.PartFile:
-		i := at.Index
-		if i >= len(spec.Files) || i >= len(work.Files) {
-			break
-		}
-		f := spec.Files[i]
-		work.Files[i] = placeholderFile(i)
-		switch at.Member() {
-		case ignition.FileMode:
-			return field.Invalid(fp, f.Permissions, msg), true
-		case ignition.FileOwner:
-			return field.Invalid(fp, f.Owner, msg), true
-		case ignition.FileContent:
-			return field.Invalid(fp, field.OmitValueType{}, msg), true
-		case ignition.FileAppend:
-			return field.Invalid(fp, f.Append, msg), true
-		}
-		return field.Invalid(fp, f.Path, msg), true
-	case ignition.PartPreKubeadmCommand, ignition.PartPostKubeadmCommand:
-		specCommands, workCommands := spec.PreKubeadmCommands, work.PreKubeadmCommands
-		if at.Part == ignition.PartPostKubeadmCommand {
-			specCommands, workCommands = spec.PostKubeadmCommands, work.PostKubeadmCommands
-		}
-		if at.Index >= len(specCommands) || at.Index >= len(workCommands) {
-			break
-		}
-		workCommands[at.Index] = placeholderCommand
-		return field.Invalid(fp, field.OmitValueType{}, msg), true
-	}
-	// The merged configuration, the variant or anything else: blame the spec as a whole.
-	return field.Invalid(p, field.OmitValueType{}, msg), false
-}
-
-// setAsideDocument drops the provisioning document of part from work.
-func setAsideDocument(work *cabpiv1.IgnitionConfigSpec, part ignition.Part) {
-	if part == ignition.PartContainerLinuxConfig {
-		work.ContainerLinuxConfig = cabpiv1.ContainerLinuxConfigSpec{}
-		return
-	}
-	work.Butane = cabpiv1.ButaneSpec{}
-}
-
-// placeholderFile stands in for a user file whose error was reported, at a path nothing else
-// writes, so the indexes of the other files stay the same.
-func placeholderFile(i int) cabpiv1.File {
-	return cabpiv1.File{Path: fmt.Sprintf("/run/cabpi-admission/placeholder-%d", i), Content: "placeholder"}
 }
 
 // message is the renderer's message of err, with the location inside the Butane document or
@@ -334,20 +201,4 @@ func hasError(errs field.ErrorList, e *field.Error) bool {
 		}
 	}
 	return false
-}
-
-// kubernetesValue is the value of spec.kubernetes at the place, for the error: none of it is
-// secret.
-func kubernetesValue(k cabpiv1.KubernetesSpec, at ignition.Place) any {
-	switch {
-	case slices.Equal(at.Path, []ignition.Member{ignition.KubernetesSource}):
-		return k.Source
-	case slices.Equal(at.Path, []ignition.Member{ignition.KubernetesArch}):
-		return k.Arch
-	case slices.Equal(at.Path, []ignition.Member{ignition.KubernetesSysext, ignition.KubernetesBaseURL}) && k.Sysext != nil:
-		return k.Sysext.BaseURL
-	case slices.Equal(at.Path, []ignition.Member{ignition.KubernetesBinaries, ignition.KubernetesBaseURL}) && k.Binaries != nil:
-		return k.Binaries.BaseURL
-	}
-	return field.OmitValueType{}
 }

@@ -1,6 +1,8 @@
 package webhooks
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -166,4 +168,82 @@ func TestValidateKubernetesOwnerVersion(t *testing.T) {
 			assert.Contains(t, errs[0].Detail, tc.version)
 		})
 	}
+}
+
+// Three independent mistakes in three parts of the spec are refused at once, each at its field
+// path: one kubectl apply tells the user all three.
+func TestValidateListsEveryMistake(t *testing.T) {
+	c := &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: threeMistakes()}
+	_, err := (&IgnitionConfigWebhook{}).ValidateCreate(t.Context(), c)
+	var status *apierrors.StatusError
+	require.ErrorAs(t, err, &status)
+	causes := status.ErrStatus.Details.Causes
+	var fields []string
+	for _, cause := range causes {
+		fields = append(fields, cause.Field)
+	}
+	assert.ElementsMatch(t, []string{"spec.butane.inline", "spec.files[0].path", "spec.joinConfiguration.discovery.tlsBootstrapToken"}, fields, "%v", causes)
+}
+
+// threeMistakes is a spec with a Butane snippet that does not parse, a file at a path the
+// provider owns and a TLS bootstrap token kubeadm refuses.
+func threeMistakes() cabpiv1.IgnitionConfigSpec {
+	spec := cabpiv1.IgnitionConfigSpec{
+		Butane: cabpiv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.0.0\nstorage: [\n"},
+		Files:  []cabpiv1.File{{Path: "/etc/kubeadm.sh", Content: "x"}},
+	}
+	spec.JoinConfiguration.Discovery.TLSBootstrapToken = "not-a-token"
+	return spec
+}
+
+// The bad inputs of issue 28, refused at admission with every finding in the one answer, each
+// at its field path; a base URL's credentials are never repeated.
+func TestValidateRefusesBadInputs(t *testing.T) {
+	spec := &cabpiv1.IgnitionConfigSpec{
+		Platform: cabpiv1.PlatformAzure,
+		NodeName: &cabpiv1.NodeNameSource{FromMetadata: cabpiv1.MetadataPlatformAWS},
+		Kubernetes: cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries,
+			Binaries: &cabpiv1.BinariesSource{BaseURL: "https://user:hunter2@mirror.example/release"}},
+		Files: []cabpiv1.File{{Path: "/usr/local/bin/tool", Content: "x"}},
+		Users: []cabpiv1.User{{Name: "ops", Shell: "/bin/sh:x"}},
+		Butane: cabpiv1.ButaneSpec{Inline: "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n    - path: /opt/x\n      contents:\n" +
+			"        source: https://example.com/x\n        verification:\n          hash: sha256-" + strings.Repeat("z", 64) + "\n"},
+	}
+	errs, _ := validateSpec(specCheck{spec: spec, path: field.NewPath("spec"), kubernetesVersion: configinput.DefaultKubernetesVersion})
+	byField := map[string]*field.Error{}
+	for _, e := range errs {
+		byField[e.Field] = e
+	}
+	for _, f := range []string{"spec.nodeName.fromMetadata", "spec.kubernetes.binaries.baseURL", "spec.files[0].path", "spec.users[0].shell", "spec.butane.inline"} {
+		assert.Contains(t, byField, f, "%v", errs)
+	}
+	require.Len(t, errs, 5, "%v", errs)
+	assert.NotContains(t, errs.ToAggregate().Error(), "hunter2", "the base URL's credentials are never repeated")
+	assert.Equal(t, "/usr/local/bin/tool", byField["spec.files[0].path"].BadValue)
+}
+
+// A spec with more problems than are listed gets the first maxListedErrors and a count of the
+// rest, on the spec.
+func TestValidateCapsTheList(t *testing.T) {
+	spec := &cabpiv1.IgnitionConfigSpec{}
+	for i := range maxListedErrors + 3 {
+		spec.Files = append(spec.Files, cabpiv1.File{Path: fmt.Sprintf("relative/%d", i), Content: "x"})
+	}
+	errs, _ := validateSpec(specCheck{spec: spec, path: field.NewPath("spec"), kubernetesVersion: configinput.DefaultKubernetesVersion})
+	require.Len(t, errs, maxListedErrors+1)
+	last := errs[maxListedErrors]
+	assert.Equal(t, "spec", last.Field)
+	assert.Contains(t, last.Detail, "and 3 more problems")
+}
+
+// The warning that a user's own Kubernetes sysext differs from the version rendered for is
+// given only when that version is the owner's, not the stand-in of a config without owner.
+func TestValidateForeignSysextWarnedForTheOwnersVersion(t *testing.T) {
+	spec := &cabpiv1.IgnitionConfigSpec{Files: []cabpiv1.File{{Path: "/opt/extensions/kubernetes/kubernetes-v1.33.2-x86-64.raw", Content: "x"}}}
+	_, warnings := validateSpec(specCheck{spec: spec, path: field.NewPath("spec"), kubernetesVersion: "v1.34.4", ownerVersion: true})
+	require.Len(t, warnings, 1, "%v", warnings)
+	assert.Contains(t, warnings[0], "spec.files[0].path: ")
+	assert.Contains(t, warnings[0], "v1.33.2")
+	_, warnings = validateSpec(specCheck{spec: spec, path: field.NewPath("spec"), kubernetesVersion: configinput.DefaultKubernetesVersion})
+	assert.Empty(t, warnings)
 }

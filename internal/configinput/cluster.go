@@ -90,7 +90,8 @@ func CertificatesFor(spec *cabpiv1.IgnitionConfigSpec, role ignition.Role) secre
 // A fact the spec needs and cluster lacks is left empty; the renderer then refuses the input.
 // The platform (EffectivePlatform) decides whether the data may be compressed, and with the
 // delivery the user-data limit it is rendered against; a delivery the variant cannot boot is a
-// *DeliveryError.
+// *DeliveryError. What is wrong with the spec's fields as read here (FromSpec, the platform's
+// rules) is in the input's Findings, which the render reports first, with its own.
 func Build(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role ignition.Role, kubernetesVersion string, cluster Cluster, res Resolver) (ignition.Input, error) {
 	if err := CheckDelivery(spec, cluster.Delivery); err != nil {
 		return ignition.Input{}, err
@@ -99,9 +100,7 @@ func Build(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role ignition.
 	if err != nil {
 		return in, err
 	}
-	if err := applyPlatform(&in, EffectivePlatform(spec, cluster.Delivery.Kind), cluster.Delivery); err != nil {
-		return in, err
-	}
+	applyPlatform(&in, EffectivePlatform(spec, cluster.Delivery.Kind), cluster.Delivery)
 	in.Certificates = CertificateFiles(cluster.Certificates)
 	switch role {
 	case ignition.RoleInit:

@@ -5,6 +5,7 @@ package configinput
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -81,7 +82,10 @@ const DefaultFileMode = 0o644
 
 // FromSpec builds the role-independent part of the input: variant, pinned version, Butane or
 // Container Linux Config, files and commands. Role-specific parts (kubeadm configurations,
-// certificates) are the caller's.
+// certificates) are the caller's. What is wrong with a field it reads (a permission that does
+// not parse, a file's content that does not decode, both documents set) is recorded in
+// in.Findings with the field set aside, so the render reports it along with its own findings;
+// the error is for what stops building (a reference not readable).
 func FromSpec(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role ignition.Role, kubernetesVersion string, res Resolver) (ignition.Input, error) {
 	in := ignition.Input{
 		Variant:             Variant(spec),
@@ -96,9 +100,7 @@ func FromSpec(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role igniti
 
 		ContainerLinuxConfigStrict: spec.ContainerLinuxConfig.Strict,
 	}
-	if err := CheckDocuments(spec); err != nil {
-		return in, err
-	}
+	docsErr := CheckDocuments(spec)
 	if nn := spec.NodeName; nn != nil {
 		in.NodeName = &ignition.NodeNameFromMetadata{Platform: nn.FromMetadata, ProviderID: nn.ProviderID}
 	}
@@ -107,25 +109,46 @@ func FromSpec(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role igniti
 		return in, err
 	}
 	in.Butane = butane
-	clc := spec.ContainerLinuxConfig
-	if in.ContainerLinuxConfig, err = document(ctx, ignition.PartContainerLinuxConfig, clc.Inline, clc.ContentFrom, res); err != nil {
-		return in, err
+	if docsErr != nil {
+		// One document: the Container Linux Config is refused and set aside, Butane checked.
+		var ierr *ignition.Error
+		if !errors.As(docsErr, &ierr) {
+			return in, docsErr
+		}
+		in.Findings = append(in.Findings, ierr)
+	} else {
+		clc := spec.ContainerLinuxConfig
+		if in.ContainerLinuxConfig, err = document(ctx, ignition.PartContainerLinuxConfig, clc.Inline, clc.ContentFrom, res); err != nil {
+			return in, err
+		}
 	}
 	for i, f := range spec.Files {
-		file, err := fileFromSpec(ctx, i, f, res)
+		file, findings, err := fileFromSpec(ctx, i, f, res)
 		if err != nil {
 			return in, err
 		}
+		in.Findings = append(in.Findings, findings...)
 		in.Files = append(in.Files, file)
 	}
 	for i, u := range spec.Users {
 		user, err := userFromSpec(ctx, i, u, res)
-		if err != nil {
+		if finding := inputFinding(err); finding != nil {
+			in.Findings = append(in.Findings, finding)
+		} else if err != nil {
 			return in, err
 		}
 		in.Users = append(in.Users, user)
 	}
 	return in, nil
+}
+
+// inputFinding is err when it is a finding about the input (an *ignition.Error), nil otherwise.
+func inputFinding(err error) *ignition.Error {
+	var ierr *ignition.Error
+	if errors.As(err, &ierr) {
+		return ierr
+	}
+	return nil
 }
 
 // CheckDocuments applies the renderer's rule of one provisioning document
@@ -180,23 +203,28 @@ func document(ctx context.Context, part ignition.Part, inline string, from *cabp
 	return "", nil
 }
 
-func fileFromSpec(ctx context.Context, i int, f cabpiv1.File, res Resolver) (ignition.File, error) {
+// fileFromSpec resolves a file of the spec. Its findings (permissions that do not parse,
+// content that does not decode) are returned apart from the error, which stops building.
+func fileFromSpec(ctx context.Context, i int, f cabpiv1.File, res Resolver) (ignition.File, []*ignition.Error, error) {
 	file := ignition.File{Path: f.Path, Owner: f.Owner, Content: []byte(f.Content), Mode: DefaultFileMode, Append: f.Append}
+	var findings []*ignition.Error
 	if f.Permissions != "" {
 		mode, err := ParseMode(f.Permissions)
 		if err != nil {
-			return file, &ignition.Error{Kind: ignition.ErrInvalidInput, Place: ignition.Entry(ignition.PartFile, i, ignition.FileMode), Message: err.Error()}
+			findings = append(findings, &ignition.Error{Kind: ignition.ErrInvalidInput,
+				Place: ignition.Entry(ignition.PartFile, i, ignition.FileMode), Message: err.Error(), Value: f.Permissions})
+		} else {
+			file.Mode = mode
 		}
-		file.Mode = mode
 	}
 	if f.ContentFrom != nil {
 		data, err := res.SecretKey(ctx, RefField{Part: ignition.PartFile, Index: i}, f.ContentFrom.Secret)
 		if err != nil {
-			return file, err
+			return file, findings, err
 		}
 		file.Content = data
 		if p, ok := res.(placeholderResolver); ok && p.Placeholders() {
-			return file, nil // a placeholder is not encoded: it stands for the decoded content
+			return file, findings, nil // a placeholder is not encoded: it stands for the decoded content
 		}
 	}
 	content, err := decodeFileContent(file.Content, f.Encoding)
@@ -205,10 +233,10 @@ func fileFromSpec(ctx context.Context, i int, f cabpiv1.File, res Resolver) (ign
 		if f.ContentFrom != nil {
 			at = ignition.Entry(ignition.PartFile, i, fileContentFrom)
 		}
-		return file, &ignition.Error{Kind: ignition.ErrInvalidInput, Place: at, Message: err.Error()}
+		return file, append(findings, &ignition.Error{Kind: ignition.ErrInvalidInput, Place: at, Message: err.Error()}), nil
 	}
 	file.Content = content
-	return file, nil
+	return file, findings, nil
 }
 
 // placeholderResolver is a Resolver whose Secret content stands in for the real one (offline

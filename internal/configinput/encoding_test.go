@@ -70,21 +70,22 @@ func TestFileEncodings(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			tc.file.Path = "/opt/bin/hello"
-			f, err := fileFromSpec(t.Context(), 0, tc.file, res)
+			f, findings, err := fileFromSpec(t.Context(), 0, tc.file, res)
+			require.NoError(t, err)
 			if tc.errPath == "" {
-				require.NoError(t, err)
+				require.Empty(t, findings)
 				assert.Equal(t, want, f.Content)
 				return
 			}
-			var ierr *ignition.Error
-			require.ErrorAs(t, err, &ierr)
-			assert.Equal(t, tc.errPath, ierr.Place.String())
+			require.Len(t, findings, 1, "%v", findings)
+			assert.Equal(t, tc.errPath, findings[0].Place.String())
 		})
 	}
 
 	// Offline (admission, cabpi render) a Secret's content is a placeholder: not decoded.
-	f, err := fileFromSpec(t.Context(), 0, cabpiv1.File{Path: "/x", ContentFrom: from("gz"), Encoding: cabpiv1.FileEncodingGzip}, OfflineResolver{})
+	f, findings, err := fileFromSpec(t.Context(), 0, cabpiv1.File{Path: "/x", ContentFrom: from("gz"), Encoding: cabpiv1.FileEncodingGzip}, OfflineResolver{})
 	require.NoError(t, err)
+	require.Empty(t, findings)
 	assert.Contains(t, string(f.Content), "placeholder")
 }
 
@@ -108,17 +109,18 @@ func TestPasswordHashFrom(t *testing.T) {
 	require.ErrorAs(t, err, &missing, "a missing Secret waits, as other references do")
 }
 
-// CAPD reads Ignition with spec 2.3 types and cannot read append: refused for platform docker.
+// CAPD reads Ignition with spec 2.3 types and cannot read append: refused for platform docker
+// (a finding of the input, which the render reports).
 func TestAppendRefusedForCAPD(t *testing.T) {
 	spec := &cabpiv1.IgnitionConfigSpec{Platform: cabpiv1.PlatformDocker,
 		Files: []cabpiv1.File{{Path: "/etc/hosts", Content: "x", Append: true}}}
-	_, err := Offline(t.Context(), spec, ignition.RoleWorkerJoin, DefaultKubernetesVersion, OfflineResolver{})
+	_, err := RenderOffline(t.Context(), spec, ignition.RoleWorkerJoin, DefaultKubernetesVersion, nil)
 	var ierr *ignition.Error
 	require.ErrorAs(t, err, &ierr)
 	assert.Equal(t, ignition.Entry(ignition.PartFile, 0, ignition.FileAppend), ierr.Place)
 
 	spec.Platform = cabpiv1.PlatformAWS
-	_, err = Offline(t.Context(), spec, ignition.RoleWorkerJoin, DefaultKubernetesVersion, OfflineResolver{})
+	_, err = RenderOffline(t.Context(), spec, ignition.RoleWorkerJoin, DefaultKubernetesVersion, nil)
 	require.NoError(t, err)
 }
 
@@ -128,17 +130,17 @@ func TestDownloadingKubernetesSourceRefusedForCAPD(t *testing.T) {
 	for _, source := range []cabpiv1.KubernetesSource{cabpiv1.KubernetesSourceSysext, cabpiv1.KubernetesSourceBinaries} {
 		t.Run(string(source), func(t *testing.T) {
 			spec := &cabpiv1.IgnitionConfigSpec{Platform: cabpiv1.PlatformDocker, Kubernetes: cabpiv1.KubernetesSpec{Source: source}}
-			_, err := Offline(t.Context(), spec, ignition.RoleWorkerJoin, DefaultKubernetesVersion, OfflineResolver{})
+			_, err := RenderOffline(t.Context(), spec, ignition.RoleWorkerJoin, DefaultKubernetesVersion, nil)
 			var ierr *ignition.Error
 			require.ErrorAs(t, err, &ierr)
 			assert.Equal(t, ignition.At(ignition.PartKubernetes, ignition.KubernetesSource), ierr.Place)
 
 			spec.Platform = cabpiv1.PlatformOpenStack
-			_, err = Offline(t.Context(), spec, ignition.RoleWorkerJoin, DefaultKubernetesVersion, OfflineResolver{})
+			_, err = RenderOffline(t.Context(), spec, ignition.RoleWorkerJoin, DefaultKubernetesVersion, nil)
 			require.NoError(t, err)
 		})
 	}
 	spec := &cabpiv1.IgnitionConfigSpec{Platform: cabpiv1.PlatformDocker, Kubernetes: cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceImage}}
-	_, err := Offline(t.Context(), spec, ignition.RoleWorkerJoin, DefaultKubernetesVersion, OfflineResolver{})
+	_, err := RenderOffline(t.Context(), spec, ignition.RoleWorkerJoin, DefaultKubernetesVersion, nil)
 	require.NoError(t, err)
 }

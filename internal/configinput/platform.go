@@ -80,26 +80,58 @@ func Compressible(p cabpiv1.Platform) bool {
 	return p != cabpiv1.PlatformDocker
 }
 
-// applyPlatform sets what the platform means for rendering. CAPD reads files with Ignition 2.3
-// types, in which append is a flag, not a list: it cannot read an appended file (docs/adr/010).
-func applyPlatform(in *ignition.Input, p cabpiv1.Platform, d Delivery) error {
+// applyPlatform sets what the platform means for rendering, and records in in.Findings what
+// the platform's machines cannot read. CAPD reads files with Ignition 2.3 types, in which append
+// is a flag, not a list: it cannot read an appended file (docs/adr/010). A node named from a
+// metadata service must run on a platform that has that service.
+func applyPlatform(in *ignition.Input, p cabpiv1.Platform, d Delivery) {
 	in.Compress, in.SizeLimit = Compressible(p), d.userDataLimit(p)
+	if nn := in.NodeName; nn != nil && p != "" && metadataPlatformOf(p) != nn.Platform {
+		in.Findings = append(in.Findings, &ignition.Error{Kind: ignition.ErrInvalidInput,
+			Place: ignition.At(ignition.PartNodeName, ignition.NodeNamePlatform), Value: string(nn.Platform),
+			Message: fmt.Sprintf("the node is named from the %s metadata service, and platform %s (%s) has none: "+
+				"the node would wait for it at every boot; set nodeName.fromMetadata to the machine's own platform, or leave nodeName unset",
+				nn.Platform, p, platformOrigin(d))})
+	}
 	if p != cabpiv1.PlatformDocker {
-		return nil
+		return
 	}
 	// CAPD writes only the inline contents of files: it downloads nothing and links nothing.
 	if src := in.Kubernetes.Source; src != "" && src != cabpiv1.KubernetesSourceImage {
-		return &ignition.Error{Kind: ignition.ErrInvalidInput, Place: ignition.At(ignition.PartKubernetes, ignition.KubernetesSource),
+		in.Findings = append(in.Findings, &ignition.Error{Kind: ignition.ErrInvalidInput,
+			Place: ignition.At(ignition.PartKubernetes, ignition.KubernetesSource), Value: string(src),
 			Message: fmt.Sprintf("CAPD (platform docker) writes only inline file contents and downloads nothing: source %s cannot work there; "+
-				"use source image (CAPD's kindest/node images have kubeadm and the kubelet)", src)}
+				"use source image (CAPD's kindest/node images have kubeadm and the kubelet)", src)})
 	}
 	for i, f := range in.Files {
 		if f.Append {
-			return &ignition.Error{Kind: ignition.ErrInvalidInput, Place: ignition.Entry(ignition.PartFile, i, ignition.FileAppend),
-				Message: "CAPD (platform docker) cannot read Ignition's append: write the whole file, or append in a preKubeadmCommand"}
+			in.Findings = append(in.Findings, &ignition.Error{Kind: ignition.ErrInvalidInput,
+				Place: ignition.Entry(ignition.PartFile, i, ignition.FileAppend), Value: f.Append,
+				Message: "CAPD (platform docker) cannot read Ignition's append: write the whole file, or append in a preKubeadmCommand"})
 		}
 	}
-	return nil
+}
+
+// metadataPlatformOf is the metadata service a platform's machines have that can name a node
+// (nodeName.fromMetadata), "" for none cabpi reads.
+func metadataPlatformOf(p cabpiv1.Platform) cabpiv1.MetadataPlatform {
+	switch p {
+	case cabpiv1.PlatformAWS:
+		return cabpiv1.MetadataPlatformAWS
+	case cabpiv1.PlatformAzure:
+		return cabpiv1.MetadataPlatformAzure
+	case cabpiv1.PlatformOpenStack:
+		return cabpiv1.MetadataPlatformOpenStack
+	}
+	return ""
+}
+
+// platformOrigin says where the platform was taken from, for messages.
+func platformOrigin(d Delivery) string {
+	if d.Kind != "" {
+		return "spec.platform, or the infrastructure machine's kind " + d.Kind
+	}
+	return "spec.platform"
 }
 
 // ParsePlatform reads a platform name as spec.platform takes it.

@@ -215,3 +215,37 @@ func TestDataTooLargeWeighsTheStoredData(t *testing.T) {
 	assert.Empty(t, configinput.DataTooLarge(out.Size.Bytes), "its wrapper does")
 	assert.False(t, out.Size.OverLimit(), "nor GCP's 256 KiB: %d bytes", out.Size.Bytes)
 }
+
+// A node named from a metadata service must run on a platform that has it: the platform's own
+// service is fine, another (or a platform with none cabpi reads) is refused at
+// nodeName.fromMetadata, whether the platform is stated or comes from the infrastructure kind.
+func TestNodeNameFromMetadataOfThePlatform(t *testing.T) {
+	for _, tc := range []struct {
+		platform cabpiv1.Platform
+		kind     string
+		from     cabpiv1.MetadataPlatform
+		bad      bool
+	}{
+		{cabpiv1.PlatformAzure, "", cabpiv1.MetadataPlatformAWS, true},
+		{cabpiv1.PlatformGCP, "", cabpiv1.MetadataPlatformOpenStack, true},
+		{"", "AzureMachine", cabpiv1.MetadataPlatformAWS, true},
+		{cabpiv1.PlatformAWS, "", cabpiv1.MetadataPlatformAWS, false},
+		{cabpiv1.PlatformAzure, "", cabpiv1.MetadataPlatformAzure, false},
+		{cabpiv1.PlatformOpenStack, "", cabpiv1.MetadataPlatformOpenStack, false},
+		{"", "", cabpiv1.MetadataPlatformAWS, false}, // platform not known
+	} {
+		t.Run(fmt.Sprintf("%s%s-%s", tc.platform, tc.kind, tc.from), func(t *testing.T) {
+			spec := &cabpiv1.IgnitionConfigSpec{Platform: tc.platform, NodeName: &cabpiv1.NodeNameSource{FromMetadata: tc.from}}
+			_, err := configinput.RenderOfflineFor(context.Background(), spec, ignition.RoleWorkerJoin, configinput.DefaultKubernetesVersion,
+				configinput.Delivery{Kind: tc.kind}, nil)
+			if !tc.bad {
+				require.NoError(t, err)
+				return
+			}
+			var ierr *ignition.Error
+			require.ErrorAs(t, err, &ierr)
+			assert.Equal(t, ignition.At(ignition.PartNodeName, ignition.NodeNamePlatform), ierr.Place)
+			assert.Equal(t, string(tc.from), ierr.Value)
+		})
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"maps"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kubeadmv1beta1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta1"
 	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	kubeadmconversion "sigs.k8s.io/cluster-api/bootstrap/kubeadm/webhooks/conversion"
 	"sigs.k8s.io/yaml"
@@ -64,40 +63,29 @@ func convertDocument(version, kind string, doc []byte) (Converted, []Finding, er
 }
 
 func decodeKubeadmConfig(version string, doc []byte) (*kubeadmv1.KubeadmConfig, error) {
-	out := &kubeadmv1.KubeadmConfig{}
-	switch version {
-	case "v1beta2":
-		if err := yaml.UnmarshalStrict(doc, out); err != nil {
-			return nil, fmt.Errorf("reading the KubeadmConfig: %w", err)
-		}
-	case "v1beta1":
-		src := &kubeadmv1beta1.KubeadmConfig{}
-		if err := yaml.UnmarshalStrict(doc, src); err != nil {
-			return nil, fmt.Errorf("reading the KubeadmConfig: %w", err)
-		}
-		if err := kubeadmconversion.ConvertKubeadmConfigV1Beta1ToHub(context.Background(), src, out); err != nil {
-			return nil, fmt.Errorf("converting the v1beta1 KubeadmConfig to v1beta2: %w", err)
-		}
-	default:
-		return nil, unsupportedVersion(version)
-	}
-	return out, nil
+	return decodeKubeadm("KubeadmConfig", version, doc, kubeadmconversion.ConvertKubeadmConfigV1Beta1ToHub)
 }
 
 func decodeKubeadmConfigTemplate(version string, doc []byte) (*kubeadmv1.KubeadmConfigTemplate, error) {
-	out := &kubeadmv1.KubeadmConfigTemplate{}
+	return decodeKubeadm("KubeadmConfigTemplate", version, doc, kubeadmconversion.ConvertKubeadmConfigTemplateV1Beta1ToHub)
+}
+
+// decodeKubeadm reads a document of kind at version into Hub, the v1beta2 type: a v1beta2
+// document as it is, a v1beta1 one (Old) converted with Cluster API's own conversion.
+func decodeKubeadm[Hub, Old any](kind, version string, doc []byte, fromV1Beta1 func(context.Context, *Old, *Hub) error) (*Hub, error) {
+	out := new(Hub)
 	switch version {
 	case "v1beta2":
 		if err := yaml.UnmarshalStrict(doc, out); err != nil {
-			return nil, fmt.Errorf("reading the KubeadmConfigTemplate: %w", err)
+			return nil, fmt.Errorf("reading the %s: %w", kind, err)
 		}
 	case "v1beta1":
-		src := &kubeadmv1beta1.KubeadmConfigTemplate{}
+		src := new(Old)
 		if err := yaml.UnmarshalStrict(doc, src); err != nil {
-			return nil, fmt.Errorf("reading the KubeadmConfigTemplate: %w", err)
+			return nil, fmt.Errorf("reading the %s: %w", kind, err)
 		}
-		if err := kubeadmconversion.ConvertKubeadmConfigTemplateV1Beta1ToHub(context.Background(), src, out); err != nil {
-			return nil, fmt.Errorf("converting the v1beta1 KubeadmConfigTemplate to v1beta2: %w", err)
+		if err := fromV1Beta1(context.Background(), src, out); err != nil {
+			return nil, fmt.Errorf("converting the v1beta1 %s to v1beta2: %w", kind, err)
 		}
 	default:
 		return nil, unsupportedVersion(version)

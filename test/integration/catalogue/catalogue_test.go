@@ -273,7 +273,7 @@ func catalogue() []badInput {
 		{name: "files: same path twice (schema)", spec: files(file("/etc/app.conf", "x"), file("/etc/app.conf", "y")),
 			rejected: []cause{{"spec.files[1]", "Duplicate value"}}},
 		{name: "files: same path once cleaned", spec: files(file("/etc/app.conf", "x"), file("/etc//app.conf", "y")),
-			rejected: []cause{{"spec.files[1].path", "is also written by spec.files[0]"}}},
+			rejected: []cause{{"spec.files[1].path", "is also written by files[0]"}}},
 		{name: "files: path with a space", spec: files(file("/etc/a b", "x")),
 			rejected: []cause{{"spec.files[0].path", `file path "/etc/a b" contains ' '`}}},
 		{name: "files: path with a command substitution", spec: files(file("/etc/$(reboot)", "x")),

@@ -603,7 +603,7 @@ func TestAdmission(t *testing.T) {
 					s.Files = []cabpiv1.File{{Path: "/etc/app.conf", Content: "x"}, {Path: "/etc//app.conf", Content: "y"}}
 				}))
 			},
-			want: []cause{{"spec.files[1].path", "is also written by spec.files[0]"}},
+			want: []cause{{"spec.files[1].path", "is also written by files[0]"}},
 		},
 		{
 			name: "two files at the same path (schema)",
@@ -1163,4 +1163,45 @@ func TestButaneWarningsAreAdmissionWarnings(t *testing.T) {
 		s.Butane.Inline, s.Butane.Strict = misspelt, true
 	}))
 	requireInvalid(t, c.Create(ctx, strict), cause{"spec.butane.inline", "filez"})
+}
+
+// Three independent mistakes in three parts of the spec (a Butane snippet that does not parse,
+// a file at a path the provider owns, a TLS bootstrap token kubeadm refuses) are refused by the
+// API server once, all three at their field paths, and nothing else.
+func TestThreeMistakesRefusedAtOnce(t *testing.T) {
+	ns := env.CreateNamespace(t, "mistakes").Name
+	c := newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+		s.Butane.Inline = flatcarButane + "storage: [\n"
+		s.Files = []cabpiv1.File{{Path: "/etc/kubeadm.sh", Content: "x"}}
+		s.JoinConfiguration.Discovery.TLSBootstrapToken = "not-a-token"
+	}))
+	err := env.Client.Create(t.Context(), c)
+	requireInvalid(t, err,
+		cause{"spec.butane.inline", "line 3"},
+		cause{"spec.files[0].path", "/etc/kubeadm.sh"},
+		cause{"spec.joinConfiguration.discovery.tlsBootstrapToken", "not a kubeadm bootstrap token"})
+	var status *apierrors.StatusError
+	require.ErrorAs(t, err, &status)
+	assert.Len(t, status.ErrStatus.Details.Causes, 3, "%s", testenv.FormatCauses(status.ErrStatus.Details.Causes))
+}
+
+// Bad inputs of issue 28 in one config, each refused at its field path in the one answer; the
+// base URL's credentials are not in it.
+func TestBadInputsRefusedAtOnce(t *testing.T) {
+	ns := env.CreateNamespace(t, "mistakes").Name
+	c := newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+		s.Platform = cabpiv1.PlatformAzure
+		s.NodeName = &cabpiv1.NodeNameSource{FromMetadata: cabpiv1.MetadataPlatformAWS}
+		s.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries,
+			Binaries: &cabpiv1.BinariesSource{BaseURL: "https://user:hunter2@mirror.example/release"}}
+		s.Files = []cabpiv1.File{{Path: "/usr/local/bin/tool", Content: "x"}}
+		s.Users = []cabpiv1.User{{Name: "ops", Gecos: "Ops:Team"}}
+	}))
+	err := env.Client.Create(t.Context(), c)
+	requireInvalid(t, err,
+		cause{"spec.nodeName.fromMetadata", "platform azure"},
+		cause{"spec.kubernetes.binaries.baseURL", "user information"},
+		cause{"spec.files[0].path", "read-only"},
+		cause{"spec.users[0].gecos", "useradd"})
+	assert.NotContains(t, err.Error(), "hunter2")
 }

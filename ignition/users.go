@@ -1,0 +1,81 @@
+package ignition
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+)
+
+// passwdSeparators separate the fields (':') and the entries (newlines) of /etc/passwd.
+// useradd, which Ignition creates users with, refuses a field that holds one, and Ignition
+// then fails the boot.
+const passwdSeparators = ":\n\r"
+
+// checkUsers refuses the user fields useradd refuses at boot: a name, GECOS, home directory or
+// shell with a ':' or a newline. Each field at fault is reported.
+func checkUsers(users []User) []*Error {
+	var errs []*Error
+	for i, u := range users {
+		for _, f := range []struct {
+			member Member
+			value  string
+		}{{UserName, u.Name}, {UserGecos, u.Gecos}, {UserHomeDir, u.HomeDir}, {UserShell, u.Shell}} {
+			if strings.ContainsAny(f.value, passwdSeparators) {
+				errs = append(errs, errorf(ErrInvalidInput, Entry(PartUser, i, f.member),
+					"%s holds a ':' or a line break, which separate the fields and entries of /etc/passwd: "+
+						"useradd refuses it at boot and Ignition fails the boot", f.member).withValue(f.value))
+			}
+		}
+	}
+	return errs
+}
+
+// foreignSysextWarnings warn of a Kubernetes system extension the input brings itself, under
+// source image, at another version than the one rendered for: Cluster API compares the
+// kubelet's version with the Machine's spec.version exactly, so such a node never matches its
+// Machine. Files and links named in the sysext layout (kubernetes-v1.33.0-x86-64.raw), by their
+// path, link target or download URL, are looked at. A warning rather than an error: the version
+// rendered for may be a stand-in (admission before the owner is known).
+func foreignSysextWarnings(in *Input, snip *snippet) []Warning {
+	if kubernetesSource(in.Kubernetes) != cabpiv1.KubernetesSourceImage {
+		return nil
+	}
+	want := "v" + strings.TrimPrefix(in.KubernetesVersion, "v")
+	var out []Warning
+	seen := map[string]bool{}
+	look := func(at Place, name string) {
+		version, _, ok := ParseSysextImageName(path.Base(name))
+		key := at.String() + "\x00" + version
+		if !ok || version == want || seen[key] {
+			return
+		}
+		seen[key] = true
+		out = append(out, Warning{Kind: WarnKubernetesVersionMismatch, Place: at, Message: fmt.Sprintf(
+			"brings its own Kubernetes system extension %s, of Kubernetes %s, while the node is rendered for Kubernetes %s: "+
+				"Cluster API compares the kubelet's version with the Machine's spec.version exactly; "+
+				"use spec.kubernetes.source sysext, which installs the Machine's version, or bring that version",
+			path.Base(name), version, want)})
+	}
+	for i, f := range in.Files {
+		look(Entry(PartFile, i, FilePath), f.Path)
+	}
+	if snip == nil {
+		return out
+	}
+	at := snip.source.place()
+	for _, f := range snip.config.Storage.Files {
+		look(at, f.Path)
+		if src := f.Contents.Source; src != nil && !strings.HasPrefix(*src, "data:") {
+			look(at, *src)
+		}
+	}
+	for _, l := range snip.config.Storage.Links {
+		look(at, l.Path)
+		if l.Target != nil {
+			look(at, *l.Target)
+		}
+	}
+	return out
+}
