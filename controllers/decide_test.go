@@ -452,3 +452,18 @@ func declaredReasons(t *testing.T) map[string]string {
 	})
 	return reasons
 }
+
+// A render with three problems: the condition's reason is the first one's, and its message
+// names the first and counts the rest (admission lists them all).
+func TestRenderFailureNamesTheFirstProblemAndCountsTheRest(t *testing.T) {
+	report := &ignition.Report{Errors: []*ignition.Error{
+		{Kind: ignition.ErrOwnedPathConflict, Place: ignition.At(ignition.PartButane), Message: "/etc/kubeadm.yml is cabpi's"},
+		{Kind: ignition.ErrInvalidButane, Place: ignition.At(ignition.PartButane), Message: "bad key"},
+		{Kind: ignition.ErrInvalidInput, Place: ignition.At(ignition.PartWhole), Message: "bad field"},
+	}}
+	why := renderFailure(report)
+	assert.Equal(t, cabpiv1.OwnedPathConflictReason, why.reason)
+	assert.Contains(t, why.message, "/etc/kubeadm.yml is cabpi's")
+	assert.Contains(t, why.message, "and 2 more problems")
+	assert.NotContains(t, why.message, "bad key")
+}
