@@ -107,19 +107,25 @@ INTEGRATION_PKGS := /test/(integration|release|e2e)(/|$$)
 UNIT_PKGS = $(shell go list ./... | grep -Ev '$(INTEGRATION_PKGS)')
 NO_APISERVER := $(CURDIR)/.no-kube-apiserver-in-unit-tests
 
+# hack/go-test-layers.sh runs each package once: the unit layer under the race detector (RACE=
+# turns it off) but for the packages whose tests run their code on one goroutine, the suites
+# without it.
+RACE ?= -race
+export RACE GO_TEST_FLAGS TEST_TIMEOUT INTEGRATION_PKGS
+
 .PHONY: test-unit
-test-unit: ignition-apply ## Run the unit tests: no kube-apiserver (renderer, inputs, webhook and controller logic, commands, the rendered units and bootstrap script).
+test-unit: ignition-apply ## Run the unit tests under the race detector: no kube-apiserver (renderer, inputs, webhook and controller logic, commands, the rendered units and bootstrap script).
 	KUBEBUILDER_ASSETS="$(NO_APISERVER)" \
 	CABPI_IGNITION_APPLY="$$(IGNITION_VER=$(IGNITION_VER) bash hack/ignition-apply.sh)" \
-		go test $(GO_TEST_FLAGS) $(UNIT_PKGS)
+		bash hack/go-test-layers.sh $(UNIT_PKGS)
 
 .PHONY: test
-test: tools clusterctl ## Run all tests (unit and integration) against a real kube-apiserver, etcd, CAPI controllers and ignition-apply.
+test: tools clusterctl ## Run all tests (unit, under the race detector, and integration) against a real kube-apiserver, etcd, CAPI controllers and ignition-apply.
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest-assets.sh)" \
 	CABPI_IGNITION_APPLY="$$(IGNITION_VER=$(IGNITION_VER) bash hack/ignition-apply.sh)" \
 	CABPI_KUSTOMIZE="$(KUSTOMIZE)" \
 	CABPI_CLUSTERCTL="$$(bash hack/clusterctl.sh)" \
-		go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) $(TEST_PKGS)
+		bash hack/go-test-layers.sh $(TEST_PKGS)
 	$(MAKE) --no-print-directory test-providers
 
 # The real-node suite is make e2e's alone: it boots machines as root.

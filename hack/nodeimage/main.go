@@ -11,11 +11,12 @@ import (
 	"os"
 	"path/filepath"
 
+	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/nodeimage"
 )
 
 func main() {
-	flavor := flag.String("flavor", string(nodeimage.FlavorFlatcar), "flatcar or fcos")
+	flavor := flag.String("flavor", string(infrav1.FlavorFlatcar), "flatcar or fcos")
 	version := flag.String("kubernetes-version", "v1.34.4", "version of kubeadm and kubelet")
 	bin := flag.String("kube-bin", "", "directory with kubeadm and kubelet at that version (hack/kube-binaries.sh)")
 	cache := flag.String("cache", filepath.Join(os.Getenv("CABPI_CACHE"), "nodeimage"), "where images are cached")
@@ -28,7 +29,7 @@ func main() {
 	if *etcd != "" || *pause != "" {
 		k.ControlPlane = &nodeimage.ControlPlane{KubeBinDir: *bin, EtcdBin: *etcd, PauseBin: *pause}
 	}
-	root, err := b.Build(context.Background(), nodeimage.Flavor(*flavor), k)
+	root, err := b.Build(context.Background(), infrav1.Flavor(*flavor), k)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "nodeimage:", err)
 		os.Exit(1)

@@ -208,7 +208,7 @@ func run(m *testing.M) int {
 	undo = append(undo, nspawn.RemoveStaleCgroups)
 	undo = append(undo, func() error { return instances.Close(context.Background()) })
 	// The images are built (or found in the cache) before any Machine asks.
-	for _, f := range []nodeimage.Flavor{nodeimage.FlavorFlatcar, nodeimage.FlavorFCOS, nodeimage.FlavorFlatcarStock, nodeimage.FlavorFCOSStock} {
+	for _, f := range []infrav1.Flavor{infrav1.FlavorFlatcar, infrav1.FlavorFCOS, infrav1.FlavorFlatcarStock, infrav1.FlavorFCOSStock} {
 		if _, err := instances.Image(ctx, f); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e: building the node image:", err)
 			return 1

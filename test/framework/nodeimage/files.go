@@ -10,6 +10,8 @@ import (
 	"sort"
 
 	"github.com/coreos/go-systemd/v22/unit"
+
+	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
 )
 
 //go:embed scripts/*.sh
@@ -28,15 +30,15 @@ type File struct {
 // where kubeadm and kubelet are, and where the kubelet's unit is, per flavor: Flatcar's
 // documented manual install puts the binaries in /opt/bin (not on systemd's default PATH) and the
 // unit in /etc; the Kubernetes sysext or a layered Fedora CoreOS image puts both under /usr.
-func (f Flavor) binDir() string {
-	if f.system() == FlavorFlatcar {
+func binDir(f infrav1.Flavor) string {
+	if system(f) == infrav1.FlavorFlatcar {
 		return "/opt/bin"
 	}
 	return "/usr/bin"
 }
 
-func (f Flavor) unitDir() string {
-	if f.system() == FlavorFlatcar {
+func unitDir(f infrav1.Flavor) string {
+	if system(f) == infrav1.FlavorFlatcar {
 		return "/etc/systemd/system"
 	}
 	return "/usr/lib/systemd/system"
@@ -45,8 +47,8 @@ func (f Flavor) unitDir() string {
 // metadataAgent is the unit that writes the platform's metadata for the variant, and what it
 // writes: Flatcar's coreos-metadata.service writes /run/metadata/flatcar with COREOS_OPENSTACK_*,
 // Fedora CoreOS' afterburn.service /run/metadata/afterburn with AFTERBURN_OPENSTACK_*.
-func (f Flavor) metadataAgent() (unitName, output, prefix string) {
-	if f.system() == FlavorFlatcar {
+func metadataAgent(f infrav1.Flavor) (unitName, output, prefix string) {
+	if system(f) == infrav1.FlavorFlatcar {
 		return "coreos-metadata.service", "/run/metadata/flatcar", "COREOS_OPENSTACK"
 	}
 	return "afterburn.service", "/run/metadata/afterburn", "AFTERBURN_OPENSTACK"
@@ -65,16 +67,16 @@ const Init = scriptDir + "/init.sh"
 // preflight wants, the boot steps that make this container behave like the real system, and
 // the first-boot machine-id. A stock flavor has no kubelet unit: it merges system extensions at
 // boot instead (extensions.go). Sorted by path.
-func (f Flavor) Files() ([]File, error) {
+func Files(f infrav1.Flavor) ([]File, error) {
 	var files []File
 	if f.Stock() {
 		files = append(files, sysextFiles()...)
 	} else {
-		bin := f.binDir()
+		bin := binDir(f)
 		files = append(files,
-			File{Path: path.Join(f.unitDir(), "kubelet.service"), Mode: 0o644, Data: kubeletUnit(bin)},
-			File{Path: path.Join(f.unitDir(), "kubelet.service.d", "10-kubeadm.conf"), Mode: 0o644, Data: kubeadmDropIn(bin)},
-			File{Path: "/etc/systemd/system/multi-user.target.wants/kubelet.service", LinkTarget: path.Join(f.unitDir(), "kubelet.service")})
+			File{Path: path.Join(unitDir(f), "kubelet.service"), Mode: 0o644, Data: kubeletUnit(bin)},
+			File{Path: path.Join(unitDir(f), "kubelet.service.d", "10-kubeadm.conf"), Mode: 0o644, Data: kubeadmDropIn(bin)},
+			File{Path: "/etc/systemd/system/multi-user.target.wants/kubelet.service", LinkTarget: path.Join(unitDir(f), "kubelet.service")})
 	}
 	files = append(files, []File{
 		// kubeadm's preflight refuses a node that does not forward IPv4; Flatcar ships this.
@@ -105,10 +107,10 @@ func (f Flavor) Files() ([]File, error) {
 		File{Path: "/etc/systemd/system/systemd-networkd.service", LinkTarget: "/dev/null"},
 		File{Path: "/etc/systemd/system/systemd-networkd-wait-online.service", LinkTarget: "/dev/null"},
 		File{Path: "/etc/systemd/system/systemd-networkd.socket", LinkTarget: "/dev/null"})
-	agent, output, prefix := f.metadataAgent()
+	agent, output, prefix := metadataAgent(f)
 	files = append(files,
 		unitFile(path.Join("/usr/lib/systemd/system", agent), metadataUnit(output, prefix)))
-	if f.system() == FlavorFlatcar {
+	if system(f) == infrav1.FlavorFlatcar {
 		names = append(names, "etc-noexec.sh")
 		files = append(files,
 			unitFile("/etc/systemd/system/cabpi-etc-noexec.service", etcNoexecUnit()),

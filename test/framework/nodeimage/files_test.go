@@ -10,12 +10,14 @@ import (
 	"github.com/coreos/go-systemd/v22/unit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
 )
 
 // byPath indexes a flavor's files.
-func byPath(t *testing.T, f Flavor) map[string]File {
+func byPath(t *testing.T, f infrav1.Flavor) map[string]File {
 	t.Helper()
-	files, err := f.Files()
+	files, err := Files(f)
 	require.NoError(t, err)
 	m := map[string]File{}
 	for _, file := range files {
@@ -42,12 +44,12 @@ func option(t *testing.T, data []byte, section, name string) []string {
 // The two flavors differ where Flatcar and Fedora CoreOS do, and only there.
 func TestFlavorsDifferAsTheSystemsDo(t *testing.T) {
 	for _, tc := range []struct {
-		flavor                            Flavor
+		flavor                            infrav1.Flavor
 		kubelet, unitDir, agent, agentOut string
 		etcNoexec                         bool
 	}{
-		{FlavorFlatcar, "/opt/bin/kubelet", "/etc/systemd/system", "coreos-metadata.service", "/run/metadata/flatcar COREOS_OPENSTACK", true},
-		{FlavorFCOS, "/usr/bin/kubelet", "/usr/lib/systemd/system", "afterburn.service", "/run/metadata/afterburn AFTERBURN_OPENSTACK", false},
+		{infrav1.FlavorFlatcar, "/opt/bin/kubelet", "/etc/systemd/system", "coreos-metadata.service", "/run/metadata/flatcar COREOS_OPENSTACK", true},
+		{infrav1.FlavorFCOS, "/usr/bin/kubelet", "/usr/lib/systemd/system", "afterburn.service", "/run/metadata/afterburn AFTERBURN_OPENSTACK", false},
 	} {
 		t.Run(string(tc.flavor), func(t *testing.T) {
 			files := byPath(t, tc.flavor)

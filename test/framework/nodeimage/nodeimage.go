@@ -22,36 +22,17 @@ import (
 	"strings"
 	"time"
 
+	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/nspawn"
 )
 
-// Flavor is how the node resembles the operating system a variant runs on.
-type Flavor string
-
-const (
-	// FlavorFlatcar: kubeadm and kubelet in /opt/bin, /etc mounted noexec before
-	// kubeadm.service can run, coreos-metadata.service writing /run/metadata/flatcar.
-	FlavorFlatcar Flavor = "flatcar"
-	// FlavorFCOS: kubeadm and kubelet in /usr/bin (as a sysext or a layered image puts them),
-	// afterburn.service writing /run/metadata/afterburn.
-	FlavorFCOS Flavor = "fcos"
-	// FlavorFlatcarStock is the flatcar-like image as Flatcar ships, without Kubernetes:
-	// systemd-sysext.service enabled, and Flatcar's reload of the units extensions bring.
-	FlavorFlatcarStock Flavor = "flatcar-stock"
-	// FlavorFCOSStock is the fcos-like image as Fedora CoreOS ships, without Kubernetes.
-	FlavorFCOSStock Flavor = "fcos-stock"
-)
-
-// Stock reports whether the flavor has no Kubernetes of its own.
-func (f Flavor) Stock() bool { return f == FlavorFlatcarStock || f == FlavorFCOSStock }
-
-// system is the operating system the flavor resembles: FlavorFlatcar or FlavorFCOS.
-func (f Flavor) system() Flavor {
+// system is the operating system a flavor resembles: FlavorFlatcar or FlavorFCOS.
+func system(f infrav1.Flavor) infrav1.Flavor {
 	switch f {
-	case FlavorFlatcar, FlavorFlatcarStock:
-		return FlavorFlatcar
+	case infrav1.FlavorFlatcar, infrav1.FlavorFlatcarStock:
+		return infrav1.FlavorFlatcar
 	}
-	return FlavorFCOS
+	return infrav1.FlavorFCOS
 }
 
 // basePackages make the Debian root a node: systemd as PID 1 and what kubeadm's preflight and
@@ -93,12 +74,12 @@ const ContainerdDir = "/var/lib/containerd"
 
 // Build returns the root file system of the flavor with k's kubeadm and kubelet, building
 // what is not cached yet. A stock flavor takes nothing of k: it has no Kubernetes.
-func (b Builder) Build(ctx context.Context, flavor Flavor, k Kubernetes) (string, error) {
+func (b Builder) Build(ctx context.Context, flavor infrav1.Flavor, k Kubernetes) (string, error) {
 	base, err := b.base(ctx)
 	if err != nil {
 		return "", err
 	}
-	files, err := flavor.Files()
+	files, err := Files(flavor)
 	if err != nil {
 		return "", err
 	}
@@ -145,7 +126,7 @@ func (b Builder) Build(ctx context.Context, flavor Flavor, k Kubernetes) (string
 			return fmt.Errorf("copying the base root: %w", err)
 		}
 		for _, name := range []string{"kubeadm", "kubelet"} {
-			if err := copyFile(filepath.Join(k.BinDir, name), filepath.Join(root, flavor.binDir(), name), 0o755); err != nil {
+			if err := copyFile(filepath.Join(k.BinDir, name), filepath.Join(root, binDir(flavor), name), 0o755); err != nil {
 				return err
 			}
 		}
@@ -160,7 +141,7 @@ func (b Builder) Build(ctx context.Context, flavor Flavor, k Kubernetes) (string
 }
 
 // stock builds the flavor without Kubernetes: the base root and the flavor's files.
-func (b Builder) stock(ctx context.Context, base string, flavor Flavor, files []File) (string, error) {
+func (b Builder) stock(ctx context.Context, base string, flavor infrav1.Flavor, files []File) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "base=%s flavor=%s\n", filepath.Base(filepath.Dir(base)), flavor)
 	for _, f := range files {

@@ -69,8 +69,10 @@ type Machine struct {
 	Spec
 	root string
 
-	// mu guards boot and cgroups: a test reboots a machine while a reconciler asks whether it
-	// runs.
+	// mu guards boot and cgroups: a test powers a machine off and boots it again while a
+	// reconciler asks whether it runs (Running, Booted) or runs a command in it (Exec), each in
+	// its own goroutine. A boot is replaced whole under mu, never changed in place, so that a
+	// reader holds one consistent boot (its command and its end) without holding mu.
 	mu      sync.Mutex
 	boot    *boot
 	cgroups *machineCgroups
@@ -222,7 +224,12 @@ func (m *Machine) Boot(ctx context.Context) error {
 	m.mu.Lock()
 	m.cgroups = groups
 	m.mu.Unlock()
-	argv := groups.wrap(args)
+	return m.start(groups.wrap(args))
+}
+
+// start runs argv as the machine's boot: in a process group of its own (the suite's signals are
+// not the machine's), its output to the console.
+func (m *Machine) start(argv []string) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "SYSTEMD_NSPAWN_API_VFS_WRITABLE=1")
 	out := m.Console
@@ -230,7 +237,6 @@ func (m *Machine) Boot(ctx context.Context) error {
 		out = io.Discard
 	}
 	cmd.Stdout, cmd.Stderr = out, out
-	// Its own process group: the suite's signals are not the machine's.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("booting %s: %w", m.Name, err)
@@ -333,6 +339,9 @@ func (m *Machine) JournalOffline(ctx context.Context, units ...string) ([]byte, 
 
 // Running says whether the machine is up (booted and not powered off).
 func (m *Machine) Running() bool { return m.up() != nil }
+
+// Booted says whether the machine was ever booted (it may be powered off since).
+func (m *Machine) Booted() bool { return m.current() != nil }
 
 // PowerOff shuts the machine down as a power button would: systemd-nspawn passes SIGTERM on to
 // its init as the poweroff signal. A machine still up after timeout is killed.

@@ -15,15 +15,16 @@
 //
 // A suite's TestMain hands Run what it needs; Run starts and stops everything around the tests:
 //
-//	var env *testenv.Environment
+//	var (
+//		env *testenv.Environment
+//		fx  = &fixtures.Kit{NamespacePrefix: "cabpi", Eventually: 30 * time.Second, Tick: 100 * time.Millisecond}
+//	)
 //
 //	func TestMain(m *testing.M) {
 //		os.Exit(testenv.Run(m, testenv.Suite{
-//			Options: testenv.Options{MachineController: true},
-//			Setup: func(e *testenv.Environment) error {
-//				env = e
-//				return e.SetupCabpi(setup.Options{Concurrency: 5})
-//			},
+//			Options:   testenv.Options{MachineController: true},
+//			Keep:      []**testenv.Environment{&env, &fx.Env},
+//			Cabpi:     &setup.Options{Concurrency: 5},
 //			LeakCheck: true, // no secret material in the Manager's log or any event
 //		}))
 //	}

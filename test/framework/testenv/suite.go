@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/klog/v2/textlogger"
 
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/leaks"
 )
 
@@ -19,8 +20,17 @@ import (
 type Suite struct {
 	// Options configure the Environment.
 	Options
-	// Setup runs once the Environment is up, before its Manager starts: keep the Environment,
-	// register reconcilers (SetupCabpi), build what the tests run. May be nil.
+	// Keep are where the suite keeps the Environment (its package variable, a fixtures.Kit's
+	// Env): each is set once the Environment is up, before anything else runs.
+	Keep []**Environment
+	// Cabpi, when set, registers cabpi's controllers with these options as the binary does
+	// (SetupCabpi; with Options.Webhooks, its admission webhooks too), before Setup.
+	Cabpi *setup.Options
+	// CabpiWebhooks registers cabpi's admission webhooks alone (SetupCabpiWebhooks), before
+	// Setup; for suites that look at admission without a controller.
+	CabpiWebhooks bool
+	// Setup runs once the Environment is up and cabpi registered, before the Manager starts:
+	// register other reconcilers, build what the tests run. May be nil.
 	Setup func(*Environment) error
 	// Started runs once the Manager runs: start what runs next to it (a cabpi manager of its
 	// own, as deployed). The stop it returns runs after the tests, before the Environment stops;
@@ -34,7 +44,8 @@ type Suite struct {
 }
 
 // Run is the TestMain of a test package that needs an API server, which calls
-// os.Exit(testenv.Run(m, suite)): it starts the Environment, runs suite.Setup, starts the
+// os.Exit(testenv.Run(m, suite)): it starts the Environment, keeps it where suite.Keep says,
+// registers cabpi as suite.Cabpi and suite.CabpiWebhooks say, runs suite.Setup, starts the
 // Manager, runs suite.Started, the tests, the stop Started returned and the leak check, and
 // stops the Environment. It returns the tests' exit code, or 1 when any of the rest failed.
 func Run(m *testing.M, suite Suite) int {
@@ -69,11 +80,9 @@ func Run(m *testing.M, suite Suite) int {
 
 // run is Run from a started Environment to the moment it stops.
 func (e *Environment) run(m *testing.M, suite Suite, log *leaks.Log) int {
-	if suite.Setup != nil {
-		if err := suite.Setup(e); err != nil {
-			fmt.Fprintln(os.Stderr, "testenv: suite set-up:", err)
-			return 1
-		}
+	if err := e.setUp(suite); err != nil {
+		fmt.Fprintln(os.Stderr, "testenv: suite set-up:", err)
+		return 1
 	}
 	if err := e.StartManager(e.ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -104,6 +113,27 @@ func (e *Environment) run(m *testing.M, suite Suite, log *leaks.Log) int {
 		}
 	}
 	return code
+}
+
+// setUp is the suite's set-up on the Environment, before the Manager starts.
+func (e *Environment) setUp(suite Suite) error {
+	for _, keep := range suite.Keep {
+		*keep = e
+	}
+	if suite.Cabpi != nil {
+		if err := e.SetupCabpi(*suite.Cabpi); err != nil {
+			return err
+		}
+	}
+	if suite.CabpiWebhooks {
+		if err := e.SetupCabpiWebhooks(); err != nil {
+			return err
+		}
+	}
+	if suite.Setup != nil {
+		return suite.Setup(e)
+	}
+	return nil
 }
 
 // checkLeaks runs the leak check on what the run made, whatever tests ran: a partial run (-run,

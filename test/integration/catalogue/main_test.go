@@ -21,7 +21,7 @@ const tokenTTL = 10 * time.Minute
 
 var (
 	env *testenv.Environment
-	fx  *fixtures.Kit
+	fx  = &fixtures.Kit{NamespacePrefix: "catalogue", Eventually: eventually, Tick: tick}
 )
 
 // TestMain runs one kube-apiserver + etcd for the package with the webhook configurations of
@@ -35,9 +35,7 @@ func TestMain(m *testing.M) {
 			MachineController: true,
 			Webhooks:          true,
 		},
-		Setup: func(e *testenv.Environment) error {
-			env, fx = e, &fixtures.Kit{Env: e, NamespacePrefix: "catalogue", Eventually: eventually, Tick: tick}
-			return e.SetupCabpi(setup.Options{Concurrency: 5, BootstrapTokenTTL: tokenTTL})
-		},
+		Keep:  []**testenv.Environment{&env, &fx.Env},
+		Cabpi: &setup.Options{Concurrency: 5, BootstrapTokenTTL: tokenTTL},
 	}))
 }

@@ -21,7 +21,7 @@ const tokenTTL = 9 * time.Second
 
 var (
 	env *testenv.Environment
-	fx  *fixtures.Kit
+	fx  = &fixtures.Kit{NamespacePrefix: "cabpi", Eventually: eventually, Tick: tick}
 )
 
 // TestMain runs the suite's Environment, cabpi's controller registered the way the binary
@@ -45,15 +45,13 @@ func TestMain(m *testing.M) {
 			MachinePoolController: true,
 			AdditionalCRDPaths:    capaCRDs,
 		},
-		LeakCheck: true,
-		Setup: func(e *testenv.Environment) error {
-			env, fx = e, &fixtures.Kit{Env: e, NamespacePrefix: "cabpi", Eventually: eventually, Tick: tick}
-			return e.SetupCabpi(setup.Options{
-				Concurrency:       5,
-				BootstrapTokenTTL: tokenTTL,
-				// Configs reading unlabelled references are looked at again within seconds, not a minute.
-				ReferenceRecheckInterval: 2 * time.Second,
-			})
+		Keep: []**testenv.Environment{&env, &fx.Env},
+		Cabpi: &setup.Options{
+			Concurrency:       5,
+			BootstrapTokenTTL: tokenTTL,
+			// Configs reading unlabelled references are looked at again within seconds, not a minute.
+			ReferenceRecheckInterval: 2 * time.Second,
 		},
+		LeakCheck: true,
 	}))
 }

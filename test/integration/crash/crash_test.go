@@ -39,7 +39,7 @@ import (
 
 var (
 	env *testenv.Environment
-	fx  *fixtures.Kit
+	fx  = &fixtures.Kit{NamespacePrefix: "crash"} // waits here are the tests' own
 	// managerBinary is the cabpi binary built from this checkout.
 	managerBinary string
 )
@@ -55,8 +55,8 @@ func TestMain(m *testing.M) {
 	}
 	code := testenv.Run(m, testenv.Suite{
 		Options: testenv.Options{ClusterController: true, MachineController: true, MachinePoolController: true},
+		Keep:    []**testenv.Environment{&env, &fx.Env},
 		Setup: func(e *testenv.Environment) error {
-			env, fx = e, &fixtures.Kit{Env: e, NamespacePrefix: "crash"} // waits here are the tests' own
 			managerBinary = filepath.Join(dir, "cabpi")
 			build := exec.Command("go", "build", "-o", managerBinary, ".")
 			build.Dir, build.Stdout, build.Stderr = e.RepoRoot, os.Stderr, os.Stderr

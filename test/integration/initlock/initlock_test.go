@@ -32,7 +32,7 @@ import (
 
 var (
 	env *testenv.Environment
-	fx  *fixtures.Kit
+	fx  = &fixtures.Kit{NamespacePrefix: "initlock"} // waits here are the test's own
 )
 
 // TestMain runs the API server with Cluster API's Cluster and Machine controllers only: the
@@ -40,10 +40,7 @@ var (
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, testenv.Suite{
 		Options: testenv.Options{ClusterController: true, MachineController: true},
-		Setup: func(e *testenv.Environment) error {
-			env, fx = e, &fixtures.Kit{Env: e, NamespacePrefix: "initlock"} // waits here are the test's own
-			return nil
-		},
+		Keep:    []**testenv.Environment{&env, &fx.Env},
 	}))
 }
 

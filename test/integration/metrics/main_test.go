@@ -25,7 +25,7 @@ import (
 
 var (
 	env *testenv.Environment
-	fx  *fixtures.Kit
+	fx  = &fixtures.Kit{NamespacePrefix: "metrics", Eventually: eventually, Tick: tick}
 	// metricsAddress is where the cabpi manager serves its metrics (host:port).
 	metricsAddress string
 )
@@ -35,10 +35,7 @@ var (
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, testenv.Suite{
 		Options: testenv.Options{MachineController: true},
-		Setup: func(e *testenv.Environment) error {
-			env, fx = e, &fixtures.Kit{Env: e, NamespacePrefix: "metrics", Eventually: eventually, Tick: tick}
-			return nil
-		},
+		Keep:    []**testenv.Environment{&env, &fx.Env},
 		Started: func(e *testenv.Environment) (func() error, error) {
 			if err := installMetricsReader(e.Context()); err != nil {
 				return nil, err

@@ -24,9 +24,7 @@ func TestMain(m *testing.M) {
 			MachineDeploymentController: true,
 			Webhooks:                    true,
 		},
-		Setup: func(e *testenv.Environment) error {
-			env = e
-			return e.SetupCabpi(setup.Options{Concurrency: 5})
-		},
+		Keep:  []**testenv.Environment{&env},
+		Cabpi: &setup.Options{Concurrency: 5},
 	}))
 }

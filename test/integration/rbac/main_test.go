@@ -55,7 +55,7 @@ const (
 
 var (
 	env *testenv.Environment
-	fx  *fixtures.Kit
+	fx  = &fixtures.Kit{NamespacePrefix: "rbac", Eventually: eventually, Tick: tick}
 	// cabpi is the manager running as the ServiceAccount of config/rbac.
 	cabpi *cabpiManager
 )
@@ -78,10 +78,7 @@ func TestMain(m *testing.M) {
 				"enable-admission-plugins": {"OwnerReferencesPermissionEnforcement"},
 			},
 		},
-		Setup: func(e *testenv.Environment) error {
-			env, fx = e, &fixtures.Kit{Env: e, NamespacePrefix: "rbac", Eventually: eventually, Tick: tick}
-			return nil
-		},
+		Keep: []**testenv.Environment{&env, &fx.Env},
 		Started: func(e *testenv.Environment) (func() error, error) {
 			user, err := installRBAC(e.Context())
 			if err != nil {

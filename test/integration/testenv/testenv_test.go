@@ -29,16 +29,13 @@ const (
 
 var (
 	env *testenv.Environment
-	fx  *fixtures.Kit
+	fx  = &fixtures.Kit{Eventually: timeout, Tick: tick}
 )
 
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, testenv.Suite{
 		Options: testenv.Options{MachineController: true, ClusterCache: true},
-		Setup: func(e *testenv.Environment) error {
-			env, fx = e, &fixtures.Kit{Env: e, Eventually: timeout, Tick: tick}
-			return nil
-		},
+		Keep:    []**testenv.Environment{&env, &fx.Env},
 	}))
 }
 

@@ -21,9 +21,7 @@ func TestMain(m *testing.M) {
 		Options: testenv.Options{
 			Webhooks: true,
 		},
-		Setup: func(e *testenv.Environment) error {
-			env = e
-			return e.SetupCabpiWebhooks()
-		},
+		Keep:          []**testenv.Environment{&env},
+		CabpiWebhooks: true,
 	}))
 }

@@ -115,10 +115,8 @@ func run(m *testing.M) int {
 			// Every generated object is admitted by cabpi's webhooks too.
 			Webhooks: true,
 		},
-		Setup: func(e *testenv.Environment) error {
-			env = e
-			return e.SetupCabpiWebhooks()
-		},
+		Keep:          []**testenv.Environment{&env},
+		CabpiWebhooks: true,
 	})
 }
 

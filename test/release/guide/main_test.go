@@ -55,10 +55,8 @@ func run(m *testing.M) int {
 			KubeadmCRDs: true,
 			Webhooks:    true,
 		},
-		Setup: func(e *testenv.Environment) error {
-			env = e
-			return e.SetupCabpiWebhooks()
-		},
+		Keep:          []**testenv.Environment{&env},
+		CabpiWebhooks: true,
 	})
 }
 

@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -44,7 +43,7 @@ type Instances struct {
 	byKey   map[types.NamespacedName]*Instance
 	used    map[int]bool
 	imageMu sync.Mutex
-	images  map[nodeimage.Flavor]string
+	images  map[infrav1.Flavor]string
 	lbs     map[types.NamespacedName]*LoadBalancer
 }
 
@@ -79,15 +78,12 @@ func (s *Instances) DeleteLoadBalancer(key types.NamespacedName) error {
 	return lb.Close()
 }
 
-// Instance is one machine.
+// Instance is one machine. Whether it was ever booted is the machine's to say (Booted): one
+// record of its boots, guarded where they are made, read by every reconciler and test.
 type Instance struct {
 	*nspawn.Machine
-	index  int
-	booted atomic.Bool
+	index int
 }
-
-// Booted says whether the instance was ever booted.
-func (i *Instance) Booted() bool { return i.booted.Load() }
 
 // InstanceSpec is what an NspawnMachine asks for.
 type InstanceSpec struct {
@@ -114,7 +110,7 @@ func (s *Instances) Get(key types.NamespacedName) *Instance {
 // Create makes the instance of an NspawnMachine: its root over the node image with the
 // Ignition applied, and its address; it is not booted.
 func (s *Instances) Create(ctx context.Context, key types.NamespacedName, spec InstanceSpec) (*Instance, error) {
-	image, err := s.Image(ctx, nodeimage.Flavor(spec.Flavor))
+	image, err := s.Image(ctx, spec.Flavor)
 	if err != nil {
 		return nil, err
 	}
@@ -172,15 +168,6 @@ func (s *Instances) Create(ctx context.Context, key types.NamespacedName, spec I
 	s.byKey[key] = inst
 	s.mu.Unlock()
 	return inst, nil
-}
-
-// Boot boots the instance for the first time.
-func (s *Instances) Boot(ctx context.Context, inst *Instance) error {
-	if err := inst.Boot(ctx); err != nil {
-		return err
-	}
-	inst.booted.Store(true)
-	return nil
 }
 
 // Delete powers the instance off, keeps its journal and removes its root; no instance is fine.
@@ -266,7 +253,7 @@ func (s *Instances) artifact(key types.NamespacedName, name, suffix string) (*os
 const loopDevicesPerMachine = 32
 
 func stockLoopDevices(f infrav1.Flavor) int {
-	if nodeimage.Flavor(f).Stock() {
+	if f.Stock() {
 		return loopDevicesPerMachine
 	}
 	return 0
@@ -274,7 +261,7 @@ func stockLoopDevices(f infrav1.Flavor) int {
 
 // Image builds (or finds) the flavor's image once per Instances: concurrent instances of a new
 // flavor wait for one build, and later ones do not hash the binaries again.
-func (s *Instances) Image(ctx context.Context, flavor nodeimage.Flavor) (string, error) {
+func (s *Instances) Image(ctx context.Context, flavor infrav1.Flavor) (string, error) {
 	s.imageMu.Lock()
 	defer s.imageMu.Unlock()
 	if root, ok := s.images[flavor]; ok {
@@ -289,7 +276,7 @@ func (s *Instances) Image(ctx context.Context, flavor nodeimage.Flavor) (string,
 		return "", fmt.Errorf("building the %s node image: %w", flavor, err)
 	}
 	if s.images == nil {
-		s.images = map[nodeimage.Flavor]string{}
+		s.images = map[infrav1.Flavor]string{}
 	}
 	s.images[flavor] = root
 	return root, nil

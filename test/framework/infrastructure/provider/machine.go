@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,7 +21,6 @@ import (
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/nodeimage"
 )
 
 // ProviderIDPrefix is what a node named from OpenStack metadata reports as its provider ID,
@@ -69,23 +67,13 @@ func (r *MachineReconciler) clusterToMachines(ctx context.Context, o client.Obje
 // Reconcile implements the InfraMachine contract: spec.providerID,
 // status.initialization.provisioned, status.addresses, the Ready condition (its reason is the
 // failure reporting), and deletion.
-func (r *MachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+func (r *MachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	nm := &infrav1.NspawnMachine{}
-	if err := r.Client.Get(ctx, req.NamespacedName, nm); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	machine, err := util.GetOwnerMachine(ctx, r.Client, nm.ObjectMeta)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, fmt.Errorf("getting the owner Machine of %s: %w", req, err)
-	}
-	var owner *metav1.ObjectMeta
-	if machine != nil {
-		owner = &machine.ObjectMeta
-	}
-	return prologue{client: r.Client, obj: nm, finalizer: infrav1.MachineFinalizer,
+	return prologue[*clusterv1.Machine]{client: r.Client, obj: nm, owner: util.GetOwnerMachine,
+		finalizer:  infrav1.MachineFinalizer,
 		conditions: []string{infrav1.ReadyCondition, infrav1.BootstrapSucceededCondition},
 		delete:     func(ctx context.Context) error { return r.reconcileDelete(ctx, nm) },
-	}.run(ctx, owner, func(cluster *clusterv1.Cluster) (ctrl.Result, error) {
+	}.run(ctx, req, func(cluster *clusterv1.Cluster, machine *clusterv1.Machine) (ctrl.Result, error) {
 		return r.reconcileNormal(ctx, cluster, machine, nm)
 	})
 }
@@ -113,7 +101,7 @@ func (r *MachineReconciler) reconcileNormal(ctx context.Context, cluster *cluste
 			return ctrl.Result{}, nil
 		}
 		// A stock image has no Kubernetes of its own: the bootstrap data brings the version.
-		if !nodeimage.Flavor(nm.Spec.Flavor).Stock() && machine.Spec.Version != r.Instances.Kubernetes.Version {
+		if !nm.Spec.Flavor.Stock() && machine.Spec.Version != r.Instances.Kubernetes.Version {
 			setReady(nm, metav1.ConditionFalse, infrav1.UnsupportedKubernetesVersionReason,
 				fmt.Sprintf("the node images carry Kubernetes %s, the Machine asks for %q", r.Instances.Kubernetes.Version, machine.Spec.Version))
 			return ctrl.Result{}, nil
@@ -149,7 +137,7 @@ func (r *MachineReconciler) reconcileNormal(ctx context.Context, cluster *cluste
 		setReady(nm, metav1.ConditionFalse, infrav1.BootHeldReason, "the instance is created and not booted: spec.bootHeld")
 		return ctrl.Result{}, nil
 	case !inst.Booted():
-		if err := r.Instances.Boot(ctx, inst); err != nil {
+		if err := inst.Boot(ctx); err != nil {
 			setReady(nm, metav1.ConditionFalse, infrav1.ProvisioningFailedReason, err.Error())
 			return ctrl.Result{}, fmt.Errorf("booting the instance of %s: %w", key, err)
 		}

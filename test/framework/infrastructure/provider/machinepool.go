@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -23,7 +22,6 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/nodeimage"
 )
 
 // MachinePoolReconciler runs an instance per replica of an NspawnMachinePool's MachinePool,
@@ -56,23 +54,13 @@ func instanceKey(pool *infrav1.NspawnMachinePool, i int) types.NamespacedName {
 }
 
 // Reconcile implements the InfraMachinePool contract.
-func (r *MachinePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+func (r *MachinePoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pool := &infrav1.NspawnMachinePool{}
-	if err := r.Client.Get(ctx, req.NamespacedName, pool); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	mp, err := util.GetOwnerMachinePool(ctx, r.Client, pool.ObjectMeta)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, fmt.Errorf("getting the owner MachinePool of %s: %w", req, err)
-	}
-	var owner *metav1.ObjectMeta
-	if mp != nil {
-		owner = &mp.ObjectMeta
-	}
-	return prologue{client: r.Client, obj: pool, finalizer: infrav1.MachinePoolFinalizer,
+	return prologue[*clusterv1.MachinePool]{client: r.Client, obj: pool, owner: util.GetOwnerMachinePool,
+		finalizer:  infrav1.MachinePoolFinalizer,
 		conditions: []string{infrav1.ReadyCondition},
 		delete:     func(ctx context.Context) error { return r.reconcileDelete(ctx, pool) },
-	}.run(ctx, owner, func(cluster *clusterv1.Cluster) (ctrl.Result, error) {
+	}.run(ctx, req, func(cluster *clusterv1.Cluster, mp *clusterv1.MachinePool) (ctrl.Result, error) {
 		return r.reconcileNormal(ctx, cluster, mp, pool)
 	})
 }
@@ -91,7 +79,7 @@ func (r *MachinePoolReconciler) reconcileNormal(ctx context.Context, cluster *cl
 		setPoolReady(pool, metav1.ConditionFalse, infrav1.WaitingForBootstrapDataReason, "the MachinePool has no bootstrap data Secret yet")
 		return ctrl.Result{}, nil
 	}
-	if !nodeimage.Flavor(pool.Spec.Flavor).Stock() && mp.Spec.Template.Spec.Version != r.Instances.Kubernetes.Version {
+	if !pool.Spec.Flavor.Stock() && mp.Spec.Template.Spec.Version != r.Instances.Kubernetes.Version {
 		setPoolReady(pool, metav1.ConditionFalse, infrav1.UnsupportedKubernetesVersionReason,
 			fmt.Sprintf("the node images carry Kubernetes %s, the MachinePool asks for %q", r.Instances.Kubernetes.Version, mp.Spec.Template.Spec.Version))
 		return ctrl.Result{}, nil
@@ -113,7 +101,7 @@ func (r *MachinePoolReconciler) reconcileNormal(ctx context.Context, cluster *cl
 				setPoolReady(pool, metav1.ConditionFalse, infrav1.ProvisioningFailedReason, err.Error())
 				return ctrl.Result{}, fmt.Errorf("creating instance %d of %s: %w", i, client.ObjectKeyFromObject(pool), err)
 			}
-			if err := r.Instances.Boot(ctx, inst); err != nil {
+			if err := inst.Boot(ctx); err != nil {
 				setPoolReady(pool, metav1.ConditionFalse, infrav1.ProvisioningFailedReason, err.Error())
 				return ctrl.Result{}, fmt.Errorf("booting instance %d of %s: %w", i, client.ObjectKeyFromObject(pool), err)
 			}

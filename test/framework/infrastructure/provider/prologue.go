@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,28 +18,43 @@ import (
 )
 
 // prologue is what the reconcilers of NspawnMachines and NspawnMachinePools do before their own
-// work, in the order of Cluster API's providers: without an owner (Machine or MachinePool) yet,
-// nothing but a deletion; then the owner's Cluster, the paused condition, the deletion, the
-// finalizer, and a patch helper that writes the object (its owned conditions) when the work ends.
-type prologue struct {
-	client     client.Client
-	obj        paused.ConditionSetter
+// work, in the order of Cluster API's providers: the object, and its owner (a Machine or a
+// MachinePool, of type O); without an owner yet, nothing but a deletion; then the owner's
+// Cluster, the paused condition, the deletion, the finalizer, and a patch helper that writes the
+// object (its owned conditions) when the work ends.
+type prologue[O interface {
+	comparable
+	client.Object
+}] struct {
+	client client.Client
+	// obj is read into by the request's name.
+	obj paused.ConditionSetter
+	// owner finds obj's owner (util.GetOwnerMachine, util.GetOwnerMachinePool): nil when obj has
+	// no owner reference yet.
+	owner      func(context.Context, client.Client, metav1.ObjectMeta) (O, error)
 	finalizer  string
 	conditions []string
 	delete     func(context.Context) error
 }
 
-// run does the prologue for an object whose owner has ownerMeta (nil for no owner yet), then
-// normal with the owner's Cluster.
-func (p prologue) run(ctx context.Context, ownerMeta *metav1.ObjectMeta, normal func(*clusterv1.Cluster) (ctrl.Result, error)) (_ ctrl.Result, retErr error) {
+// run does the prologue for the object req names, then normal with the owner and its Cluster.
+func (p prologue[O]) run(ctx context.Context, req ctrl.Request, normal func(*clusterv1.Cluster, O) (ctrl.Result, error)) (_ ctrl.Result, retErr error) {
+	if err := p.client.Get(ctx, req.NamespacedName, p.obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	owner, err := p.owner(ctx, p.client, objectMeta(p.obj))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("getting the owner of %s: %w", req, err)
+	}
 	deleting := !p.obj.GetDeletionTimestamp().IsZero()
-	if ownerMeta == nil {
+	var none O
+	if owner == none {
 		if deleting {
 			return ctrl.Result{}, p.delete(ctx)
 		}
 		return ctrl.Result{}, nil // the owner's controller sets the owner reference
 	}
-	cluster, err := util.GetClusterFromMetadata(ctx, p.client, *ownerMeta)
+	cluster, err := util.GetClusterFromMetadata(ctx, p.client, objectMeta(owner))
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("getting the Cluster of %s: %w", p.obj.GetName(), err)
 	}
@@ -60,5 +76,11 @@ func (p prologue) run(ctx context.Context, ownerMeta *metav1.ObjectMeta, normal 
 			retErr = errors.Join(retErr, err)
 		}
 	}()
-	return normal(cluster)
+	return normal(cluster, owner)
+}
+
+// objectMeta is what Cluster API's lookups (util.GetOwnerMachine, util.GetClusterFromMetadata)
+// read of an object: its namespace, labels and owner references.
+func objectMeta(o metav1.Object) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: o.GetName(), Labels: o.GetLabels(), OwnerReferences: o.GetOwnerReferences()}
 }

@@ -30,7 +30,7 @@ const (
 
 var (
 	env *testenv.Environment
-	fx  *fixtures.Kit
+	fx  = &fixtures.Kit{Eventually: timeout, Tick: tick}
 )
 
 func TestMain(m *testing.M) {
@@ -43,10 +43,7 @@ func TestMain(m *testing.M) {
 			MachinePoolController:       true,
 			KubeadmCRDs:                 true,
 		},
-		Setup: func(e *testenv.Environment) error {
-			env, fx = e, &fixtures.Kit{Env: e, Eventually: timeout, Tick: tick}
-			return nil
-		},
+		Keep: []**testenv.Environment{&env, &fx.Env},
 	}))
 }
 

@@ -11,16 +11,25 @@ import (
 type Flavor string
 
 const (
-	// FlavorFlatcar boots the flatcar-like image with kubeadm and kubelet at the suite's version.
+	// FlavorFlatcar boots the flatcar-like image with kubeadm and kubelet at the suite's version:
+	// kubeadm and kubelet in /opt/bin, /etc mounted noexec before kubeadm.service can run,
+	// coreos-metadata.service writing /run/metadata/flatcar.
 	FlavorFlatcar Flavor = "flatcar"
-	// FlavorFCOS boots the fcos-like image with kubeadm and kubelet at the suite's version.
+	// FlavorFCOS boots the fcos-like image with kubeadm and kubelet at the suite's version: in
+	// /usr/bin (as a sysext or a layered image puts them), afterburn.service writing
+	// /run/metadata/afterburn.
 	FlavorFCOS Flavor = "fcos"
 	// FlavorFlatcarStock boots the flatcar-like image as Flatcar ships: no Kubernetes in it
-	// (the bootstrap data brings it, at the Machine's version).
+	// (the bootstrap data brings it, at the Machine's version), systemd-sysext.service enabled,
+	// and Flatcar's reload of the units extensions bring.
 	FlavorFlatcarStock Flavor = "flatcar-stock"
 	// FlavorFCOSStock boots the fcos-like image as Fedora CoreOS ships: no Kubernetes in it.
 	FlavorFCOSStock Flavor = "fcos-stock"
 )
+
+// Stock reports whether the flavor has no Kubernetes of its own: the bootstrap data brings it,
+// at the Machine's version.
+func (f Flavor) Stock() bool { return f == FlavorFlatcarStock || f == FlavorFCOSStock }
 
 // Condition reasons of the Ready condition (the contract's failure reporting: CAPI mirrors an
 // InfraMachine's Ready condition into the Machine's InfrastructureReady).

@@ -1,0 +1,55 @@
+package testenv
+
+// MachineDeployments, with the defaults Cluster API's webhook would give them.
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+)
+
+// NewMachineDeployment returns (does not create) a MachineDeployment of cluster with replicas
+// worker Machines of version KubernetesVersion, bootstrapped from the IgnitionConfigTemplate and
+// built from the GenericInfrastructureMachineTemplate of the same name. It carries the defaults
+// CAPI's MachineDeployment webhook would add (cluster-name label, selector and template labels
+// on cluster-name and deployment-name, RollingUpdate 1/0): the harness runs no CAPI webhooks.
+func NewMachineDeployment(cluster *clusterv1.Cluster, name string, replicas int32) *clusterv1.MachineDeployment {
+	selector := map[string]string{
+		clusterv1.ClusterNameLabel:           cluster.Name,
+		clusterv1.MachineDeploymentNameLabel: name,
+	}
+	templateLabels := map[string]string{}
+	for k, v := range selector {
+		templateLabels[k] = v
+	}
+	return &clusterv1.MachineDeployment{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: cluster.Namespace,
+			Name:      name,
+			Labels:    map[string]string{clusterv1.ClusterNameLabel: cluster.Name},
+		},
+		Spec: clusterv1.MachineDeploymentSpec{
+			ClusterName: cluster.Name,
+			Replicas:    &replicas,
+			Selector:    metav1.LabelSelector{MatchLabels: selector},
+			Rollout: clusterv1.MachineDeploymentRolloutSpec{Strategy: clusterv1.MachineDeploymentRolloutStrategy{
+				Type: clusterv1.RollingUpdateMachineDeploymentStrategyType,
+				RollingUpdate: clusterv1.MachineDeploymentRolloutStrategyRollingUpdate{
+					MaxSurge:       ptr.To(intstr.FromInt32(1)),
+					MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+				},
+			}},
+			Template: clusterv1.MachineTemplateSpec{
+				ObjectMeta: clusterv1.ObjectMeta{Labels: templateLabels},
+				Spec: clusterv1.MachineSpec{
+					ClusterName:       cluster.Name,
+					Version:           KubernetesVersion,
+					Bootstrap:         clusterv1.Bootstrap{ConfigRef: IgnitionConfigTemplateRef(name)},
+					InfrastructureRef: GenericInfraMachineTemplateRef(name),
+				},
+			},
+		},
+	}
+}
