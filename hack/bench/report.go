@@ -210,8 +210,8 @@ func (r *report) lifecycleMarkdown(p func(string, ...any)) {
 	p("manager had sent nothing for %s. Requests as the API servers see them, after the clients' rate", quietFor)
 	p("limiters: the management cluster's counted on the manager's client, the workload cluster's by a proxy")
 	p("the Cluster's kubeconfig points at (its own user agent tells the contender's ClusterCache apart). The")
-	p("managers' start (their caches' first LISTs and WATCHes) and the ClusterCache's health probe of the")
-	p("workload cluster (`GET /` every 10 s, a cost per Cluster) are left out. Per Machine:")
+	p("managers' start and watches (their caches' LISTs and WATCHes) and the ClusterCache's connection to the")
+	p("workload cluster (discovery, then `GET /` every 10 s: costs per Cluster) are left out. Per Machine:")
 	p("")
 	header, rule := "| cluster | request |", "|---|---|"
 	for _, l := range r.lifecycle {

@@ -275,13 +275,14 @@ const lifecycleMachines = 20
 // quietFor is how long a manager must send nothing for runLifecycle to call it quiet.
 const quietFor = 10 * time.Second
 
-// machineRequests leaves out of s the requests to non-resource paths: the ClusterCache's
-// health probe of each workload cluster (GET /, every 10 s), a cost per Cluster that goes on
-// whatever its Machines do.
+// machineRequests leaves out of s what is not a Machine's: the ClusterCache's health probe of
+// each workload cluster (GET /, every 10 s) and its discovery when it connects, costs per
+// Cluster; the informers' WATCHes, one per informer of the manager.
 func machineRequests(s requestsSnapshot) requestsSnapshot {
 	drop := func(counts map[string]int) map[string]int {
 		for k := range counts {
-			if _, resource, _ := strings.Cut(k, " "); strings.HasPrefix(resource, "/") {
+			verb, resource, _ := strings.Cut(k, " ")
+			if verb == "WATCH" || resource == "discovery" || strings.HasPrefix(resource, "/") {
 				delete(counts, k)
 			}
 		}
