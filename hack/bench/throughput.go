@@ -242,7 +242,9 @@ func runThroughput(ctx context.Context, env *testenv.Environment, fast client.Cl
 		return res, fmt.Errorf("starting %s: %w", c.name, err)
 	}
 	defer stop()
-	requests[c.name].reset() // the manager's start (its caches' LISTs and WATCHes) is not a config's
+	if err := waitConnected(c); err != nil {
+		return res, err
+	}
 
 	start := time.Now()
 	if err := createWorkers(ctx, fast, c, cluster, n); err != nil {
@@ -267,6 +269,24 @@ func runThroughput(ctx context.Context, env *testenv.Environment, fast client.Cl
 	}
 	res.workerBytes = len(data.Data["value"])
 	return res, nil
+}
+
+// waitConnected waits until c's ClusterCache has connected to the workload cluster (the proxy saw
+// its first request), then starts c's counts afresh. A manager's start (its caches' LISTs, the
+// ClusterCache's connection) is not a config's; and configs created before the connection would
+// each be reconciled twice, once to say the workload cluster is not reachable yet, which a
+// manager that has been running does not do.
+func waitConnected(c contender) error {
+	deadline := time.Now().Add(time.Minute)
+	for total(requests[c.name].workload.snapshot()) == 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not connect to the workload cluster within a minute", c.name)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // its discovery done
+	requests[c.name].reset()
+	return nil
 }
 
 // lifecycleMachines is how many worker Machines runLifecycle follows.
@@ -317,8 +337,10 @@ func runLifecycle(ctx context.Context, env *testenv.Environment, fast client.Cli
 		return res, fmt.Errorf("starting %s: %w", c.name, err)
 	}
 	defer stop()
+	if err := waitConnected(c); err != nil {
+		return res, err
+	}
 	counts := requests[c.name]
-	counts.reset()
 
 	if err := createWorkers(ctx, fast, c, cluster, res.machines); err != nil {
 		return res, fmt.Errorf("creating Machines: %w", err)
