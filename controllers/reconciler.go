@@ -209,7 +209,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 
+	stale := false
 	defer func() {
+		if stale {
+			return // see outcome.stale
+		}
 		if err := r.patchStatus(ctx, before, config, rerr == nil); err != nil {
 			rerr = kerrors.NewAggregate([]error{rerr, err})
 		}
@@ -232,7 +236,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	a := decide(f, r.policy())
 	log.V(4).Info("Decided", "action", a.kind.String())
-	return r.apply(config, r.execute(ctx, s, a))
+	o := r.execute(ctx, s, a)
+	stale = o.stale
+	return r.apply(config, o)
 }
 
 // policy is the configuration decide uses.
