@@ -30,7 +30,12 @@ func TestChangedStatusFields(t *testing.T) {
 			before: delivered,
 			after:  func() cabpiv1.IgnitionConfigStatus { s := delivered; s.DataInputsHash = "h3"; return s }(),
 			latest: func() cabpiv1.IgnitionConfigStatus { s := delivered; s.ObservedGeneration = 3; return s }(),
-			want:   func() cabpiv1.IgnitionConfigStatus { s := delivered; s.ObservedGeneration = 3; s.DataInputsHash = "h3"; return s }()},
+			want: func() cabpiv1.IgnitionConfigStatus {
+				s := delivered
+				s.ObservedGeneration = 3
+				s.DataInputsHash = "h3"
+				return s
+			}()},
 		{name: "a field cleared is cleared", before: delivered,
 			after:  cabpiv1.IgnitionConfigStatus{DataInputsHash: "h1", ObservedGeneration: 2},
 			latest: delivered,
