@@ -32,7 +32,7 @@ func (r *Reconciler) rerender(ctx context.Context, s *scope, in nodeInput, reche
 	// again from these inputs: the API server's copy says, so that the same inputs are not
 	// rendered a second time (by this manager, or by one started since).
 	if recorded, err := r.inputsRecordedPerAPIServer(ctx, s.config, in.hash); err != nil || recorded {
-		return outcome{err: err}, nil
+		return outcome{err: err, stale: recorded}, nil
 	}
 	res := r.renderAndStore(ctx, s, in, r.currentOrNextToken)
 	switch {
@@ -90,7 +90,7 @@ func (r *Reconciler) refreshToken(ctx context.Context, s *scope, tokenSecret *co
 // condition the render set, e.g. RenderedWithWarnings), and the API server's copy says so.
 func (r *Reconciler) adopt(ctx context.Context, s *scope) outcome {
 	if delivered, err := r.deliveredPerAPIServer(ctx, s.config); err != nil || delivered {
-		return outcome{err: err}
+		return outcome{err: err, stale: delivered}
 	}
 	ctrl.LoggerFrom(ctx).Info("Data Secret already exists, recording it", "Secret", klog.KObj(s.dataSecret))
 	o := outcome{stored: &storedData{secretName: s.dataSecret.Name, inputsHash: s.config.Status.DataInputsHash},

@@ -12,7 +12,7 @@
 //     reconcile writes: the data Secret (secret.go), join tokens (token.go), certificates
 //     (certificates.go), the init lock.
 //  4. apply (outcome.go): the outcome is written to the status, the events and the result in one
-//     place; the status is patched on the way out (util/patch).
+//     place; the status is patched on the way out, in one request (patch.go).
 //
 // The actions, and the files that carry them out:
 //

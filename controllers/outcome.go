@@ -38,6 +38,12 @@ type outcome struct {
 	requeue time.Duration
 	// err is retried with backoff (the status is still patched, without observedGeneration).
 	err error
+	// stale: the config this reconcile read is older than the API server's (the cache has not
+	// seen this controller's last status write). Nothing is written from it: its status,
+	// Ready and Paused recomputed from the older copy would overwrite the newer conditions (and
+	// cost a patch, its conflicts with the newer resourceVersion, and one more patch to put them
+	// back); the watch brings the newer copy, reconciled again.
+	stale bool
 }
 
 type storedData struct {

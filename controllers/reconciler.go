@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/annotations"
 	"sigs.k8s.io/cluster-api/util/conditions"
-	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
 
@@ -109,7 +108,7 @@ func (r *Reconciler) defaults() {
 	}
 }
 
-// ownedConditions are the conditions this controller writes (patch helper ownership).
+// ownedConditions are the conditions this controller writes (patchStatus: its changes to them win).
 var ownedConditions = []string{
 	cabpiv1.ReadyCondition,
 	cabpiv1.PausedCondition,
@@ -204,17 +203,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, fmt.Errorf("getting Cluster %s: %w", owner.clusterName(), err)
 	}
 
-	patchHelper, err := patch.NewHelper(config, r.Client)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("creating patch helper for %s: %w", klog.KObj(config), err)
-	}
+	before := config.DeepCopy()
 	markNewConfigNotPaused(cluster, config)
 	if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, config); err != nil || isPaused || requeue {
 		return ctrl.Result{}, err
 	}
 
+	stale := false
 	defer func() {
-		if err := r.patch(ctx, patchHelper, config, rerr == nil); err != nil {
+		if stale {
+			return // see outcome.stale
+		}
+		if err := r.patchStatus(ctx, before, config, rerr == nil); err != nil {
 			rerr = kerrors.NewAggregate([]error{rerr, err})
 		}
 	}()
@@ -236,7 +236,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	a := decide(f, r.policy())
 	log.V(4).Info("Decided", "action", a.kind.String())
-	return r.apply(config, r.execute(ctx, s, a))
+	o := r.execute(ctx, s, a)
+	stale = o.stale
+	return r.apply(config, o)
 }
 
 // policy is the configuration decide uses.
@@ -254,18 +256,6 @@ func markNewConfigNotPaused(cluster *clusterv1.Cluster, config *cabpiv1.Ignition
 		conditions.Set(config, metav1.Condition{Type: clusterv1.PausedCondition, Status: metav1.ConditionFalse,
 			Reason: clusterv1.NotPausedReason, ObservedGeneration: config.Generation})
 	}
-}
-
-// patch writes the Ready summary and persists status and conditions.
-func (r *Reconciler) patch(ctx context.Context, h *patch.Helper, config *cabpiv1.IgnitionConfig, succeeded bool) error {
-	if err := setReady(config); err != nil {
-		return err
-	}
-	opts := []patch.Option{patch.WithOwnedConditions{Conditions: ownedConditions}}
-	if succeeded {
-		opts = append(opts, patch.WithStatusObservedGeneration{})
-	}
-	return h.Patch(ctx, config, opts...)
 }
 
 // setReady summarises DataSecretAvailable and CertificatesAvailable into Ready.

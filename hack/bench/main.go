@@ -32,11 +32,11 @@ func logf(format string, args ...any) {
 
 func main() {
 	sizes := flag.String("n", "100,500,1000", "numbers of worker Machines created at once, comma-separated")
-	sections := flag.String("sections", "render,admission,throughput,memory", "what to measure, comma-separated")
+	sections := flag.String("sections", "render,admission,throughput,memory", "what to measure, comma-separated (throughput includes the requests per worker Machine)")
 	unrelated := flag.Int("unrelated", 10000, "unrelated Secrets and ConfigMaps (each) for the memory measurement")
 	outFile := flag.String("out", "", "write the Markdown report here too (e.g. bench/results.md)")
 	withCABPK := flag.Bool("cabpk", true, "also run Cluster API's kubeadm bootstrap provider")
-	flag.BoolVar(&verbose, "v", false, "log the managers' output and their request counts to stderr")
+	flag.BoolVar(&verbose, "v", false, "log the managers' output and each throughput run's request counts by verb and resource to stderr")
 	flag.Parse()
 	if verbose {
 		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
@@ -101,6 +101,10 @@ func run(sizeList, sectionList string, unrelated int, outFile string) error {
 		if err := env.StartManager(ctx); err != nil {
 			return err
 		}
+		if workload, err = startWorkloadProxy(env.Config); err != nil {
+			return err
+		}
+		defer workload.stop()
 		fastConfig := rest.CopyConfig(env.Config)
 		fastConfig.QPS = -1 // the bench's own writes are not throttled
 		fast, err := client.New(fastConfig, client.Options{Scheme: env.Scheme})
@@ -123,6 +127,13 @@ func run(sizeList, sectionList string, unrelated int, outFile string) error {
 			rep.initBytes = append(rep.initBytes, b)
 		}
 		if want["throughput"] {
+			for _, c := range contenders {
+				l, err := runLifecycle(ctx, env, fast, c)
+				if err != nil {
+					return err
+				}
+				rep.lifecycle = append(rep.lifecycle, l)
+			}
 			for _, n := range ns {
 				for _, c := range contenders {
 					r, err := runThroughput(ctx, env, fast, c, n)

@@ -18,6 +18,7 @@ type report struct {
 	initBytes         []int // cabpi, CABPK; 0 where not measured
 	initErrors        []string
 	throughput        []throughputResult
+	lifecycle         []lifecycleResult
 	memory            *memoryResult
 }
 
@@ -88,6 +89,30 @@ func (r *report) markdown() string {
 		p("")
 		p("Raw write rate of this API server (2,000 ConfigMap creates, 32 unthrottled writers): %.0f creates/s.", r.writeRate)
 		p("")
+		p("Each N has a namespace of its own, and each manager watches only its run's namespace: the earlier")
+		p("runs' Machines, whose nodes never join, are not part of the N a user has. The workload-cluster")
+		p("floor is (N − burst) / QPS = (N − 30) / 20 s: one request per config at --clustercache-client-qps 20.")
+		p("Requests per config, from the first create until every Machine had its data (management / workload):")
+		p("")
+		p("| N | cabpi | floor | cabpi / floor | cabpi requests | CABPK requests |")
+		p("|---|---|---|---|---|---|")
+		for i, ours := range r.throughput {
+			if ours.contender != "cabpi" {
+				continue
+			}
+			floor := max(float64(ours.n-30), 0) / 20
+			theirs := "not run"
+			if i+1 < len(r.throughput) && r.throughput[i+1].contender == "CABPK" {
+				theirs = requestTotals(r.throughput[i+1].requests, ours.n)
+			}
+			p("| %d | %.1f s | %.1f s | %.2f | %s | %s |", ours.n, ours.elapsed.Seconds(), floor, ours.elapsed.Seconds()/floor,
+				requestTotals(ours.requests, ours.n), theirs)
+		}
+		p("")
+	}
+
+	if len(r.lifecycle) > 0 {
+		r.lifecycleMarkdown(p)
 	}
 
 	if len(r.initBytes) == 2 || len(r.throughput) > 0 {
@@ -166,6 +191,70 @@ func (r *report) markdown() string {
 		p("")
 	}
 	return b.String()
+}
+
+// requestTotals is "management / workload" requests per config.
+func requestTotals(s requestsSnapshot, configs int) string {
+	return fmt.Sprintf("%.2f / %.2f", float64(total(s.management))/float64(configs), float64(total(s.workload))/float64(configs))
+}
+
+// lifecycleMarkdown is the requests one worker Machine costs each contender, by cluster, verb
+// and resource.
+func (r *report) lifecycleMarkdown(p func(string, ...any)) {
+	machines := r.lifecycle[0].machines
+	p("## Requests per worker Machine")
+	p("")
+	p("%d worker Machines of a joinable Cluster, each contender in a manager of its own on a namespace of its", machines)
+	p("own (defaults as above), followed from their configs' creation through their data Secrets and their")
+	p("nodes joining (infrastructure machine provisioned, a Ready Node, the Machine's nodeRef) until the")
+	p("manager had sent nothing for %s. Requests as the API servers see them, after the clients' rate", quietFor)
+	p("limiters: the management cluster's counted on the manager's client, the workload cluster's by a proxy")
+	p("the Cluster's kubeconfig points at (its own user agent tells the contender's ClusterCache apart). The")
+	p("managers' start and watches (their caches' LISTs and WATCHes) and the ClusterCache's connection to the")
+	p("workload cluster (discovery, then `GET /` every 10 s: costs per Cluster) are left out. Per Machine:")
+	p("")
+	header, rule := "| cluster | request |", "|---|---|"
+	for _, l := range r.lifecycle {
+		header += " " + l.contender + " |"
+		rule += "---|"
+	}
+	p("%s", header)
+	p("%s", rule)
+	for _, cluster := range []string{"management", "workload"} {
+		of := func(l lifecycleResult) map[string]int {
+			if cluster == "management" {
+				return l.requests.management
+			}
+			return l.requests.workload
+		}
+		union := map[string]int{}
+		for _, l := range r.lifecycle {
+			for k, v := range of(l) {
+				union[k] += v
+			}
+		}
+		for _, k := range sortedKeys(union) {
+			row := fmt.Sprintf("| %s | `%s` |", cluster, k)
+			for _, l := range r.lifecycle {
+				row += " " + perMachine(of(l)[k], l.machines) + " |"
+			}
+			p("%s", row)
+		}
+		row := fmt.Sprintf("| %s | **total** |", cluster)
+		for _, l := range r.lifecycle {
+			row += fmt.Sprintf(" **%s** |", perMachine(total(of(l)), l.machines))
+		}
+		p("%s", row)
+	}
+	p("")
+}
+
+// perMachine is count / machines, "—" for none.
+func perMachine(count, machines int) string {
+	if count == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", float64(count)/float64(machines))
 }
 
 func command(name string, args ...string) string {

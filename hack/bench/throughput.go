@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/reconcilers/kubeadmconfig"
 	cabpksetup "sigs.k8s.io/cluster-api/bootstrap/kubeadm/setup"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/util/secret"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
@@ -30,16 +32,18 @@ import (
 // against the shared API server, and how to make one worker's bootstrap config.
 type contender struct {
 	name string
-	// start runs the provider's manager until the returned stop is called.
-	start func(ctx context.Context, env *testenv.Environment) (stop func(), err error)
+	// start runs the provider's manager, watching namespace ns only, until the returned stop is
+	// called.
+	start func(ctx context.Context, env *testenv.Environment, ns string) (stop func(), err error)
 	// config returns a worker's bootstrap config and the reference a Machine makes to it.
 	config func(ns, name string) (client.Object, clusterv1.ContractVersionedObjectReference)
 }
 
 var cabpi = contender{
 	name: "cabpi",
-	start: func(ctx context.Context, env *testenv.Environment) (func(), error) {
+	start: func(ctx context.Context, env *testenv.Environment, ns string) (func(), error) {
 		opts := testenv.CabpiOptions()
+		opts.Namespace = ns
 		cfg := rest.CopyConfig(env.Config)
 		cfg.QPS, cfg.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
 		requests["cabpi"].wrap(cfg)
@@ -60,7 +64,7 @@ var cabpi = contender{
 // kubeadmconfig-concurrency 100, clustercache-concurrency 100).
 var cabpk = contender{
 	name: "CABPK",
-	start: func(ctx context.Context, env *testenv.Environment) (func(), error) {
+	start: func(ctx context.Context, env *testenv.Environment, ns string) (func(), error) {
 		cfg := rest.CopyConfig(env.Config)
 		cfg.QPS, cfg.Burst = 100, 200
 		requests["CABPK"].wrap(cfg)
@@ -69,7 +73,7 @@ var cabpk = contender{
 			Metrics:                metricsserver.Options{BindAddress: "0"},
 			HealthProbeBindAddress: "0",
 			// Informer names must be unique per process: one per CABPK manager of the run.
-			Cache:  cabpksetup.ManagerCacheOptions(env.Scheme, fmt.Sprintf("kubeadmconfig-%d", cabpkRuns.Add(1)), "", 10*time.Minute),
+			Cache:  cabpksetup.ManagerCacheOptions(env.Scheme, fmt.Sprintf("kubeadmconfig-%d", cabpkRuns.Add(1)), ns, 10*time.Minute),
 			Client: cabpksetup.ManagerClientOptions(),
 		}
 		skipNameValidation(&mgrOpts)
@@ -137,21 +141,95 @@ type throughputResult struct {
 	elapsed   time.Duration
 	// workerBytes is the size of one worker's bootstrap data (the value key of its data Secret).
 	workerBytes int
+	// requests are the contender's requests from the first create until every Machine had its
+	// data.
+	requests requestsSnapshot
 }
 
 // readyCluster makes a Cluster that workers can join at once: infrastructure provisioned,
 // control plane initialized, CA and kubeconfig Secrets (the workload cluster is the same
-// envtest API server), as after a control plane came up.
+// envtest API server, reached through the counting workloadProxy), as after a control plane
+// came up.
 func readyCluster(ctx context.Context, env *testenv.Environment, ns string) (*clusterv1.Cluster, error) {
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return nil, err
 	}
-	return env.CreateJoinableCluster(ctx, ns, "bench")
+	cluster, err := env.CreateJoinableCluster(ctx, ns, "bench")
+	if err != nil {
+		return nil, err
+	}
+	// Before any contender starts: its ClusterCache connects with this kubeconfig.
+	kubeconfig, err := workload.kubeconfig(cluster.Name)
+	if err != nil {
+		return nil, err
+	}
+	s := &corev1.Secret{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: secret.Name(cluster.Name, secret.Kubeconfig)}, s); err != nil {
+		return nil, err
+	}
+	s.Data[secret.KubeconfigDataName] = kubeconfig
+	return cluster, env.Client.Update(ctx, s)
+}
+
+// workload counts the contenders' requests to the workload cluster (started by run).
+var workload *workloadProxy
+
+// createWorkers creates n worker Machines of cluster (config, infrastructure machine, Machine)
+// for contender c, 32 at a time.
+func createWorkers(ctx context.Context, fast client.Client, c contender, cluster *clusterv1.Cluster, n int) error {
+	return parallel(n, 32, func(i int) error {
+		name := fmt.Sprintf("w-%04d", i)
+		cfg, ref := c.config(cluster.Namespace, name)
+		if err := fast.Create(ctx, cfg); err != nil {
+			return err
+		}
+		if err := fast.Create(ctx, testenv.NewGenericInfraMachine(cluster.Namespace, name)); err != nil {
+			return err
+		}
+		m := testenv.NewMachine(cluster, name, false)
+		m.Spec.Bootstrap.ConfigRef = ref
+		return fast.Create(ctx, m)
+	})
+}
+
+// waitForMachines polls the Machine controller's own cache (it sees every Machine: counting
+// there costs the API server nothing) until done holds for all n Machines of ns.
+func waitForMachines(ctx context.Context, env *testenv.Environment, ns string, n int, what string, timeout time.Duration, done func(*clusterv1.Machine) bool) error {
+	start := time.Now()
+	deadline := start.Add(timeout)
+	for {
+		machines := &clusterv1.MachineList{}
+		if err := env.Manager.GetCache().List(ctx, machines, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		count := 0
+		for i := range machines.Items {
+			if done(&machines.Items[i]) {
+				count++
+			}
+		}
+		if count == n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: only %d of %d Machines %s after %s", ns, count, n, what, time.Since(start).Round(time.Second))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func bootstrapDataCreated(m *clusterv1.Machine) bool {
+	return ptr.Deref(m.Status.Initialization.BootstrapDataSecretCreated, false)
 }
 
 // runThroughput creates n worker Machines (config, infrastructure machine, Machine) at once
 // against a running contender and times until every Machine has
 // status.initialization.bootstrapDataSecretCreated, as Cluster API's Machine controller sets it.
+//
+// Each run has a namespace of its own, and the contender's manager watches that namespace only
+// (--namespace; CABPK's watch namespace): the earlier runs' configs, whose nodes never join,
+// are a leftover of the harness, not a part of a user's N Machines, and a manager that saw them
+// would spend its workload-cluster budget checking their join tokens.
 func runThroughput(ctx context.Context, env *testenv.Environment, fast client.Client, c contender, n int) (throughputResult, error) {
 	res := throughputResult{contender: c.name, n: n}
 	ns := fmt.Sprintf("bench-%s-%d", map[string]string{"cabpi": "cabpi", "CABPK": "cabpk"}[c.name], n)
@@ -159,63 +237,143 @@ func runThroughput(ctx context.Context, env *testenv.Environment, fast client.Cl
 	if err != nil {
 		return res, fmt.Errorf("creating the Cluster: %w", err)
 	}
-	stop, err := c.start(ctx, env)
+	stop, err := c.start(ctx, env, ns)
 	if err != nil {
 		return res, fmt.Errorf("starting %s: %w", c.name, err)
 	}
 	defer stop()
+	if err := waitConnected(c); err != nil {
+		return res, err
+	}
 
 	start := time.Now()
-	if err := parallel(n, 32, func(i int) error {
-		name := fmt.Sprintf("w-%04d", i)
-		cfg, ref := c.config(ns, name)
-		if err := fast.Create(ctx, cfg); err != nil {
-			return err
-		}
-		if err := fast.Create(ctx, testenv.NewGenericInfraMachine(ns, name)); err != nil {
-			return err
-		}
-		m := testenv.NewMachine(cluster, name, false)
-		m.Spec.Bootstrap.ConfigRef = ref
-		return fast.Create(ctx, m)
-	}); err != nil {
+	if err := createWorkers(ctx, fast, c, cluster, n); err != nil {
 		return res, fmt.Errorf("creating Machines: %w", err)
 	}
 	created := time.Since(start)
+	if err := waitForMachines(ctx, env, ns, n, "have bootstrap data", 20*time.Minute, bootstrapDataCreated); err != nil {
+		return res, fmt.Errorf("%s: %w", c.name, err)
+	}
+	res.elapsed = time.Since(start)
+	res.requests = requests[c.name].snapshot()
+	logf("%s N=%d: %.1fs (creating the objects took %.1fs); per config: %.2f management, %.2f workload requests", c.name, n,
+		res.elapsed.Seconds(), created.Seconds(), float64(total(res.requests.management))/float64(n), float64(total(res.requests.workload))/float64(n))
+	if verbose {
+		logf("%s management-cluster requests until then:\n%s", c.name, perConfig(res.requests.management, n))
+		logf("%s workload-cluster requests until then:\n%s", c.name, perConfig(res.requests.workload, n))
+	}
 
-	// The Machine controller's own cache sees every Machine: counting there costs the API
-	// server nothing.
-	deadline := time.Now().Add(20 * time.Minute)
-	for {
-		machines := &clusterv1.MachineList{}
-		if err := env.Manager.GetCache().List(ctx, machines, client.InNamespace(ns)); err != nil {
-			return res, err
-		}
-		done := 0
-		for _, m := range machines.Items {
-			if ptr.Deref(m.Status.Initialization.BootstrapDataSecretCreated, false) {
-				done++
-			}
-		}
-		if done == n {
-			break
-		}
+	data := &corev1.Secret{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w-0000"}, data); err != nil {
+		return res, fmt.Errorf("reading a data Secret: %w", err)
+	}
+	res.workerBytes = len(data.Data["value"])
+	return res, nil
+}
+
+// waitConnected waits until c's ClusterCache has connected to the workload cluster (the proxy saw
+// its first request), then starts c's counts afresh. A manager's start (its caches' LISTs, the
+// ClusterCache's connection) is not a config's; and configs created before the connection would
+// each be reconciled twice, once to say the workload cluster is not reachable yet, which a
+// manager that has been running does not do.
+func waitConnected(c contender) error {
+	deadline := time.Now().Add(time.Minute)
+	for total(requests[c.name].workload.snapshot()) == 0 {
 		if time.Now().After(deadline) {
-			return res, fmt.Errorf("%s: only %d of %d Machines have bootstrap data after %s", c.name, done, n, time.Since(start))
+			return fmt.Errorf("%s did not connect to the workload cluster within a minute", c.name)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	res.elapsed = time.Since(start)
-	logf("%s N=%d: %.1fs (creating the objects took %.1fs)", c.name, n, res.elapsed.Seconds(), created.Seconds())
-	if verbose {
-		logf("%s management-cluster requests until then:\n%s", c.name, requests[c.name].summary(n))
-	}
+	time.Sleep(time.Second) // its discovery done
+	requests[c.name].reset()
+	return nil
+}
 
-	secret := &corev1.Secret{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w-0000"}, secret); err != nil {
-		return res, fmt.Errorf("reading a data Secret: %w", err)
+// lifecycleMachines is how many worker Machines runLifecycle follows.
+const lifecycleMachines = 20
+
+// quietFor is how long a manager must send nothing for runLifecycle to call it quiet.
+const quietFor = 10 * time.Second
+
+// machineRequests leaves out of s what is not a Machine's: the ClusterCache's health probe of
+// each workload cluster (GET /, every 10 s) and its discovery when it connects, costs per
+// Cluster; the informers' WATCHes, one per informer of the manager.
+func machineRequests(s requestsSnapshot) requestsSnapshot {
+	drop := func(counts map[string]int) map[string]int {
+		for k := range counts {
+			verb, resource, _ := strings.Cut(k, " ")
+			if verb == "WATCH" || resource == "discovery" || strings.HasPrefix(resource, "/") {
+				delete(counts, k)
+			}
+		}
+		return counts
 	}
-	res.workerBytes = len(secret.Data["value"])
+	return requestsSnapshot{management: drop(s.management), workload: drop(s.workload)}
+}
+
+// lifecycleResult is what one worker Machine costs a contender, from its config's creation to
+// its node joined and the manager quiet: requests divided by the Machines followed.
+type lifecycleResult struct {
+	contender string
+	machines  int
+	requests  requestsSnapshot
+}
+
+// runLifecycle follows lifecycleMachines worker Machines of a fresh Cluster along the happy
+// path, counting the contender's requests to both clusters: configs created, data Secrets
+// stored (the Machines' bootstrapDataSecretCreated), then each node joined as an
+// infrastructure provider and a kubelet would have it (testenv.MarkMachineNodeJoined: the
+// infrastructure machine provisioned with a providerID, a Ready Node), until every Machine has
+// its nodeRef and the manager has sent nothing for quietFor.
+func runLifecycle(ctx context.Context, env *testenv.Environment, fast client.Client, c contender) (lifecycleResult, error) {
+	res := lifecycleResult{contender: c.name, machines: lifecycleMachines}
+	ns := "bench-requests-" + map[string]string{"cabpi": "cabpi", "CABPK": "cabpk"}[c.name]
+	cluster, err := readyCluster(ctx, env, ns)
+	if err != nil {
+		return res, fmt.Errorf("creating the Cluster: %w", err)
+	}
+	stop, err := c.start(ctx, env, ns)
+	if err != nil {
+		return res, fmt.Errorf("starting %s: %w", c.name, err)
+	}
+	defer stop()
+	if err := waitConnected(c); err != nil {
+		return res, err
+	}
+	counts := requests[c.name]
+
+	if err := createWorkers(ctx, fast, c, cluster, res.machines); err != nil {
+		return res, fmt.Errorf("creating Machines: %w", err)
+	}
+	if err := waitForMachines(ctx, env, ns, res.machines, "have bootstrap data", 5*time.Minute, bootstrapDataCreated); err != nil {
+		return res, fmt.Errorf("%s: %w", c.name, err)
+	}
+	if err := parallel(res.machines, 4, func(i int) error {
+		m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("w-%04d", i)}}
+		_, err := env.MarkMachineNodeJoined(ctx, m)
+		return err
+	}); err != nil {
+		return res, fmt.Errorf("joining the nodes: %w", err)
+	}
+	if err := waitForMachines(ctx, env, ns, res.machines, "have a nodeRef", 5*time.Minute, func(m *clusterv1.Machine) bool {
+		return m.Status.NodeRef.IsDefined()
+	}); err != nil {
+		return res, fmt.Errorf("%s: %w", c.name, err)
+	}
+	last, since, giveUp := machineRequests(counts.snapshot()), time.Now(), time.Now().Add(2*time.Minute)
+	for time.Since(since) < quietFor && time.Now().Before(giveUp) {
+		time.Sleep(time.Second)
+		now := machineRequests(counts.snapshot())
+		if total(now.management)+total(now.workload) != total(last.management)+total(last.workload) {
+			last, since = now, time.Now()
+		}
+	}
+	if time.Since(since) < quietFor {
+		logf("%s was not quiet for %s within 2 minutes of the last nodeRef: counted until then", c.name, quietFor)
+	}
+	res.requests = last
+	logf("%s, one worker Machine's requests (%d followed, until quiet for %s):\n management:\n%s workload:\n%s", c.name, res.machines, quietFor,
+		perConfig(res.requests.management, res.machines), perConfig(res.requests.workload, res.machines))
 	return res, nil
 }
 
@@ -289,7 +447,7 @@ func initBytes(ctx context.Context, env *testenv.Environment, fast client.Client
 	if err := env.MarkInfrastructureProvisioned(ctx, cluster); err != nil {
 		return 0, err
 	}
-	stop, err := c.start(ctx, env)
+	stop, err := c.start(ctx, env, ns)
 	if err != nil {
 		return 0, err
 	}
@@ -308,10 +466,10 @@ func initBytes(ctx context.Context, env *testenv.Environment, fast client.Client
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		secret := &corev1.Secret{}
-		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cp-0"}, secret)
-		if err == nil && len(secret.Data["value"]) > 0 {
-			return len(secret.Data["value"]), nil
+		data := &corev1.Secret{}
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cp-0"}, data)
+		if err == nil && len(data.Data["value"]) > 0 {
+			return len(data.Data["value"]), nil
 		}
 		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("%s rendered no init data in 2 minutes (last error: %v)", c.name, err)

@@ -1,0 +1,50 @@
+package controllers
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"k8s.io/utils/ptr"
+
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+)
+
+// patchStatus writes, besides the conditions, only the status fields its reconcile changed: a
+// field it left alone keeps what the latest copy says, even when the reconcile read an older one.
+func TestChangedStatusFields(t *testing.T) {
+	delivered := cabpiv1.IgnitionConfigStatus{
+		DataSecretName:     "w-0",
+		Initialization:     cabpiv1.IgnitionConfigInitializationStatus{DataSecretCreated: ptr.To(true)},
+		DataInputsHash:     "h1",
+		ObservedGeneration: 2,
+	}
+	for _, tc := range []struct {
+		name                  string
+		before, after, latest cabpiv1.IgnitionConfigStatus
+		want                  cabpiv1.IgnitionConfigStatus
+	}{
+		{name: "first render: every field recorded", after: delivered, want: delivered},
+		{name: "nothing changed: the latest copy stays", before: delivered, after: delivered,
+			latest: cabpiv1.IgnitionConfigStatus{DataInputsHash: "h2"}, want: cabpiv1.IgnitionConfigStatus{DataInputsHash: "h2"}},
+		{name: "one field changed on an older copy: only it is written",
+			before: delivered,
+			after:  func() cabpiv1.IgnitionConfigStatus { s := delivered; s.DataInputsHash = "h3"; return s }(),
+			latest: func() cabpiv1.IgnitionConfigStatus { s := delivered; s.ObservedGeneration = 3; return s }(),
+			want: func() cabpiv1.IgnitionConfigStatus {
+				s := delivered
+				s.ObservedGeneration = 3
+				s.DataInputsHash = "h3"
+				return s
+			}()},
+		{name: "a field cleared is cleared", before: delivered,
+			after:  cabpiv1.IgnitionConfigStatus{DataInputsHash: "h1", ObservedGeneration: 2},
+			latest: delivered,
+			want:   cabpiv1.IgnitionConfigStatus{DataInputsHash: "h1", ObservedGeneration: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			latest := tc.latest
+			changedStatusFields(&tc.before, &tc.after, &latest)
+			assert.Equal(t, tc.want, latest)
+		})
+	}
+}
