@@ -232,19 +232,12 @@ func bootstrapDataCreated(m *clusterv1.Machine) bool {
 // would spend its workload-cluster budget checking their join tokens.
 func runThroughput(ctx context.Context, env *testenv.Environment, fast client.Client, c contender, n int) (throughputResult, error) {
 	res := throughputResult{contender: c.name, n: n}
-	ns := fmt.Sprintf("bench-%s-%d", map[string]string{"cabpi": "cabpi", "CABPK": "cabpk"}[c.name], n)
-	cluster, err := readyCluster(ctx, env, ns)
+	cluster, stop, err := startInNamespace(ctx, env, c, fmt.Sprintf("bench-%s-%d", c.namespacePrefix(), n))
 	if err != nil {
-		return res, fmt.Errorf("creating the Cluster: %w", err)
-	}
-	stop, err := c.start(ctx, env, ns)
-	if err != nil {
-		return res, fmt.Errorf("starting %s: %w", c.name, err)
-	}
-	defer stop()
-	if err := waitConnected(c); err != nil {
 		return res, err
 	}
+	defer stop()
+	ns := cluster.Namespace
 
 	start := time.Now()
 	if err := createWorkers(ctx, fast, c, cluster, n); err != nil {
@@ -327,19 +320,12 @@ type lifecycleResult struct {
 // its nodeRef and the manager has sent nothing for quietFor.
 func runLifecycle(ctx context.Context, env *testenv.Environment, fast client.Client, c contender) (lifecycleResult, error) {
 	res := lifecycleResult{contender: c.name, machines: lifecycleMachines}
-	ns := "bench-requests-" + map[string]string{"cabpi": "cabpi", "CABPK": "cabpk"}[c.name]
-	cluster, err := readyCluster(ctx, env, ns)
+	cluster, stop, err := startInNamespace(ctx, env, c, "bench-requests-"+c.namespacePrefix())
 	if err != nil {
-		return res, fmt.Errorf("creating the Cluster: %w", err)
-	}
-	stop, err := c.start(ctx, env, ns)
-	if err != nil {
-		return res, fmt.Errorf("starting %s: %w", c.name, err)
-	}
-	defer stop()
-	if err := waitConnected(c); err != nil {
 		return res, err
 	}
+	defer stop()
+	ns := cluster.Namespace
 	counts := requests[c.name]
 
 	if err := createWorkers(ctx, fast, c, cluster, res.machines); err != nil {
@@ -477,3 +463,24 @@ func initBytes(ctx context.Context, env *testenv.Environment, fast client.Client
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// startInNamespace creates namespace ns with a ready Cluster, starts the contender's manager
+// watching that namespace only, and waits until it is connected to the workload cluster.
+func startInNamespace(ctx context.Context, env *testenv.Environment, c contender, ns string) (*clusterv1.Cluster, func(), error) {
+	cluster, err := readyCluster(ctx, env, ns)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the Cluster: %w", err)
+	}
+	stop, err := c.start(ctx, env, ns)
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting %s: %w", c.name, err)
+	}
+	if err := waitConnected(c); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return cluster, stop, nil
+}
+
+// namespacePrefix is the contender's name as a namespace takes it.
+func (c contender) namespacePrefix() string { return strings.ToLower(c.name) }
