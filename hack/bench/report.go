@@ -105,7 +105,11 @@ func (r *report) markdown() string {
 			if i+1 < len(r.throughput) && r.throughput[i+1].contender == "CABPK" {
 				theirs = requestTotals(r.throughput[i+1].requests, ours.n)
 			}
-			p("| %d | %.1f s | %.1f s | %.2f | %s | %s |", ours.n, ours.elapsed.Seconds(), floor, ours.elapsed.Seconds()/floor,
+			ratio := "— (N within the burst)"
+			if floor > 0 {
+				ratio = fmt.Sprintf("%.2f", ours.elapsed.Seconds()/floor)
+			}
+			p("| %d | %.1f s | %.1f s | %s | %s | %s |", ours.n, ours.elapsed.Seconds(), floor, ratio,
 				requestTotals(ours.requests, ours.n), theirs)
 		}
 		p("")
