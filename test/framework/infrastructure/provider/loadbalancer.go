@@ -35,7 +35,14 @@ func StartLoadBalancer(addr netip.Addr) (*LoadBalancer, error) {
 		return nil, err
 	}
 	lb := &LoadBalancer{listener: l, closed: make(chan struct{})}
-	go lb.serve()
+	// The accept loop counts as a connection of its own: a connection it adds is then added while
+	// the count is above zero, which may happen at any time, even during Close's Wait (an Add
+	// from zero must happen before the Wait: go test -race caught this one).
+	lb.conns.Add(1)
+	go func() {
+		defer lb.conns.Done()
+		lb.serve()
+	}()
 	return lb, nil
 }
 
