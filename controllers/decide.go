@@ -177,6 +177,7 @@ func decideDelivered(f facts, p policy) action {
 	notes := deliveredNotes{
 		available:    !f.dataSecretAvailableTrue,
 		certificates: f.controlPlane,
+		forgetToken:  f.tokenID != "" && f.machineJoined,
 	}
 	var recheck time.Duration
 	if f.inputs != nil && f.inputs.unwatched {
@@ -208,7 +209,6 @@ func decideDelivered(f facts, p policy) action {
 
 	a := decideToken(f, p)
 	a.delivered = notes
-	a.delivered.forgetToken = a.delivered.forgetToken || (f.tokenID != "" && f.machineJoined)
 	if a.kind == actKeep {
 		a.requeue = lowestNonZero(a.requeue, recheck)
 	}

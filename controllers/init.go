@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 
@@ -33,8 +34,4 @@ func waitingForInitLock() outcome {
 		"Another control-plane Machine holds the kubeadm init lock; this one joins once the control plane is initialized", waitRequeue)
 }
 
-var errUnlock = errorString("failed to release the kubeadm init lock")
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
+var errUnlock = errors.New("failed to release the kubeadm init lock")
