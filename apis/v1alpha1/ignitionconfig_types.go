@@ -23,9 +23,11 @@ const (
 type Platform string
 
 const (
-	// PlatformAWS is Amazon EC2 (CAPA): 16 KiB of user data.
+	// PlatformAWS is Amazon EC2 (CAPA): 16 KiB of user data where the data is the user data
+	// (spec.ignition.storageType UnencryptedUserData); none where CAPA keeps it in S3
+	// (ClusterObjectStore, its default for an AWSMachine) and the user data is its stub (ADR 028).
 	PlatformAWS Platform = "aws"
-	// PlatformAzure is Azure customData (CAPZ): 64 KiB.
+	// PlatformAzure is Azure customData (CAPZ): 65,535 bytes.
 	PlatformAzure Platform = "azure"
 	// PlatformGCP is a GCP metadata value (CAPG): 256 KiB.
 	PlatformGCP Platform = "gcp"
@@ -66,14 +68,17 @@ type IgnitionConfigSpec struct {
 
 	// platform names the infrastructure that hands the data to the machine. It sets the
 	// user-data limit the data is checked against (aws 16 KiB, hetzner 32 KiB, openstack 48 KiB
-	// raw, azure and vsphere 64 KiB, gcp 256 KiB) and whether the data may be compressed: file
-	// contents are gzipped where that is shorter, and data over the limit is wrapped in a config
-	// carrying it gzipped (Ignition 3.1.0 and later). Nothing is ever cut; data still over the
-	// limit is reported on the DataSecretAvailable condition. docker (CAPD) has no limit and keeps
-	// everything uncompressed, because CAPD does not decompress. When unset, the controller
-	// derives the platform from the kind of the owner's spec.infrastructureRef (AWSMachine,
-	// AzureMachine, GCPMachine, HCloudMachine, OpenStackMachine, VSphereMachine, DockerMachine,
-	// ...); for a kind it does not know it applies no limit and compresses.
+	// raw, azure 65,535 bytes, vsphere 64 KiB, gcp 256 KiB) and whether the data may be
+	// compressed: file contents are gzipped where that is shorter, and data over the limit is
+	// wrapped in a config carrying it gzipped (Ignition 3.1.0 and later). Nothing is ever cut; data
+	// still over the limit is reported on the DataSecretAvailable condition. docker (CAPD) has no
+	// limit and keeps everything uncompressed, because CAPD does not decompress. When unset, the
+	// controller derives the platform from the kind of the owner's spec.infrastructureRef
+	// (AWSMachine, AzureMachine, GCPMachine, HCloudMachine, OpenStackMachine, VSphereMachine,
+	// DockerMachine, ...); for a kind it does not know it applies no limit and compresses. The
+	// limit also follows how that infrastructure machine stores the data: an AWSMachine keeping it
+	// in S3 (spec.ignition.storageType ClusterObjectStore, CAPA's default) gives the instance
+	// CAPA's stub, so no limit applies to the data; only UnencryptedUserData is held to the 16 KiB.
 	// +optional
 	Platform Platform `json:"platform,omitempty"`
 

@@ -16,7 +16,8 @@ import (
 // Ignition versions can boot it (docs/adr/028-delivery-by-infrastructure-machine.md).
 type Delivery struct {
 	// Kind is the infrastructure machine's kind (the owner's spec.infrastructureRef.kind);
-	// "" when not known (admission, `cabpi render` without --infrastructure).
+	// "" when not known (admission; `cabpi render` of a file that does not also hold the
+	// config's owner and its infrastructure machine or machine template).
 	Kind string
 	// Name is the infrastructure object's name; "" when not read.
 	Name string

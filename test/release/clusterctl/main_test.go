@@ -124,7 +124,6 @@ func capdCRDDir() string {
 	return filepath.Join(capdDir, "infrastructure", "docker", "config", "crd", "bases")
 }
 
-
 func goOutput(dir string, args ...string) (string, error) {
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
