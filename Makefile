@@ -143,7 +143,7 @@ test-providers: ## Hand cabpi's data Secret to the infrastructure providers' own
 	@assets="$$(bash hack/envtest-assets.sh)"; status=0; \
 	for p in $(TEST_PROVIDERS); do \
 		echo "--- test/providers/$$p"; \
-		CABPI_BIN="$(CURDIR)/bin/cabpi" KUBEBUILDER_ASSETS="$$assets" \
+		CABPI_BIN="$(CURDIR)/bin/cabpi" CABPI_KUBERNETES_VERSION="$(KUBERNETES_VERSION)" KUBEBUILDER_ASSETS="$$assets" \
 			go -C test/providers/$$p test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) ./... || status=1; \
 	done; exit $$status
 

@@ -38,8 +38,9 @@ import (
 const ExamplesDir = "../../../docs/examples"
 
 // KubernetesVersion is the version every example is rendered for (the kubeadm API it selects is
-// beside the point here: only the bytes matter).
-const KubernetesVersion = "v1.34.4"
+// beside the point here: only the bytes matter): hack/versions.env's KUBERNETES_VERSION, its one
+// home, which make hands these tests as CABPI_KUBERNETES_VERSION. Main refuses to run without it.
+var KubernetesVersion = os.Getenv("CABPI_KUBERNETES_VERSION")
 
 // Example is one cabpi input (a file of docs/examples) and the Machine it is for.
 type Example struct {
@@ -231,6 +232,10 @@ func NewNamespace(t *testing.T, c client.Client) string {
 // Main runs a test package's tests and stops its API server: each package's TestMain is
 // os.Exit(providertest.Main(m)).
 func Main(m *testing.M) int {
+	if KubernetesVersion == "" {
+		fmt.Fprintln(os.Stderr, "CABPI_KUBERNETES_VERSION is not set: run these tests through `make test` (or `make test-providers`), which sets it from hack/versions.env")
+		return 1
+	}
 	code := m.Run()
 	if apiServer.env != nil {
 		if err := apiServer.env.Stop(); err != nil {

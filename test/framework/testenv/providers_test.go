@@ -1,0 +1,88 @@
+package testenv
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestProviderModulesPinVersionsEnv: hack/versions.env is the one home of the infrastructure
+// providers' versions, but each module under test/providers must also require its provider in
+// its own go.mod (Go needs it there). This keeps the two from parting: every provider module
+// requires its provider at the version versions.env pins, and the shared providertest module
+// requires none of them (each provider module's own pin must win).
+func TestProviderModulesPinVersionsEnv(t *testing.T) {
+	root, err := RepoRoot()
+	require.NoError(t, err)
+	mods, err := filepath.Glob(filepath.Join(root, "test", "providers", "*", "go.mod"))
+	require.NoError(t, err)
+
+	var checked []string
+	for _, file := range mods {
+		dir := filepath.Base(filepath.Dir(file))
+		requires, err := goModRequires(file)
+		require.NoError(t, err)
+		p, err := Infrastructure(dir)
+		if err != nil { // not a provider's module (providertest)
+			for _, other := range infrastructureProviders {
+				require.NotContains(t, requires, other.module, "test/providers/%s/go.mod pins a provider module", dir)
+			}
+			continue
+		}
+		require.Contains(t, requires, p.Module, "test/providers/%s/go.mod does not require %s", dir, p.Module)
+		require.Equal(t, p.Version, requires[p.Module],
+			"test/providers/%s/go.mod requires %s at another version than hack/versions.env's %s",
+			dir, p.Module, infrastructureProviders[dir].variable)
+		checked = append(checked, dir)
+	}
+	sort.Strings(checked)
+	require.Equal(t, []string{"aws", "azure", "gcp"}, checked, "the provider modules checked under test/providers")
+}
+
+// goModRequires reads the require directives of a go.mod (single-line and block form) and
+// refuses a replace directive, which would put another version in their place.
+func goModRequires(file string) (map[string]string, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	requires := map[string]string{}
+	inRequire := false
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line, _, _ := strings.Cut(sc.Text(), "//")
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) == 0:
+			continue
+		case inRequire && fields[0] == ")":
+			inRequire = false
+			continue
+		case fields[0] == "require" && len(fields) == 2 && fields[1] == "(":
+			inRequire = true
+			continue
+		case fields[0] == "require":
+			fields = fields[1:]
+		case fields[0] == "replace":
+			// A replace of the shared providertest module is how the modules find it.
+			if !strings.HasPrefix(fields[1], "github.com/cabpi/") {
+				return nil, fmt.Errorf("%s: replace %s: the version would not be the required one", file, fields[1])
+			}
+			continue
+		case !inRequire:
+			continue
+		}
+		if len(fields) != 2 {
+			return nil, fmt.Errorf("%s: %q is not a module and a version", file, strings.TrimSpace(line))
+		}
+		requires[fields[0]] = fields[1]
+	}
+	return requires, sc.Err()
+}
