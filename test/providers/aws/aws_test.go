@@ -367,11 +367,13 @@ func (a *awsCluster) services() (*ec2svc.Service, *ec2API, *s3svc.Service, *memS
 // TestAWSMachineUnencryptedUserData: with spec.ignition.storageType UnencryptedUserData, the
 // instance's user data is cabpi's data itself: CAPA reads it from the Secret with its format,
 // does not gzip it (even with spec.uncompressedUserData false), and base64-encodes it into
-// RunInstances; EC2 then holds the raw bytes, which must fit its 16 KB.
+// RunInstances; EC2 then holds the raw bytes, which must fit its 16 KB. CAPA checks no size: data
+// one byte over reaches RunInstances whole, and cabpi, rendering against the same limit, has
+// warned about it before.
 func TestAWSMachineUnencryptedUserData(t *testing.T) {
-	for _, ex := range providertest.Examples("node-name-aws.yaml") {
-		t.Run(ex.File, func(t *testing.T) {
-			out := providertest.RenderCabpi(t, ex.File, ex.Role, "aws")
+	for _, ex := range append(providertest.Examples("node-name-aws.yaml"), providertest.OverLimit(ec2UserDataLimit)) {
+		t.Run(ex.Name(), func(t *testing.T) {
+			out := providertest.Render(t, ex, "aws")
 			a := newAWSCluster(t, nil)
 			a.storeSecret(t, "data", out.Data)
 			ms := a.machineScope(t, "m", "data", ex.ControlPlane, &infrav1.Ignition{StorageType: infrav1.IgnitionStorageTypeOptionUnencryptedUserData})
@@ -398,7 +400,7 @@ func TestAWSMachineUnencryptedUserData(t *testing.T) {
 			require.NoError(t, err, "RunInstances' user data is base64")
 			require.False(t, bytes.HasPrefix(userData, gzipMagic), "CAPA gzipped the Ignition")
 			providertest.RequireSameBytes(t, out.Data, userData, "the instance's user data")
-			require.LessOrEqual(t, len(userData), ec2UserDataLimit, "EC2's user-data limit (%s)", out.Report)
+			providertest.RequireLimitReported(t, out, len(userData), ec2UserDataLimit)
 		})
 	}
 }
@@ -503,7 +505,9 @@ type ignitionStub struct {
 // template's user data is cabpi's data, not gzipped. ClusterObjectStore: it is CAPA's stub,
 // Ignition version spec.ignition.version (default infrav1.DefaultIgnitionVersion), pointing
 // (2.x: config.append, 3.x: config.merge) at an S3 object that holds cabpi's data unchanged;
-// the stub must be a config the instance's Ignition accepts.
+// the stub must be a config the instance's Ignition accepts. Data one byte over EC2's limit is
+// the launch template's user data all the same (cabpi has warned) or, in S3, whole behind the
+// stub: no user-data limit applies to it there (ADR 028).
 func TestAWSMachinePoolLaunchTemplate(t *testing.T) {
 	bucket := &infrav1.S3Bucket{
 		Name: bucketName, ControlPlaneIAMInstanceProfile: "control-plane.cluster-api-provider-aws.sigs.k8s.io",
@@ -512,10 +516,12 @@ func TestAWSMachinePoolLaunchTemplate(t *testing.T) {
 	presigned := bucket.DeepCopy()
 	presigned.PresignedURLDuration = &metav1.Duration{Duration: time.Hour}
 	for _, tc := range []struct {
-		name     string
-		example  string
-		bucket   *infrav1.S3Bucket
-		ignition *infrav1.Ignition
+		name    string
+		example string
+		// overLimit renders a worker one byte over EC2's limit instead of example.
+		overLimit bool
+		bucket    *infrav1.S3Bucket
+		ignition  *infrav1.Ignition
 		// wantStubVersion is the stub's Ignition major.minor; "" means no stub (the data itself).
 		wantStubVersion string
 	}{
@@ -530,9 +536,17 @@ func TestAWSMachinePoolLaunchTemplate(t *testing.T) {
 			ignition: &infrav1.Ignition{StorageType: infrav1.IgnitionStorageTypeOptionClusterObjectStore, Version: "3.0"}, wantStubVersion: "3.0"},
 		{name: "ClusterObjectStore, presigned URL", example: "node-name-aws.yaml", bucket: presigned,
 			ignition: &infrav1.Ignition{StorageType: infrav1.IgnitionStorageTypeOptionClusterObjectStore, Version: "3.4"}, wantStubVersion: "3.4"},
+		{name: "UnencryptedUserData, over the limit", overLimit: true, bucket: bucket,
+			ignition: &infrav1.Ignition{StorageType: infrav1.IgnitionStorageTypeOptionUnencryptedUserData}},
+		{name: "ClusterObjectStore, over the user-data limit", overLimit: true, bucket: bucket,
+			ignition: &infrav1.Ignition{StorageType: infrav1.IgnitionStorageTypeOptionClusterObjectStore, Version: "3.4"}, wantStubVersion: "3.4"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := providertest.RenderCabpi(t, tc.example, "worker", "aws")
+			ex := providertest.Example{File: tc.example, Role: "worker"}
+			if tc.overLimit {
+				ex = providertest.OverLimit(ec2UserDataLimit)
+			}
+			out := providertest.Render(t, ex, "aws")
 			a := newAWSCluster(t, tc.bucket)
 			a.storeSecret(t, "pool-data", out.Data)
 			mps := a.machinePoolScope(t, "pool", "pool-data", tc.ignition)
@@ -556,7 +570,6 @@ func TestAWSMachinePoolLaunchTemplate(t *testing.T) {
 			require.Equal(t, mps.LaunchTemplateName(), awssdk.ToString(lt.LaunchTemplateName))
 			userData, err := base64.StdEncoding.DecodeString(awssdk.ToString(lt.LaunchTemplateData.UserData))
 			require.NoError(t, err, "the launch template's user data is base64")
-			require.LessOrEqual(t, len(userData), ec2UserDataLimit, "EC2's user-data limit (%s)", out.Report)
 			require.False(t, bytes.HasPrefix(userData, gzipMagic), "CAPA gzipped the user data")
 
 			// The launch template's ID went back to the AWSMachinePool in the API server.
@@ -566,8 +579,11 @@ func TestAWSMachinePoolLaunchTemplate(t *testing.T) {
 
 			if tc.wantStubVersion == "" {
 				providertest.RequireSameBytes(t, out.Data, userData, "the launch template's user data")
+				providertest.RequireLimitReported(t, out, len(userData), ec2UserDataLimit)
 				return
 			}
+			// The user data is CAPA's stub and the S3 object cabpi's data whole, whatever its
+			// size; TestCabpiKnowsCAPADefaults checks that cabpi renders it against no limit.
 			checkStub(t, userData, tc.wantStubVersion, tc.bucket, mps.LaunchTemplateName(), s3Fake, out.Data)
 		})
 	}
@@ -671,8 +687,9 @@ func (a *awsCluster) machinePoolScope(t *testing.T, name, secretName string, ign
 // Ignition data in S3 behind a stub of version 2.3, an AWSMachinePool in the user data) is
 // checked here against CAPA's constants, through `cabpi render` of a generated-cluster file: a
 // Fedora CoreOS config whose AWSMachineTemplate has no spec.ignition is refused, naming CAPA's
-// default version, and one on an AWSMachinePool without spec.ignition is rendered against the user
-// data's 16 KiB.
+// default version, one on an AWSMachinePool without spec.ignition is rendered against the user
+// data's 16 KiB, and one on an AWSMachinePool keeping the data in S3 against no limit, as
+// TestAWSMachinePoolLaunchTemplate shows CAPA hands it on.
 func TestCabpiKnowsCAPADefaults(t *testing.T) {
 	require.Equal(t, infrav1.IgnitionStorageTypeOptionClusterObjectStore, infrav1.DefaultIgnitionStorageType,
 		"cabpi assumes CAPA keeps an AWSMachine's Ignition data in S3 by default")
@@ -718,7 +735,24 @@ spec:
       infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: AWSMachinePool, name: workers}
 `,
 			machine:    "apiVersion: infrastructure.cluster.x-k8s.io/v1beta2\nkind: AWSMachinePool\nmetadata: {name: workers}\nspec: {minSize: 1, maxSize: 2}\n",
-			wantReport: "platform aws (AWSMachinePool workers), limit 16384",
+			wantReport: fmt.Sprintf("platform aws (AWSMachinePool workers), limit %d", ec2UserDataLimit),
+		},
+		{
+			name: "AWSMachinePool with spec.ignition storageType ClusterObjectStore",
+			owner: `apiVersion: cluster.x-k8s.io/v1beta2
+kind: MachinePool
+metadata: {name: workers}
+spec:
+  clusterName: demo
+  template:
+    spec:
+      clusterName: demo
+      bootstrap: {configRef: {apiGroup: bootstrap.cluster.x-k8s.io, kind: IgnitionConfigTemplate, name: workers}}
+      infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: AWSMachinePool, name: workers}
+`,
+			machine: fmt.Sprintf("apiVersion: infrastructure.cluster.x-k8s.io/v1beta2\nkind: AWSMachinePool\nmetadata: {name: workers}\n"+
+				"spec: {minSize: 1, maxSize: 2, ignition: {storageType: %s, version: \"3.4\"}}\n", infrav1.IgnitionStorageTypeOptionClusterObjectStore),
+			wantReport: "platform aws (AWSMachinePool workers: data in S3, the user data is CAPA's Ignition 3.4 stub), no limit",
 		},
 	}
 	for _, tc := range cases {

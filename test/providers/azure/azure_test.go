@@ -260,12 +260,14 @@ func (a *azureCluster) machineScope(t *testing.T, name, secretName string, contr
 
 // TestAzureMachineCustomData: the VM CAPZ builds for an AzureMachine carries cabpi's data as
 // osProfile.customData, base64 of the Secret's value and nothing else: no gzip, no wrapper, the
-// format key not consulted; decoded, it must fit the 65535 bytes ARM allows.
+// format key not consulted; decoded, it must fit the 65535 bytes ARM allows. CAPZ checks no
+// size: data one byte over is the VM's custom data whole, and cabpi, rendering against the same
+// limit, has warned about it before.
 func TestAzureMachineCustomData(t *testing.T) {
-	for _, ex := range providertest.Examples("node-name-azure.yaml") {
-		t.Run(ex.File, func(t *testing.T) {
+	for _, ex := range append(providertest.Examples("node-name-azure.yaml"), providertest.OverLimit(customDataLimit)) {
+		t.Run(ex.Name(), func(t *testing.T) {
 			ctx := context.Background()
-			out := providertest.RenderCabpi(t, ex.File, ex.Role, "azure")
+			out := providertest.Render(t, ex, "azure")
 			a := newAzureCluster(t)
 			a.storeSecret(t, "data", out.Data)
 			ms := a.machineScope(t, "m", "data", ex.ControlPlane)
@@ -282,7 +284,7 @@ func TestAzureMachineCustomData(t *testing.T) {
 			require.True(t, ok, "Parameters gave %T", params)
 			require.NotNil(t, vm.Properties.OSProfile, "the VM has no osProfile")
 			customData := checkCustomData(t, vm.Properties.OSProfile.CustomData, out)
-			require.LessOrEqual(t, len(customData), customDataLimit, "ARM's customData limit (%s)", out.Report)
+			providertest.RequireLimitReported(t, out, len(customData), customDataLimit)
 			// The machine the data is for: a Linux VM from Flatcar's image.
 			require.Equal(t, ms.Name(), ptr.Deref(vm.Properties.OSProfile.ComputerName, ""))
 			require.Equal(t, "kinvolk", ptr.Deref(vm.Properties.StorageProfile.ImageReference.Publisher, ""))
@@ -321,10 +323,17 @@ func checkCustomData(t *testing.T, customData *string, out providertest.Rendered
 }
 
 // TestAzureMachinePoolCustomData: the virtual machine scale set CAPZ builds for an
-// AzureMachinePool carries cabpi's data as its VM profile's osProfile.customData, the same way.
+// AzureMachinePool carries cabpi's data as its VM profile's osProfile.customData, the same way,
+// over the limit too.
 func TestAzureMachinePoolCustomData(t *testing.T) {
+	for _, ex := range []providertest.Example{{File: "node-name-azure.yaml", Role: "worker"}, providertest.OverLimit(customDataLimit)} {
+		t.Run(ex.Name(), func(t *testing.T) { azureMachinePoolCustomData(t, providertest.Render(t, ex, "azure")) })
+	}
+}
+
+// azureMachinePoolCustomData is one row of TestAzureMachinePoolCustomData.
+func azureMachinePoolCustomData(t *testing.T, out providertest.Rendered) {
 	ctx := context.Background()
-	out := providertest.RenderCabpi(t, "node-name-azure.yaml", "worker", "azure")
 	a := newAzureCluster(t)
 	a.storeSecret(t, "pool-data", out.Data)
 
@@ -385,5 +394,5 @@ func TestAzureMachinePoolCustomData(t *testing.T) {
 	osProfile := vmss.Properties.VirtualMachineProfile.OSProfile
 	require.NotNil(t, osProfile, "the scale set's VM profile has no osProfile")
 	customData := checkCustomData(t, osProfile.CustomData, out)
-	require.LessOrEqual(t, len(customData), customDataLimit, "ARM's customData limit (%s)", out.Report)
+	providertest.RequireLimitReported(t, out, len(customData), customDataLimit)
 }

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,10 +43,40 @@ const ExamplesDir = "../../../docs/examples"
 // home, which make hands these tests as CABPI_KUBERNETES_VERSION. Main refuses to run without it.
 var KubernetesVersion = os.Getenv("CABPI_KUBERNETES_VERSION")
 
-// Example is one cabpi input (a file of docs/examples) and the Machine it is for.
+// Example is one cabpi input (a file of docs/examples, or a generated worker of Bytes bytes)
+// and the Machine it is for.
 type Example struct {
 	File, Role   string
 	ControlPlane bool
+	// Bytes, when not 0, makes the example a generated Flatcar worker whose data is exactly Bytes
+	// bytes (OverLimit); File is then only its name.
+	Bytes int
+}
+
+// Name names the example in subtests.
+func (e Example) Name() string {
+	if e.Bytes != 0 {
+		return fmt.Sprintf("%s (%d bytes)", e.File, e.Bytes)
+	}
+	return e.File
+}
+
+// OverLimit is a worker whose data is one byte over limit: a file of random bytes, which no
+// compression shrinks, so cabpi can neither gzip nor wrap it under the limit. It shows what the
+// provider does with data over its limit (hands it on whole) and that cabpi reports it over the
+// limit before the provider gets it (RequireLimitReported).
+func OverLimit(limit int) Example {
+	return Example{File: "over-the-limit", Role: "worker", Bytes: limit + 1}
+}
+
+// Render renders an example for platform: a docs/examples file with RenderCabpi, a generated one
+// at its size.
+func Render(t *testing.T, ex Example, platform string) Rendered {
+	t.Helper()
+	if ex.Bytes == 0 {
+		return RenderCabpi(t, ex.File, ex.Role, platform)
+	}
+	return renderSized(t, ex.Role, platform, ex.Bytes)
 }
 
 // Examples are the inputs every provider check renders: a worker of each variant (Flatcar with
@@ -79,11 +110,16 @@ var sizeLine = regexp.MustCompile(`rendered Ignition \S+ for \S+: (\d+) bytes`)
 // compacted and its length checked against the byte count cabpi reports for the Secret.
 func RenderCabpi(t *testing.T, example, role, platform string) Rendered {
 	t.Helper()
+	return renderFile(t, filepath.Join(ExamplesDir, example), role, platform)
+}
+
+// renderFile is RenderCabpi of any file.
+func renderFile(t *testing.T, file, role, platform string) Rendered {
+	t.Helper()
 	bin := os.Getenv("CABPI_BIN")
 	if bin == "" {
 		t.Fatal("CABPI_BIN is not set: these tests need the cabpi binary; run them through `make test` (or `make test-providers`), which builds it")
 	}
-	file := filepath.Join(ExamplesDir, example)
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(bin, "render", "-f", file, "--role", role, "--platform", platform, "--kubernetes-version", KubernetesVersion)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -102,6 +138,97 @@ func RenderCabpi(t *testing.T, example, role, platform string) Rendered {
 		t.Fatalf("cabpi render -f %s: reports %d bytes, the compacted output is %d: the data under test would not be the Secret's", file, n, compact.Len())
 	}
 	return Rendered{Data: compact.Bytes(), Report: strings.TrimSpace(stderr.String())}
+}
+
+// paddedConfig is the IgnitionConfig of a sized example: a Flatcar worker with one file. JSON,
+// which cabpi reads as YAML; the module does not import cabpi's API types (see the package
+// comment), so only the fields used are here.
+type paddedConfig struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Spec struct {
+		Variant string       `json:"variant"`
+		Files   []paddedFile `json:"files"`
+	} `json:"spec"`
+}
+
+type paddedFile struct {
+	Path     string `json:"path"`
+	Encoding string `json:"encoding"`
+	Content  string `json:"content"`
+}
+
+// renderSized renders a worker whose data is exactly size bytes. The file's random bytes (from a
+// fixed seed, so every run has the same data) reach the data base64-encoded, 4 bytes for every 3;
+// its path, one byte a character, makes up the rest. A few renders converge.
+func renderSized(t *testing.T, role, platform string, size int) Rendered {
+	t.Helper()
+	random := rand.New(rand.NewPCG(28, 11))
+	payload := make([]byte, size*3/4)
+	for i := range payload {
+		payload[i] = byte(random.Uint32())
+	}
+	n, pad := size*3/4-3*300, 0
+	file := filepath.Join(t.TempDir(), "sized.json")
+	for range 6 {
+		if n < 0 || n > len(payload) || pad > 400 {
+			break
+		}
+		var cfg paddedConfig
+		cfg.APIVersion, cfg.Kind, cfg.Metadata.Name = "bootstrap.cluster.x-k8s.io/v1alpha1", "IgnitionConfig", "sized"
+		cfg.Spec.Variant = "flatcar"
+		cfg.Spec.Files = []paddedFile{{
+			Path:     "/var/lib/cabpi-test/random" + strings.Repeat("x", pad),
+			Encoding: "base64",
+			Content:  base64.StdEncoding.EncodeToString(payload[:n]),
+		}}
+		b, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatalf("marshalling the sized config: %v", err)
+		}
+		if err := os.WriteFile(file, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := renderFile(t, file, role, platform)
+		delta := size - len(out.Data)
+		if delta == 0 {
+			return out
+		}
+		// Whole base64 quanta from the payload, the remainder (0 to 3) from the path.
+		quanta := delta / 4
+		if delta%4 < 0 {
+			quanta--
+		}
+		n += 3 * quanta
+		pad += delta - 4*quanta
+	}
+	t.Fatalf("could not render a worker of exactly %d bytes for platform %s", size, platform)
+	return Rendered{}
+}
+
+var limitInReport = regexp.MustCompile(`(?m); platform [^\n]*, (?:limit (\d+)|no limit)$`)
+
+// RequireLimitReported fails unless cabpi's report on out names limit as the platform's (the
+// provider's own, which the caller knows from the provider) and warns that the data is over it
+// exactly when received, what the instance gets, is over it: cabpi's account of the limit
+// agrees with what the provider hands the instance.
+func RequireLimitReported(t *testing.T, out Rendered, received, limit int) {
+	t.Helper()
+	m := limitInReport.FindStringSubmatch(out.Report)
+	if m == nil {
+		t.Fatalf("cabpi's report names no limit:\n%s", out.Report)
+	}
+	if got, _ := strconv.Atoi(m[1]); got != limit {
+		t.Fatalf("cabpi renders against a limit of %d bytes (0: none), the provider's is %d:\n%s", got, limit, out.Report)
+	}
+	over := received > limit
+	warned := strings.Contains(out.Report, fmt.Sprintf("over the %d-byte user-data limit", limit))
+	if over != warned {
+		t.Fatalf("the instance receives %d bytes (limit %d, over: %t), cabpi warned: %t:\n%s", received, limit, over, warned, out.Report)
+	}
 }
 
 // Digest names data in failure messages: the bootstrap data holds credentials (placeholders
