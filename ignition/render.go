@@ -88,7 +88,7 @@ func mergeInput(in *Input) (*merged, error) {
 	rep.addAll(checkFiles(append(slices.Clone(certificates), generated...), inst, in.Files, metadata))
 	rep.addAll(checkUsers(in.Users))
 	rep.addAll(checkCommands(in.PreKubeadmCommands, in.PostKubeadmCommands))
-	provider := append(append(certificates, generated...), inst.ownedFiles()...)
+	provider := append(append(append(certificates, generated...), inst.ownedFiles()...), attemptFiles(in.Variant)...)
 
 	snip, errs := translateSnippet(in)
 	rep.addAll(errs)
@@ -116,7 +116,7 @@ func mergeInput(in *Input) (*merged, error) {
 	if metadata != nil {
 		substitutions = metadata.substitutions(in.NodeName.ProviderID)
 	}
-	script, err := kubeadmScript(in.Role, in.Verbosity, inst, substitutions, in.PreKubeadmCommands, in.PostKubeadmCommands)
+	script, err := kubeadmScript(in.Role, in.Verbosity, inst, substitutions, userSkipPhases(in), in.PreKubeadmCommands, in.PostKubeadmCommands)
 	if err != nil {
 		return nil, err
 	}

@@ -27,23 +27,37 @@ var scripts embed.FS
 //     and the kubelet are of the Machine's version; before the user's commands, which may use them.
 //   - metadata.sh and its call, when the node is named from metadata: the named attributes are
 //     substituted into /etc/kubeadm.yml, before the user's commands see it.
-//   - the pre-kubeadm commands, in a subshell, so that nothing they do to the shell (set +e,
+//   - attempt.sh and its call (attempt.go, docs/adr/034-interrupted-first-boot.md): a first
+//     attempt keeps a copy of what Ignition wrote below /etc/kubernetes and /var/lib/kubelet and
+//     marks itself on the disk; a run that finds an interrupted attempt's mark decides from what
+//     kubeadm and the kubelet left whether kubeadm had finished (done), can resume over what it
+//     left (resume: a control-plane node whose etcd member has data), or is reset with kubeadm
+//     reset and the copy (run). Metadata, the source step and the substitution come first: each
+//     is safe to repeat, and kubeadm reset needs the source's kubeadm. cabpi_begin_attempt
+//     sets CABPI_KUBEADM (run, resume or done) and, to resume, CABPI_SKIP_PHASES; it starts the
+//     kubelet itself when kubeadm will not (the kubelet is held on such a boot, attempt.go).
+//     cabpi_kubeadm_succeeded, the first step after kubeadm, marks success on the disk before
+//     anything else, so that a power cut from there on finishes without kubeadm.
+//   - the pre-kubeadm commands, in a subshell, unless kubeadm had finished, so that nothing they do to the shell (set +e,
 //     traps, functions or aliases named kubeadm, PATH) reaches the kubeadm step. They share that
 //     one subshell, so a variable one exports is seen by the next.
 //   - the kubeadm step of the role, which first removes whatever stands at the sentinel's path:
 //     the sentinel means kubeadm exited 0, whatever the commands before did. The kubeadm line
 //     stays a line of its own starting with `kubeadm init` or `kubeadm join`: CAPD's bootstrap
 //     hooks find it by that text.
-//   - sentinel.sh: the sentinel of the Cluster API contract, then /etc/kubeadm.yml is removed: it
-//     holds the join token, and without it kubeadm.service (ConditionPathExists) does not run on
-//     the next boot. After a failure it stays, so the next boot tries again.
+//   - sentinel.sh: first the mark that kubeadm succeeded, synced to the disk, and the attempt's
+//     mark and copy removed; then the sentinel of the Cluster API contract, then /etc/kubeadm.yml
+//     is removed: it holds the join token, and without it kubeadm.service (ConditionPathExists)
+//     does not run on the next boot. After a failure it stays, so the next boot tries again. The
+//     state directory goes last: a power cut at any point between finds either the config and
+//     the mark that kubeadm succeeded, or neither.
 //   - the post-kubeadm commands.
 //
 // The commands are spliced in as text, so one that does not end where it seems to would take
 // the lines after it along: checkCommands rejects those before. The empty line after the
 // pre-kubeadm commands is a second guard: a trailing backslash that got through joins that
 // empty line, not the closing parenthesis.
-func kubeadmScript(role Role, verbosity *int32, inst *kubernetesInstall, substitutions, pre, post []string) (string, error) {
+func kubeadmScript(role Role, verbosity *int32, inst *kubernetesInstall, substitutions, skipPhases, pre, post []string) (string, error) {
 	step := "kubeadm-join.sh"
 	if role == RoleInit {
 		step = "kubeadm-init.sh"
@@ -78,13 +92,21 @@ func kubeadmScript(role Role, verbosity *int32, inst *kubernetesInstall, substit
 		}
 		b.WriteString(call)
 	}
+	if err := writeScript("attempt.sh"); err != nil {
+		return "", err
+	}
+	call, err := shellCall([]string{"cabpi_begin_attempt", string(role), resumeSkipPhases(role, skipPhases)})
+	if err != nil {
+		return "", err
+	}
+	b.WriteString(call)
 	if len(pre) > 0 {
-		b.WriteString("(\n")
+		b.WriteString("if [[ $CABPI_KUBEADM != done ]]; then\n(\n")
 		for _, line := range pre {
 			b.WriteString(line)
 			b.WriteByte('\n')
 		}
-		b.WriteString("\n)\n")
+		b.WriteString("\n)\nfi\n")
 	}
 	if verbosity != nil {
 		// Read by the kubeadm step as --v (a number: nothing to quote).

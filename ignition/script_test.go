@@ -29,30 +29,32 @@ func TestCompleteCommandAccepts(t *testing.T) {
 }
 
 // The user's commands sit between the fixed parts. The pre-kubeadm commands run in a subshell,
-// after an empty line that guards the closing parenthesis from the last one; the kubeadm step
-// keeps a line of its own (CAPD finds it by its text) right after the sentinel is cleared; the
-// metadata substitution comes before the user's commands.
+// after an empty line that guards the closing parenthesis from the last one, unless an earlier
+// attempt's kubeadm had finished; the kubeadm step keeps a line of its own (CAPD finds it by its
+// text) right after the sentinel is cleared; the metadata substitution and the attempt's
+// bookkeeping come before the user's commands, the mark of kubeadm's success right after it.
 func TestKubeadmScriptLayout(t *testing.T) {
-	script, err := kubeadmScript(RoleWorkerJoin, nil, nil, nil, []string{"echo pre"}, []string{"echo post"})
+	script, err := kubeadmScript(RoleWorkerJoin, nil, nil, nil, nil, []string{"echo pre"}, []string{"echo post"})
 	require.NoError(t, err)
-	assert.Contains(t, script, "\n(\necho pre\n\n)\n")
-	const verbosityFlag = ` ${CABPI_KUBEADM_VERBOSITY:+"--v=${CABPI_KUBEADM_VERBOSITY}"}`
-	assert.Contains(t, script, "\nrm -rf /run/cluster-api/bootstrap-success.complete\nkubeadm join --config /etc/kubeadm.yml"+verbosityFlag+"\n")
+	assert.Contains(t, script, "\ncabpi_begin_attempt worker preflight\nif [[ $CABPI_KUBEADM != done ]]; then\n(\necho pre\n\n)\nfi\n")
+	const flags = ` ${CABPI_KUBEADM_VERBOSITY:+"--v=${CABPI_KUBEADM_VERBOSITY}"} ${CABPI_SKIP_PHASES:+"--skip-phases=${CABPI_SKIP_PHASES}"}`
+	assert.Contains(t, script, "\nrm -rf /run/cluster-api/bootstrap-success.complete\nif [[ $CABPI_KUBEADM != done ]]; then\nkubeadm join --config /etc/kubeadm.yml"+flags+"\nfi\ncabpi_kubeadm_succeeded\n")
 	assert.NotContains(t, script, "CABPI_KUBEADM_VERBOSITY=", "no verbosity set: kubeadm's default")
 	assert.True(t, strings.HasSuffix(script, "\necho post\n"), script)
 	assert.NotContains(t, script, "cabpi_substitute_metadata")
 
-	script, err = kubeadmScript(RoleInit, nil, nil, nil, nil, nil)
+	script, err = kubeadmScript(RoleInit, nil, nil, nil, nil, nil, nil)
 	require.NoError(t, err)
 	assert.NotContains(t, script, "\n(\n", "no subshell without commands")
-	assert.Contains(t, script, "\nkubeadm init --config /etc/kubeadm.yml"+verbosityFlag+"\n")
+	assert.Contains(t, script, "\ncabpi_begin_attempt init preflight\n")
+	assert.Contains(t, script, "\nkubeadm init --config /etc/kubeadm.yml"+flags+"\n")
 
 	// verbosity (KubeadmConfig's) is kubeadm's --v, set just before the kubeadm step.
-	script, err = kubeadmScript(RoleWorkerJoin, ptr.To(int32(5)), nil, nil, []string{"echo pre"}, nil)
+	script, err = kubeadmScript(RoleWorkerJoin, ptr.To(int32(5)), nil, nil, nil, []string{"echo pre"}, nil)
 	require.NoError(t, err)
-	assert.Contains(t, script, "\n)\nCABPI_KUBEADM_VERBOSITY=5\nrm -rf /run/cluster-api/bootstrap-success.complete\nkubeadm join ")
+	assert.Contains(t, script, "\n)\nfi\nCABPI_KUBEADM_VERBOSITY=5\nrm -rf /run/cluster-api/bootstrap-success.complete\n")
 
-	script, err = kubeadmScript(RoleWorkerJoin, nil, nil, []string{"name=COREOS_EC2_HOSTNAME", "id=COREOS_EC2_INSTANCE_ID"}, []string{"echo pre"}, nil)
+	script, err = kubeadmScript(RoleWorkerJoin, nil, nil, []string{"name=COREOS_EC2_HOSTNAME", "id=COREOS_EC2_INSTANCE_ID"}, nil, []string{"echo pre"}, nil)
 	require.NoError(t, err)
 	call := "\ncabpi_substitute_metadata /etc/kubeadm.yml 'name=COREOS_EC2_HOSTNAME' 'id=COREOS_EC2_INSTANCE_ID'\n"
 	assert.Contains(t, script, call)
@@ -62,7 +64,7 @@ func TestKubeadmScriptLayout(t *testing.T) {
 // Every script the renderer can compose is valid bash.
 func TestKubeadmScriptParses(t *testing.T) {
 	for _, subs := range [][]string{nil, {"name=HOSTNAME"}} {
-		script, err := kubeadmScript(RoleInit, nil, nil, subs, []string{"echo pre"}, []string{"echo post"})
+		script, err := kubeadmScript(RoleInit, nil, nil, subs, nil, []string{"echo pre"}, []string{"echo post"})
 		require.NoError(t, err)
 		_, err = syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "kubeadm.sh")
 		require.NoError(t, err, script)

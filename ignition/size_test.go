@@ -205,16 +205,18 @@ func TestWrapper(t *testing.T) {
 	}{
 		{"under the limit", withFiles(cabpiv1.VariantFlatcar, "", smallFiles(40)), 1 << 20, false, false, true},
 		{"no limit", withFiles(cabpiv1.VariantFlatcar, "", smallFiles(40)), 0, false, false, true},
-		{"over the limit at 3.3.0", withFiles(cabpiv1.VariantFlatcar, "", smallFiles(40)), 2048, true, false, true},
-		{"over the limit at 3.4.0", withFiles(cabpiv1.VariantFlatcar, "3.4.0", smallFiles(40)), 2048, true, false, true},
-		{"over the limit at 3.1.0", withFiles(cabpiv1.VariantFCOS, "3.1.0", smallFiles(40)), 2048, true, false, true},
-		{"over the limit at 3.2.0", withFiles(cabpiv1.VariantFCOS, "3.2.0", smallFiles(40)), 2048, true, false, true},
-		{"over the limit at 3.5.0", withFiles(cabpiv1.VariantFCOS, "3.5.0", smallFiles(40)), 2048, true, false, true},
-		{"over the limit at 3.6.0", withFiles(cabpiv1.VariantFCOS, "3.6.0", smallFiles(40)), 2048, true, false, true},
-		{"over the limit at 3.0.0: no compressed config reference", withFiles(cabpiv1.VariantFCOS, "", smallFiles(40)), 2048, false, true, true},
+		{"over the limit at 3.3.0", withFiles(cabpiv1.VariantFlatcar, "", smallFiles(40)), 4096, true, false, true},
+		{"over the limit at 3.4.0", withFiles(cabpiv1.VariantFlatcar, "3.4.0", smallFiles(40)), 4096, true, false, true},
+		{"over the limit at 3.1.0", withFiles(cabpiv1.VariantFCOS, "3.1.0", smallFiles(40)), 4096, true, false, true},
+		{"over the limit at 3.2.0", withFiles(cabpiv1.VariantFCOS, "3.2.0", smallFiles(40)), 4096, true, false, true},
+		{"over the limit at 3.5.0", withFiles(cabpiv1.VariantFCOS, "3.5.0", smallFiles(40)), 4096, true, false, true},
+		{"over the limit at 3.6.0", withFiles(cabpiv1.VariantFCOS, "3.6.0", smallFiles(40)), 4096, true, false, true},
+		{"over the limit at 3.0.0: no compressed config reference", withFiles(cabpiv1.VariantFCOS, "", smallFiles(40)), 4096, false, true, true},
 		{"over the limit even wrapped", withFiles(cabpiv1.VariantFlatcar, "", smallFiles(40)), 600, true, true, true},
-		{"wrapper not smaller", withFiles(cabpiv1.VariantFlatcar, "", []ignition.File{{Path: "/opt/blob", Content: randomBytes(20 << 10)}}), 16 << 10, false, true, true},
-		{"compression not allowed", withFiles(cabpiv1.VariantFlatcar, "", smallFiles(40)), 2048, false, true, false},
+		// Random bytes cost as much gzipped and base64-encoded again as they did base64-encoded
+		// once: the blob must outweigh what the rest of the config gains in a wrapper.
+		{"wrapper not smaller", withFiles(cabpiv1.VariantFlatcar, "", []ignition.File{{Path: "/opt/blob", Content: randomBytes(80 << 10)}}), 16 << 10, false, true, true},
+		{"compression not allowed", withFiles(cabpiv1.VariantFlatcar, "", smallFiles(40)), 4096, false, true, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,2 +1,4 @@
 rm -rf /run/cluster-api/bootstrap-success.complete
-kubeadm init --config /etc/kubeadm.yml ${CABPI_KUBEADM_VERBOSITY:+"--v=${CABPI_KUBEADM_VERBOSITY}"}
+if [[ $CABPI_KUBEADM != done ]]; then
+kubeadm init --config /etc/kubeadm.yml ${CABPI_KUBEADM_VERBOSITY:+"--v=${CABPI_KUBEADM_VERBOSITY}"} ${CABPI_SKIP_PHASES:+"--skip-phases=${CABPI_SKIP_PHASES}"}
+fi

@@ -31,9 +31,11 @@ const (
 )
 
 // relocated are the node paths (prefixes) that RunScript moves below the applied root, in the
-// script's text: everything the fixed parts of the script write or read, and the metadata the
-// platform agent leaves in /run.
-var relocated = []string{ConfigPath, "/run/", "/opt/bin", hostnamePath}
+// script's text: everything the fixed parts of the script write or read (the attempt's state and
+// what it copies, and kubeadm's directories it looks into), and the metadata the platform agent
+// leaves in /run. A path missing here is the host's: the script would write there.
+var relocated = []string{ConfigPath, ScriptPath, "/run/", "/opt/bin", hostnamePath,
+	"/var/lib/cabpi-bootstrap", "/etc/kubernetes", "/var/lib/kubelet", "/var/lib/etcd"}
 
 // servicePath is systemd's PATH for services (no Environment=PATH): the script starts with it.
 var servicePath = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin"}

@@ -1,0 +1,121 @@
+package ignition
+
+import (
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/coreos/go-systemd/v22/unit"
+
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+)
+
+// What a first boot that is cut off leaves for the next one to finish (attempt.sh,
+// docs/adr/034-interrupted-first-boot.md). The sentinel is in /run and gone after any reboot, so
+// whatever a later boot decides from is on the disk.
+const (
+	// AttemptStateDir holds the marks of a bootstrap attempt and the copy of what Ignition wrote
+	// below the directories kubeadm reset empties. It is removed once the bootstrap finished.
+	AttemptStateDir = "/var/lib/cabpi-bootstrap"
+	// AttemptMarkPath exists from the start of a first attempt (after the copy) until kubeadm
+	// succeeded.
+	AttemptMarkPath = AttemptStateDir + "/attempt"
+	// KubeadmSucceededPath exists from the moment kubeadm exited 0 until the bootstrap finished.
+	KubeadmSucceededPath = AttemptStateDir + "/kubeadm-succeeded"
+	// AttemptRunningPath, in /run, says a run of the bootstrap is under way on this boot: the
+	// kubelet may start.
+	AttemptRunningPath = "/run/cabpi-bootstrap/running"
+)
+
+// The drop-ins that make other units wait for the bootstrap.
+const (
+	// bootstrapDropin is the name of cabpi's drop-ins for units it does not own.
+	bootstrapDropin = "10-cabpi-bootstrap.conf"
+)
+
+// kubeletHoldOptions keep the kubelet from starting on a boot that finds an interrupted
+// attempt, until kubeadm.service has decided what to do with what that attempt left: left to
+// itself, the kubelet would bootstrap from a leftover bootstrap-kubelet.conf, register the Node
+// and run the leftover static Pods while kubeadm reset removes them under it. The conditions are
+// triggering ones (|): the kubelet starts when there is no attempt mark (before the first
+// attempt, and on every boot after the bootstrap finished) or once a run of the bootstrap is
+// under way on this boot (kubeadm starts the kubelet itself). The kubelet is not ordered after
+// kubeadm.service instead: kubeadm starts and waits for the kubelet from inside that oneshot.
+func kubeletHoldOptions() []*unit.UnitOption {
+	return []*unit.UnitOption{
+		unit.NewUnitOption("Unit", "ConditionPathExists", "|!"+AttemptMarkPath),
+		unit.NewUnitOption("Unit", "ConditionPathExists", "|"+AttemptRunningPath),
+	}
+}
+
+// updateAgents are the units of each variant that reboot a node into a staged OS update:
+// Zincati on Fedora CoreOS, update-engine (which stages) and locksmithd (which reboots) on
+// Flatcar. Ordered after kubeadm.service, they start only once the bootstrap has ended, with
+// the sentinel written or with a failure (the agent may then reboot, and the next boot tries
+// again); on later boots kubeadm.service is skipped and they start at once. Their own
+// configuration (strategy, windows, locks) is the user's and is left alone.
+var updateAgents = map[cabpiv1.Variant][]string{
+	cabpiv1.VariantFCOS:    {"zincati.service"},
+	cabpiv1.VariantFlatcar: {"update-engine.service", "locksmithd.service"},
+}
+
+// bootstrapWaitOptions order a unit after the bootstrap.
+func bootstrapWaitOptions() []*unit.UnitOption {
+	return []*unit.UnitOption{unit.NewUnitOption("Unit", "After", KubeadmUnitName)}
+}
+
+// attemptFiles are the drop-ins that make the kubelet and the variant's update agents wait for
+// the bootstrap. They are written as files, not as Ignition units with drop-ins only: CAPD reads
+// a unit with drop-ins only as an empty unit file (docs/adr/010), which would replace the
+// kubelet's unit. systemd reads them from the same place either way. As the provider's files,
+// their paths are the provider's: a user's file or snippet may not write there.
+func attemptFiles(variant cabpiv1.Variant) []ownedFile {
+	dropin := func(unitName string, opts []*unit.UnitOption) ownedFile {
+		return ownedFile{
+			File:  File{Path: path.Join(systemdUnitDir, unitName+".d", bootstrapDropin), Content: []byte(serializeUnit(opts)), Mode: 0o644},
+			place: At(PartWhole),
+		}
+	}
+	files := []ownedFile{dropin(kubeletUnit, kubeletHoldOptions())}
+	for _, agent := range updateAgents[variant] {
+		files = append(files, dropin(agent, bootstrapWaitOptions()))
+	}
+	return files
+}
+
+// resumeSkipPhases are the kubeadm phases a resumed run skips, comma-separated, the user's
+// (skipPhases) included: with --skip-phases on the command line kubeadm ignores the config's.
+//   - preflight, always: it refuses a node with kubeadm's files on it, which is what resuming
+//     means.
+//   - kubelet-start, for a control-plane join: it refuses to run while a Ready Node of this name
+//     exists, which a registered kubelet makes true, and what it writes is already there (the
+//     etcd member has data only once the kubelet it started ran etcd).
+//
+// Init skips only preflight: every other phase of kubeadm init reuses what it finds (the
+// certificates and kubeconfigs) or writes, creates or updates the same thing again.
+func resumeSkipPhases(role Role, user []string) string {
+	phases := []string{"preflight"}
+	if role == RoleControlPlaneJoin {
+		phases = append(phases, "kubelet-start")
+	}
+	for _, p := range user {
+		if !slices.Contains(phases, p) {
+			phases = append(phases, p)
+		}
+	}
+	return strings.Join(phases, ",")
+}
+
+// userSkipPhases are the phases the user's kubeadm configuration of the role skips.
+func userSkipPhases(in *Input) []string {
+	if in.Role == RoleInit {
+		if in.InitConfiguration != nil {
+			return in.InitConfiguration.SkipPhases
+		}
+		return nil
+	}
+	if in.JoinConfiguration != nil {
+		return in.JoinConfiguration.SkipPhases
+	}
+	return nil
+}

@@ -1,0 +1,210 @@
+package ignition_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/bootcheck"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
+)
+
+// node is an applied root booted again and again: each boot starts with an empty /run (a tmpfs)
+// and the stub kubeadm put in place anew; a stub systemctl records what the script starts.
+type node struct {
+	t    *testing.T
+	root string
+}
+
+func (n node) boot(kubeadmExit int) bootcheck.Script {
+	n.t.Helper()
+	require.NoError(n.t, os.RemoveAll(filepath.Join(n.root, "run")))
+	require.NoError(n.t, os.RemoveAll(filepath.Join(n.root, "usr/bin/kubeadm")))
+	stub := "#!/bin/bash\nprintf '%s\\n' \"$*\" >>" + filepath.Join(n.root, "systemctl-calls") + "\n"
+	n.write("/usr/local/bin/systemctl", stub, 0o755)
+	return bootcheck.RunScript(n.t, n.root, bootcheck.ScriptOptions{KubeadmDir: "/usr/bin", KubeadmExit: kubeadmExit})
+}
+
+func (n node) write(name, content string, mode os.FileMode) {
+	n.t.Helper()
+	require.NoError(n.t, os.MkdirAll(filepath.Dir(filepath.Join(n.root, name)), 0o755))
+	require.NoError(n.t, os.WriteFile(filepath.Join(n.root, name), []byte(content), mode))
+}
+
+func (n node) exists(name string) bool {
+	_, err := os.Lstat(filepath.Join(n.root, name))
+	return err == nil
+}
+
+func (n node) systemctlCalls() []string {
+	data, err := os.ReadFile(filepath.Join(n.root, "systemctl-calls"))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(n.t, err)
+	return strings.Split(strings.TrimSpace(string(data)), "\n")
+}
+
+func args(s bootcheck.Script) []string {
+	var out []string
+	for _, c := range s.KubeadmCalls {
+		out = append(out, strings.Join(c.Args, " "))
+	}
+	return out
+}
+
+// A first boot whose kubeadm did not finish (a power cut looks the same on the disk as a
+// failure: the attempt's mark and copy stay) is finished by the next boot, decided from what
+// kubeadm and the kubelet left (docs/adr/034-interrupted-first-boot.md).
+func TestInterruptedAttempt(t *testing.T) {
+	const (
+		kubeletConf = "/etc/kubernetes/kubelet.conf"
+		clientCert  = "/var/lib/kubelet/pki/kubelet-client-current.pem"
+		etcdMember  = "/var/lib/etcd/member/snap/db"
+		bootstrap   = "/etc/kubernetes/bootstrap-kubelet.conf"
+		caCert      = "/etc/kubernetes/pki/ca.crt"
+	)
+	cases := []struct {
+		name  string
+		input func(cabpiv1.Variant, string) ignition.Input
+		skip  []string // the user's skipPhases
+		left  []string // files the interrupted kubeadm and kubelet left
+		// what the next boot runs
+		wantCalls   []string
+		wantKubelet bool // the script starts the kubelet itself
+	}{{
+		name: "worker cut before the kubelet had its certificate: reset, then join", input: joinInput,
+		left:      []string{bootstrap, "/var/lib/kubelet/config.yaml"},
+		wantCalls: []string{"reset --force --cleanup-tmp-dir", "join --config /etc/kubeadm.yml"},
+	}, {
+		name: "worker cut after the kubelet had its certificate: the join had finished", input: joinInput,
+		left:        []string{bootstrap, kubeletConf, clientCert},
+		wantKubelet: true,
+	}, {
+		name: "worker with a kubeconfig but no certificate: reset, then join", input: joinInput,
+		left:      []string{kubeletConf},
+		wantCalls: []string{"reset --force --cleanup-tmp-dir", "join --config /etc/kubeadm.yml"},
+	}, {
+		name: "control plane cut before its etcd member ran: reset, then join", input: controlPlaneJoinInput,
+		left:      []string{bootstrap, "/etc/kubernetes/manifests/etcd.yaml"},
+		wantCalls: []string{"reset --force --cleanup-tmp-dir", "join --config /etc/kubeadm.yml"},
+	}, {
+		name: "control plane whose etcd member has data: resumed, its member reused", input: controlPlaneJoinInput,
+		left:        []string{bootstrap, kubeletConf, etcdMember},
+		skip:        []string{"preflight", "addon/kube-proxy"},
+		wantCalls:   []string{"join --config /etc/kubeadm.yml --skip-phases=preflight,kubelet-start,addon/kube-proxy"},
+		wantKubelet: true,
+	}, {
+		name: "init cut before etcd ran: reset, then init", input: initInput,
+		left:      []string{"/etc/kubernetes/admin.conf", "/etc/kubernetes/manifests/etcd.yaml"},
+		wantCalls: []string{"reset --force --cleanup-tmp-dir", "init --config /etc/kubeadm.yml"},
+	}, {
+		name: "init whose etcd has data: resumed, nothing lost", input: initInput,
+		left:        []string{"/etc/kubernetes/admin.conf", etcdMember},
+		skip:        []string{"addon/kube-proxy"},
+		wantCalls:   []string{"init --config /etc/kubeadm.yml --skip-phases=preflight,addon/kube-proxy"},
+		wantKubelet: true,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.input(cabpiv1.VariantFlatcar, "v1.34.0")
+			if in.Role == ignition.RoleInit {
+				in.InitConfiguration.SkipPhases = tc.skip
+			} else {
+				in.JoinConfiguration.SkipPhases = tc.skip
+			}
+			out, err := ignition.Render(in)
+			require.NoError(t, err)
+			n := node{t: t, root: ignitionapply.Apply(t, out.Data)}
+			written := map[string]string{}
+			if in.Role != ignition.RoleWorkerJoin {
+				written[caCert] = readFile(t, n.root, caCert, 0o644)
+			}
+
+			first := n.boot(1)
+			require.NotEqual(t, 0, first.ExitCode)
+			require.True(t, n.exists(ignition.AttemptMarkPath), "the attempt is marked on the disk")
+			require.True(t, n.exists(ignition.KubeadmConfigPath), "the config stays")
+			assert.Empty(t, n.systemctlCalls(), "a first attempt leaves the kubelet to kubeadm")
+			for _, f := range tc.left {
+				n.write(f, "left by the interrupted attempt", 0o600)
+			}
+			for name := range written {
+				n.write(name, "changed by the interrupted attempt", 0o644)
+			}
+
+			next := n.boot(0)
+			require.Equal(t, 0, next.ExitCode, next.Output)
+			assert.Equal(t, tc.wantCalls, args(next))
+			assert.Contains(t, next.Output, "cabpi: an earlier attempt of the bootstrap was interrupted")
+			if tc.wantKubelet {
+				assert.Equal(t, []string{"start kubelet.service"}, n.systemctlCalls())
+			} else {
+				assert.Empty(t, n.systemctlCalls(), "kubeadm starts the kubelet")
+			}
+			if len(next.KubeadmCalls) > 0 && strings.HasPrefix(args(next)[0], "reset") {
+				for name, content := range written {
+					assert.Equal(t, content, readFile(t, n.root, name, 0o644), "%s as Ignition wrote it", name)
+				}
+			}
+			assert.True(t, next.SentinelExists)
+			assert.False(t, n.exists(ignition.KubeadmConfigPath), "the token-bearing config is removed")
+			assert.False(t, n.exists(ignition.AttemptStateDir), "the attempt's state and copy are removed")
+		})
+	}
+}
+
+// A power cut after kubeadm exited 0 and before the sentinel: the mark of success is on the
+// disk, and the next boot only finishes, without kubeadm, with the kubelet started.
+func TestInterruptedAfterKubeadmSucceeded(t *testing.T) {
+	out, err := ignition.Render(joinInput(cabpiv1.VariantFCOS, "v1.34.0"))
+	require.NoError(t, err)
+	n := node{t: t, root: ignitionapply.Apply(t, out.Data)}
+	n.write(ignition.KubeadmSucceededPath, "", 0o600)
+
+	s := n.boot(0)
+	require.Equal(t, 0, s.ExitCode, s.Output)
+	assert.Empty(t, s.KubeadmCalls, "kubeadm does not run again")
+	assert.Contains(t, s.Output, "cabpi: kubeadm succeeded on an earlier boot")
+	assert.Equal(t, []string{"start kubelet.service"}, n.systemctlCalls())
+	assert.True(t, s.SentinelExists)
+	assert.False(t, n.exists(ignition.KubeadmConfigPath))
+	assert.False(t, n.exists(ignition.AttemptStateDir))
+}
+
+// The kubelet is held on a boot that finds an attempt's mark until the bootstrap runs, and the
+// variant's update agents wait for kubeadm.service; the drop-ins are files (CAPD writes files,
+// and reads a unit with drop-ins only as an empty unit).
+func TestAttemptDropins(t *testing.T) {
+	agents := map[cabpiv1.Variant][]string{
+		cabpiv1.VariantFCOS:    {"zincati.service"},
+		cabpiv1.VariantFlatcar: {"update-engine.service", "locksmithd.service"},
+	}
+	for variant, units := range agents {
+		t.Run(string(variant), func(t *testing.T) {
+			out, err := ignition.Render(joinInput(variant, "v1.34.0"))
+			require.NoError(t, err)
+			root := ignitionapply.Apply(t, out.Data)
+			hold := readFile(t, root, "/etc/systemd/system/kubelet.service.d/10-cabpi-bootstrap.conf", 0o644)
+			assert.Equal(t, "[Unit]\nConditionPathExists=|!"+ignition.AttemptMarkPath+"\nConditionPathExists=|"+ignition.AttemptRunningPath+"\n", hold)
+			for _, unit := range units {
+				wait := readFile(t, root, "/etc/systemd/system/"+unit+".d/10-cabpi-bootstrap.conf", 0o644)
+				assert.Equal(t, "[Unit]\nAfter=kubeadm.service\n", wait)
+			}
+			for other, otherUnits := range agents {
+				if other == variant {
+					continue
+				}
+				for _, unit := range otherUnits {
+					assert.NoFileExists(t, filepath.Join(root, "etc/systemd/system", unit+".d/10-cabpi-bootstrap.conf"))
+				}
+			}
+		})
+	}
+}
