@@ -67,6 +67,13 @@ func createLBCluster(t *testing.T, name string) *lbCluster {
 // NspawnMachine: cabpi's default output for the variant, named from metadata.
 func (lc *lbCluster) controlPlaneMachine(t *testing.T, f flavor, name string, mutate ...func(*cabpiv1.IgnitionConfigSpec)) *clusterv1.Machine {
 	t.Helper()
+	return lc.controlPlaneMachineWith(t, f, name, infrav1.NspawnMachineSpec{Flavor: f.name}, mutate...)
+}
+
+// controlPlaneMachineWith is controlPlaneMachine with the NspawnMachine's spec given.
+func (lc *lbCluster) controlPlaneMachineWith(t *testing.T, f flavor, name string, infraSpec infrav1.NspawnMachineSpec,
+	mutate ...func(*cabpiv1.IgnitionConfigSpec)) *clusterv1.Machine {
+	t.Helper()
 	labels := map[string]string{clusterv1.ClusterNameLabel: lc.cluster.Name, clusterv1.MachineControlPlaneLabel: ""}
 	spec := cabpiv1.IgnitionConfigSpec{
 		Variant:           f.variant,
@@ -76,7 +83,7 @@ func (lc *lbCluster) controlPlaneMachine(t *testing.T, f flavor, name string, mu
 	for _, m := range mutate {
 		m(&spec)
 	}
-	config, infra, machine := standaloneMachine(lc.cluster.Name, name, kubernetesVersion, labels, spec, infrav1.NspawnMachineSpec{Flavor: f.name})
+	config, infra, machine := standaloneMachine(lc.cluster.Name, name, kubernetesVersion, labels, spec, infraSpec)
 	create(t, config, infra, machine)
 	return machine
 }

@@ -367,7 +367,9 @@ func (m *Machine) PowerOff(timeout time.Duration) error {
 }
 
 // Kill cuts the machine's power: its init (PID 1 of its PID namespace, so every process of
-// the machine with it) and systemd-nspawn are killed at once, nothing shuts down cleanly.
+// the machine with it) and systemd-nspawn are killed at once, nothing shuts down cleanly. A
+// frozen machine (Freeze) is thawed after the signals are sent: each process dies on the
+// pending SIGKILL before it runs on.
 func (m *Machine) Kill() error {
 	b := m.up()
 	if b == nil {
@@ -377,6 +379,9 @@ func (m *Machine) Kill() error {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	_ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL)
+	if err := m.thaw(); err != nil {
+		return fmt.Errorf("thawing %s to let it die: %w", m.Name, err)
+	}
 	select {
 	case <-b.done:
 		return nil

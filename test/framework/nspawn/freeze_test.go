@@ -1,0 +1,107 @@
+package nspawn
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A frozen machine runs nothing until it is killed, and a kill of a frozen machine ends it
+// without letting it run on: the process here appends to a file every few milliseconds, in the
+// machine's groups, as Boot starts systemd-nspawn. Against the host's real cgroups.
+func TestFreezeAndKill(t *testing.T) {
+	m := &Machine{Spec: Spec{Name: "frozen-" + filepath.Base(t.TempDir())}}
+	groups, err := newMachineCgroups(m.cgroupName())
+	require.NoError(t, err)
+	m.cgroups = groups
+	t.Cleanup(func() { _ = groups.remove() })
+	if _, err := m.freezerDir(); err != nil {
+		t.Skipf("no freezer here: %v", err)
+	}
+	ticks := filepath.Join(t.TempDir(), "ticks")
+	require.NoError(t, m.start(groups.wrap([]string{"/bin/bash", "-c", `while :; do echo x >>"$0"; sleep 0.005; done`, ticks})))
+	size := func() int64 {
+		st, err := os.Stat(ticks)
+		if err != nil {
+			return 0
+		}
+		return st.Size()
+	}
+	require.Eventually(t, func() bool { return size() > 10 }, 10*time.Second, 5*time.Millisecond, "the process runs")
+
+	require.NoError(t, m.Freeze())
+	frozen := size()
+	time.Sleep(200 * time.Millisecond)
+	assert.Equal(t, frozen, size(), "nothing runs while frozen")
+	assert.True(t, m.Running())
+
+	require.NoError(t, m.Kill())
+	assert.False(t, m.Running(), "killed while frozen")
+	assert.Equal(t, frozen, size(), "the process did not run on between the thaw and its death")
+}
+
+// The exit code of a process that has exited and is not yet reaped is read from /proc: the
+// suite reads kubeadm's while the script that ran it is stopped.
+func TestReadProcessState(t *testing.T) {
+	for _, code := range []int{0, 3} {
+		cmd := exec.Command("/bin/sh", "-c", "exit "+strconv.Itoa(code))
+		require.NoError(t, cmd.Start())
+		require.Eventually(t, func() bool {
+			st, err := ReadProcessState(cmd.Process.Pid)
+			require.NoError(t, err)
+			got, exited := st.Exited()
+			return exited && got == code
+		}, 10*time.Second, 5*time.Millisecond, "exit %d read while a zombie", code)
+		st, err := ReadProcessState(cmd.Process.Pid)
+		require.NoError(t, err)
+		assert.Equal(t, os.Getpid(), st.PPID)
+		_ = cmd.Wait()
+	}
+	st, err := ReadProcessState(os.Getpid())
+	require.NoError(t, err)
+	_, exited := st.Exited()
+	assert.False(t, exited, "this process runs")
+}
+
+// The processes of a unit are read from the unit's group in the hierarchy the machine's systemd
+// manages, below "payload" as systemd-nspawn makes it, and from the groups below the unit's.
+func TestUnitProcesses(t *testing.T) {
+	m := &Machine{Spec: Spec{Name: "units-" + filepath.Base(t.TempDir())}}
+	groups, err := newMachineCgroups(m.cgroupName())
+	require.NoError(t, err)
+	m.cgroups = groups
+	t.Cleanup(func() { _ = groups.remove() })
+	require.NoError(t, m.start(groups.wrap([]string{"sleep", "60"})))
+	t.Cleanup(func() { _ = m.Kill() })
+	root, err := m.systemdGroupDir()
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		procs, err := os.ReadFile(filepath.Join(root, "cgroup.procs"))
+		return err == nil && len(strings.Fields(string(procs))) > 0
+	}, 10*time.Second, 10*time.Millisecond)
+	procs, err := os.ReadFile(filepath.Join(root, "cgroup.procs"))
+	require.NoError(t, err)
+	unit := filepath.Join(root, "payload", "system.slice", "test.service", "sub")
+	require.NoError(t, os.MkdirAll(unit, 0o755))
+	for _, pid := range strings.Fields(string(procs)) {
+		require.NoError(t, os.WriteFile(filepath.Join(unit, "cgroup.procs"), []byte(pid), 0o644))
+	}
+
+	found, err := m.UnitProcesses("test.service")
+	require.NoError(t, err)
+	var commands []string
+	for _, p := range found {
+		commands = append(commands, p.Command)
+	}
+	assert.Contains(t, commands, "sleep")
+	none, err := m.UnitProcesses("other.service")
+	require.NoError(t, err)
+	assert.Empty(t, none)
+}
