@@ -2,6 +2,8 @@ package ignition
 
 import (
 	"path"
+
+	"github.com/blang/semver/v4"
 	"slices"
 	"strings"
 
@@ -83,17 +85,31 @@ func attemptFiles(variant cabpiv1.Variant) []ownedFile {
 	return files
 }
 
-// resumeSkipPhases are the kubeadm phases a resumed run skips, comma-separated, the user's
-// (skipPhases) included: with --skip-phases on the command line kubeadm ignores the config's.
-//   - preflight, always: it refuses a node with kubeadm's files on it, which is what resuming
-//     means.
-//   - kubelet-start, for a control-plane join: it refuses to run while a Ready Node of this name
-//     exists, which a registered kubelet makes true, and what it writes is already there (the
-//     etcd member has data only once the kubelet it started ran etcd).
-//
-// Init skips only preflight: every other phase of kubeadm init reuses what it finds (the
-// certificates and kubeconfigs) or writes, creates or updates the same thing again.
-func resumeSkipPhases(role Role, user []string) string {
+// resumePhases are what a resumed run of kubeadm skips (cabpi_begin_attempt's arguments), each
+// a comma-separated list of kubeadm phases.
+type resumePhases struct {
+	// skip are skipped whenever kubeadm is resumed, the user's skipPhases included: with
+	// --skip-phases on the command line kubeadm ignores the config's.
+	//   - preflight, always: it refuses a node with kubeadm's files on it, which is what
+	//     resuming means.
+	//   - kubelet-start, for a control-plane join: it refuses to run while a Ready Node of this
+	//     name exists, which a registered kubelet makes true, and what it writes is already
+	//     there (the etcd member has data only once the kubelet it started ran etcd).
+	// Init skips only preflight: every other phase of kubeadm init reuses what it finds (the
+	// certificates and kubeconfigs) or writes, creates or updates the same thing again.
+	skip string
+	// voterSkip are skipped besides when the node's etcd member votes already: kubeadm's etcd
+	// join promotes the member it added as a learner, and refuses to promote a voter ("can
+	// only promote a learner member"; kubeadm v1.34's MemberPromote tries even when it found the
+	// member promoted). The phase that joins etcd is etcd-join from v1.31 with
+	// ControlPlaneKubeletLocalMode (on by default from v1.33, locked on from v1.35), and
+	// control-plane-join/etcd without it (removed from v1.35): the ones the version has. Empty
+	// but for a control-plane join.
+	voterSkip string
+}
+
+// resumePhasesFor are the phases a resumed run of the role skips at that Kubernetes version.
+func resumePhasesFor(role Role, user []string, ver semver.Version) resumePhases {
 	phases := []string{"preflight"}
 	if role == RoleControlPlaneJoin {
 		phases = append(phases, "kubelet-start")
@@ -103,7 +119,18 @@ func resumeSkipPhases(role Role, user []string) string {
 			phases = append(phases, p)
 		}
 	}
-	return strings.Join(phases, ",")
+	r := resumePhases{skip: strings.Join(phases, ",")}
+	if role == RoleControlPlaneJoin {
+		switch {
+		case ver.LT(semver.Version{Major: 1, Minor: 31}):
+			r.voterSkip = "control-plane-join/etcd"
+		case ver.LT(semver.Version{Major: 1, Minor: 35}):
+			r.voterSkip = "etcd-join,control-plane-join/etcd"
+		default:
+			r.voterSkip = "etcd-join"
+		}
+	}
+	return r
 }
 
 // userSkipPhases are the phases the user's kubeadm configuration of the role skips.

@@ -22,12 +22,18 @@ type node struct {
 	root string
 }
 
-func (n node) boot(kubeadmExit int) bootcheck.Script {
+// etcdStatus is what the stub curl answers for the local etcd member's status.
+func (n node) boot(kubeadmExit int, etcdStatus ...string) bootcheck.Script {
 	n.t.Helper()
 	require.NoError(n.t, os.RemoveAll(filepath.Join(n.root, "run")))
 	require.NoError(n.t, os.RemoveAll(filepath.Join(n.root, "usr/bin/kubeadm")))
 	stub := "#!/bin/bash\nprintf '%s\\n' \"$*\" >>" + filepath.Join(n.root, "systemctl-calls") + "\n"
 	n.write("/usr/local/bin/systemctl", stub, 0o755)
+	curl := "#!/bin/bash\nexit 7\n" // curl's "failed to connect"
+	if len(etcdStatus) > 0 {
+		curl = "#!/bin/bash\nprintf '%s' '" + etcdStatus[0] + "'\n"
+	}
+	n.write("/usr/local/bin/curl", curl, 0o755)
 	return bootcheck.RunScript(n.t, n.root, bootcheck.ScriptOptions{KubeadmDir: "/usr/bin", KubeadmExit: kubeadmExit})
 }
 
@@ -75,6 +81,7 @@ func TestInterruptedAttempt(t *testing.T) {
 		input func(cabpiv1.Variant, string) ignition.Input
 		skip  []string // the user's skipPhases
 		left  []string // files the interrupted kubeadm and kubelet left
+		etcdStatus string // the local etcd member's status, as curl gets it
 		// what the next boot runs
 		wantCalls   []string
 		wantKubelet bool // the script starts the kubelet itself
@@ -95,10 +102,17 @@ func TestInterruptedAttempt(t *testing.T) {
 		left:      []string{bootstrap, "/etc/kubernetes/manifests/etcd.yaml"},
 		wantCalls: []string{"reset --force --cleanup-tmp-dir", "join --config /etc/kubeadm.yml"},
 	}, {
-		name: "control plane whose etcd member has data: resumed, its member reused", input: controlPlaneJoinInput,
+		name: "control plane whose etcd member has data and is a learner: resumed, its member promoted", input: controlPlaneJoinInput,
 		left:        []string{bootstrap, kubeletConf, etcdMember},
 		skip:        []string{"preflight", "addon/kube-proxy"},
+		etcdStatus:  `{"header":{"member_id":"1"},"version":"3.6.5","isLearner":true}`,
 		wantCalls:   []string{"join --config /etc/kubeadm.yml --skip-phases=preflight,kubelet-start,addon/kube-proxy"},
+		wantKubelet: true,
+	}, {
+		name: "control plane whose etcd member has data and votes: resumed, etcd not joined again", input: controlPlaneJoinInput,
+		left:        []string{kubeletConf, etcdMember},
+		etcdStatus:  `{"header":{"member_id":"1"},"version":"3.6.5","dbSize":"20480"}`,
+		wantCalls:   []string{"join --config /etc/kubeadm.yml --skip-phases=preflight,kubelet-start,etcd-join,control-plane-join/etcd"},
 		wantKubelet: true,
 	}, {
 		name: "init cut before etcd ran: reset, then init", input: initInput,
@@ -139,7 +153,7 @@ func TestInterruptedAttempt(t *testing.T) {
 				n.write(name, "changed by the interrupted attempt", 0o644)
 			}
 
-			next := n.boot(0)
+			next := n.boot(0, tc.etcdStatus)
 			require.Equal(t, 0, next.ExitCode, next.Output)
 			assert.Equal(t, tc.wantCalls, args(next))
 			assert.Contains(t, next.Output, "cabpi: an earlier attempt of the bootstrap was interrupted")

@@ -116,7 +116,8 @@ func mergeInput(in *Input) (*merged, error) {
 	if metadata != nil {
 		substitutions = metadata.substitutions(in.NodeName.ProviderID)
 	}
-	script, err := kubeadmScript(in.Role, in.Verbosity, inst, substitutions, userSkipPhases(in), in.PreKubeadmCommands, in.PostKubeadmCommands)
+	script, err := kubeadmScript(in.Role, in.Verbosity, inst, substitutions,
+		resumePhasesFor(in.Role, userSkipPhases(in), kubeVersion), in.PreKubeadmCommands, in.PostKubeadmCommands)
 	if err != nil {
 		return nil, err
 	}

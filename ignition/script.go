@@ -57,7 +57,7 @@ var scripts embed.FS
 // the lines after it along: checkCommands rejects those before. The empty line after the
 // pre-kubeadm commands is a second guard: a trailing backslash that got through joins that
 // empty line, not the closing parenthesis.
-func kubeadmScript(role Role, verbosity *int32, inst *kubernetesInstall, substitutions, skipPhases, pre, post []string) (string, error) {
+func kubeadmScript(role Role, verbosity *int32, inst *kubernetesInstall, substitutions []string, resume resumePhases, pre, post []string) (string, error) {
 	step := "kubeadm-join.sh"
 	if role == RoleInit {
 		step = "kubeadm-init.sh"
@@ -95,7 +95,7 @@ func kubeadmScript(role Role, verbosity *int32, inst *kubernetesInstall, substit
 	if err := writeScript("attempt.sh"); err != nil {
 		return "", err
 	}
-	call, err := shellCall([]string{"cabpi_begin_attempt", string(role), resumeSkipPhases(role, skipPhases)})
+	call, err := shellCall([]string{"cabpi_begin_attempt", string(role), resume.skip, resume.voterSkip})
 	if err != nil {
 		return "", err
 	}

@@ -2,6 +2,8 @@ package ignition
 
 import (
 	"io/fs"
+
+	"github.com/blang/semver/v4"
 	"strings"
 	"testing"
 
@@ -34,27 +36,27 @@ func TestCompleteCommandAccepts(t *testing.T) {
 // text) right after the sentinel is cleared; the metadata substitution and the attempt's
 // bookkeeping come before the user's commands, the mark of kubeadm's success right after it.
 func TestKubeadmScriptLayout(t *testing.T) {
-	script, err := kubeadmScript(RoleWorkerJoin, nil, nil, nil, nil, []string{"echo pre"}, []string{"echo post"})
+	script, err := kubeadmScript(RoleWorkerJoin, nil, nil, nil, resumePhases{skip: "preflight"}, []string{"echo pre"}, []string{"echo post"})
 	require.NoError(t, err)
-	assert.Contains(t, script, "\ncabpi_begin_attempt worker preflight\nif [[ $CABPI_KUBEADM != done ]]; then\n(\necho pre\n\n)\nfi\n")
+	assert.Contains(t, script, "\ncabpi_begin_attempt worker preflight ''\nif [[ $CABPI_KUBEADM != done ]]; then\n(\necho pre\n\n)\nfi\n")
 	const flags = ` ${CABPI_KUBEADM_VERBOSITY:+"--v=${CABPI_KUBEADM_VERBOSITY}"} ${CABPI_SKIP_PHASES:+"--skip-phases=${CABPI_SKIP_PHASES}"}`
 	assert.Contains(t, script, "\nrm -rf /run/cluster-api/bootstrap-success.complete\nif [[ $CABPI_KUBEADM != done ]]; then\nkubeadm join --config /etc/kubeadm.yml"+flags+"\nfi\ncabpi_kubeadm_succeeded\n")
 	assert.NotContains(t, script, "CABPI_KUBEADM_VERBOSITY=", "no verbosity set: kubeadm's default")
 	assert.True(t, strings.HasSuffix(script, "\necho post\n"), script)
 	assert.NotContains(t, script, "cabpi_substitute_metadata")
 
-	script, err = kubeadmScript(RoleInit, nil, nil, nil, nil, nil, nil)
+	script, err = kubeadmScript(RoleInit, nil, nil, nil, resumePhases{skip: "preflight"}, nil, nil)
 	require.NoError(t, err)
 	assert.NotContains(t, script, "\n(\n", "no subshell without commands")
-	assert.Contains(t, script, "\ncabpi_begin_attempt init preflight\n")
+	assert.Contains(t, script, "\ncabpi_begin_attempt init preflight ''\n")
 	assert.Contains(t, script, "\nkubeadm init --config /etc/kubeadm.yml"+flags+"\n")
 
 	// verbosity (KubeadmConfig's) is kubeadm's --v, set just before the kubeadm step.
-	script, err = kubeadmScript(RoleWorkerJoin, ptr.To(int32(5)), nil, nil, nil, []string{"echo pre"}, nil)
+	script, err = kubeadmScript(RoleWorkerJoin, ptr.To(int32(5)), nil, nil, resumePhases{skip: "preflight"}, []string{"echo pre"}, nil)
 	require.NoError(t, err)
 	assert.Contains(t, script, "\n)\nfi\nCABPI_KUBEADM_VERBOSITY=5\nrm -rf /run/cluster-api/bootstrap-success.complete\n")
 
-	script, err = kubeadmScript(RoleWorkerJoin, nil, nil, []string{"name=COREOS_EC2_HOSTNAME", "id=COREOS_EC2_INSTANCE_ID"}, nil, []string{"echo pre"}, nil)
+	script, err = kubeadmScript(RoleWorkerJoin, nil, nil, []string{"name=COREOS_EC2_HOSTNAME", "id=COREOS_EC2_INSTANCE_ID"}, resumePhases{skip: "preflight"}, []string{"echo pre"}, nil)
 	require.NoError(t, err)
 	call := "\ncabpi_substitute_metadata /etc/kubeadm.yml 'name=COREOS_EC2_HOSTNAME' 'id=COREOS_EC2_INSTANCE_ID'\n"
 	assert.Contains(t, script, call)
@@ -64,7 +66,7 @@ func TestKubeadmScriptLayout(t *testing.T) {
 // Every script the renderer can compose is valid bash.
 func TestKubeadmScriptParses(t *testing.T) {
 	for _, subs := range [][]string{nil, {"name=HOSTNAME"}} {
-		script, err := kubeadmScript(RoleInit, nil, nil, subs, nil, []string{"echo pre"}, []string{"echo post"})
+		script, err := kubeadmScript(RoleInit, nil, nil, subs, resumePhases{skip: "preflight"}, []string{"echo pre"}, []string{"echo post"})
 		require.NoError(t, err)
 		_, err = syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "kubeadm.sh")
 		require.NoError(t, err, script)
@@ -85,5 +87,27 @@ func TestScriptCommentsHaveNoApostrophes(t *testing.T) {
 				assert.NotContains(t, line, "'", "%s:%d", name, i+1)
 			}
 		}
+	}
+}
+
+// What a resumed kubeadm skips, by role and version: preflight always, kubelet-start for a
+// control-plane join, the user's phases once; and, for a control-plane join whose etcd member
+// votes, the etcd join phases the version has.
+func TestResumePhases(t *testing.T) {
+	for _, tc := range []struct {
+		role    Role
+		user    []string
+		version string
+		want    resumePhases
+	}{
+		{RoleWorkerJoin, nil, "1.34.4", resumePhases{skip: "preflight"}},
+		{RoleInit, []string{"addon/kube-proxy", "preflight"}, "1.34.4", resumePhases{skip: "preflight,addon/kube-proxy"}},
+		{RoleControlPlaneJoin, nil, "1.30.4", resumePhases{skip: "preflight,kubelet-start", voterSkip: "control-plane-join/etcd"}},
+		{RoleControlPlaneJoin, nil, "1.31.0", resumePhases{skip: "preflight,kubelet-start", voterSkip: "etcd-join,control-plane-join/etcd"}},
+		{RoleControlPlaneJoin, []string{"kubelet-start"}, "1.34.4", resumePhases{skip: "preflight,kubelet-start", voterSkip: "etcd-join,control-plane-join/etcd"}},
+		{RoleControlPlaneJoin, nil, "1.35.0", resumePhases{skip: "preflight,kubelet-start", voterSkip: "etcd-join"}},
+	} {
+		ver := semver.MustParse(tc.version)
+		assert.Equal(t, tc.want, resumePhasesFor(tc.role, tc.user, ver), "%s %v %s", tc.role, tc.user, tc.version)
 	}
 }

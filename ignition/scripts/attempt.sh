@@ -1,6 +1,6 @@
 # What an interrupted earlier attempt left decides this run: docs/adr/034-interrupted-first-boot.md
 cabpi_begin_attempt() {
-  local role=$1 resume_skip=$2 state=/var/lib/cabpi-bootstrap
+  local role=$1 resume_skip=$2 voter_skip=$3 state=/var/lib/cabpi-bootstrap
   mkdir -p /run/cabpi-bootstrap
   : >/run/cabpi-bootstrap/running
   CABPI_KUBEADM=run
@@ -39,6 +39,24 @@ cabpi_begin_attempt() {
   if [[ $CABPI_KUBEADM != run ]]; then
     systemctl start kubelet.service
   fi
+  if [[ $CABPI_KUBEADM == resume && -n $voter_skip ]] && cabpi_etcd_member_votes; then
+    echo "cabpi: the etcd member of this node votes already: kubeadm does not join etcd again"
+    CABPI_SKIP_PHASES+=",$voter_skip"
+  fi
+}
+
+cabpi_etcd_member_votes() {
+  local pki=/etc/kubernetes/pki/etcd status i
+  for ((i = 0; i < 60; i++)); do
+    if status=$(curl -sS --fail --max-time 5 --cacert "$pki/ca.crt" --cert "$pki/healthcheck-client.crt" \
+      --key "$pki/healthcheck-client.key" -X POST -d '{}' https://127.0.0.1:2379/v3/maintenance/status); then
+      [[ $status != *'"isLearner":true'* ]]
+      return
+    fi
+    sleep 5
+  done
+  echo "cabpi: the etcd member of this node did not answer within 5 minutes" >&2
+  exit 1
 }
 
 cabpi_kubeadm_succeeded() {

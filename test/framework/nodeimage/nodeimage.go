@@ -36,11 +36,13 @@ func system(f infrav1.Flavor) infrav1.Flavor {
 }
 
 // basePackages make the Debian root a node: systemd as PID 1 and what kubeadm's preflight and
-// the kubelet need, from Debian's packages.
+// the kubelet need, from Debian's packages; curl, which Flatcar and Fedora CoreOS have and
+// cabpi's bootstrap asks a resumed control plane's etcd with (docs/adr/034).
 var basePackages = []string{
 	"systemd", "systemd-sysv", "dbus", "bash", "iproute2",
 	"containerd", "runc", "containernetworking-plugins",
 	"iptables", "conntrack", "ethtool", "socat", "kmod", "util-linux", "mount", "ca-certificates", "procps",
+	"curl",
 }
 
 // Builder builds and caches node images.

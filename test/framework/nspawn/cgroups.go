@@ -114,7 +114,9 @@ func newMachineCgroups(name string) (*machineCgroups, error) {
 	c := &machineCgroups{}
 	for _, h := range hs {
 		dir := filepath.Join(h.dir, name)
-		if err := removeCgroupTree(dir); err != nil {
+		// A machine killed just before (a power cut) may still have processes dying in its
+		// groups: the kernel kills the rest of its PID namespace after its init.
+		if err := removeCgroupTreeWhenEmpty(dir); err != nil {
 			return nil, err
 		}
 		if err := os.Mkdir(dir, 0o755); err != nil {
@@ -168,19 +170,24 @@ const cgroupsEmptyWithin = 30 * time.Second
 // remove removes the machine's groups and every group its systemd left in them; the machine
 // must be powered off.
 func (c *machineCgroups) remove() error {
-	deadline := time.Now().Add(cgroupsEmptyWithin)
 	var errs []error
 	for _, d := range c.dirs {
-		var err error
-		for {
-			if err = removeCgroupTree(d); !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		errs = append(errs, err)
+		errs = append(errs, removeCgroupTreeWhenEmpty(d))
 	}
 	return errors.Join(errs...)
+}
+
+// removeCgroupTreeWhenEmpty removes a powered-off machine's group tree, waiting up to
+// cgroupsEmptyWithin for its last processes to leave.
+func removeCgroupTreeWhenEmpty(dir string) error {
+	deadline := time.Now().Add(cgroupsEmptyWithin)
+	for {
+		err := removeCgroupTree(dir)
+		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // machineCgroupPrefix starts the name of every machine's groups.

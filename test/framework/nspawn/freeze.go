@@ -234,3 +234,48 @@ func (m *Machine) systemdGroupDir() (string, error) {
 	}
 	return "", fmt.Errorf("%s is in no name=systemd or unified cgroup", m.Name)
 }
+
+// hostVeth is the name of the host's end of the running machine's veth (host0 inside): the
+// link whose index host0 names as its peer; "" for a machine without one.
+func (m *Machine) hostVeth() (string, error) {
+	iflink, err := m.NodePath("/sys/class/net/host0/iflink")
+	if err != nil {
+		return "", err
+	}
+	data, err := os.ReadFile(iflink)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	peer := strings.TrimSpace(string(data))
+	links, err := os.ReadDir("/sys/class/net")
+	if err != nil {
+		return "", err
+	}
+	for _, l := range links {
+		index, err := os.ReadFile(filepath.Join("/sys/class/net", l.Name(), "ifindex"))
+		if err == nil && strings.TrimSpace(string(index)) == peer {
+			return l.Name(), nil
+		}
+	}
+	return "", fmt.Errorf("no link of the host has index %s, the peer of host0 in %s", peer, m.Name)
+}
+
+// waitLinkGone waits until the host has no link named name ("": none to wait for).
+func waitLinkGone(name string, within time.Duration) error {
+	if name == "" {
+		return nil
+	}
+	deadline := time.Now().Add(within)
+	for {
+		if _, err := os.Stat(filepath.Join("/sys/class/net", name)); errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("link %s still exists %s after its machine was killed", name, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -375,6 +375,10 @@ func (m *Machine) Kill() error {
 	if b == nil {
 		return nil
 	}
+	// systemd-nspawn killed removes nothing: the host's end of the machine's veth goes when the
+	// kernel has torn the machine's network namespace down, and a boot before that fails ("Failed
+	// to add new veth interfaces: File exists"). Its name is read while the machine is there.
+	veth, vethErr := m.hostVeth()
 	if pid, err := m.pid1(); err == nil {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
@@ -384,10 +388,13 @@ func (m *Machine) Kill() error {
 	}
 	select {
 	case <-b.done:
-		return nil
 	case <-time.After(30 * time.Second):
 		return fmt.Errorf("%s: systemd-nspawn did not exit after SIGKILL", m.Name)
 	}
+	if vethErr != nil {
+		return fmt.Errorf("finding the host end of the veth of %s: %w", m.Name, vethErr)
+	}
+	return waitLinkGone(veth, 30*time.Second)
 }
 
 // Remove powers the machine off if needed, removes its cgroups, unmounts its root and deletes
