@@ -83,7 +83,10 @@ func cutAt(t *testing.T, inst *provider.Instance, controlPlane bool, p cutPoint)
 	until := func(what string, reached func() bool) {
 		t.Helper()
 		for !reached() {
-			require.True(t, inst.Running(), "%s stopped before %s", inst.Name, what)
+			if !inst.Running() {
+				logKubeadm(t, inst)
+				require.FailNow(t, "stopped", "%s stopped before %s", inst.Name, what)
+			}
 			if time.Now().After(deadline) {
 				logKubeadm(t, inst)
 				require.FailNow(t, "not reached", "%s: %s not within %s", inst.Name, what, joinWithin)
@@ -155,10 +158,15 @@ func cutAt(t *testing.T, inst *provider.Instance, controlPlane bool, p cutPoint)
 	t.Logf("%s: power cut %s", inst.Name, p)
 }
 
-// logKubeadm logs the node's kubeadm journal of every boot.
+// logKubeadm logs the node's kubeadm journal of every boot, read from its disk when it is off.
 func logKubeadm(t *testing.T, inst *provider.Instance) {
 	t.Helper()
-	out, _ := onNode(t, inst, "journalctl", "--no-pager", "--boot=all", "-u", ignition.KubeadmUnitName, "-o", "cat")
+	var out []byte
+	if inst.Running() {
+		out, _ = inst.Journal(t.Context(), ignition.KubeadmUnitName)
+	} else {
+		out, _ = inst.JournalOffline(t.Context(), ignition.KubeadmUnitName)
+	}
 	t.Logf("journal of kubeadm.service on %s, every boot:\n%s", inst.Name, out)
 }
 

@@ -68,8 +68,11 @@ func (m *Machine) Freeze() error {
 	}
 }
 
-// thaw lets a frozen machine's processes run again; a machine that is not frozen, or cannot
-// be (no freezer), stays as it is.
+// thaw lets every frozen group of the machine run again: its own (Freeze) and any below it
+// that froze itself. A container runtime freezes a container's group while it changes it (runc
+// on cgroup v1); cut off then, the group stays frozen after its machine is gone, and its
+// processes keep their pending SIGKILL, and its cgroups, for ever. A machine that cannot be
+// frozen (no freezer) has nothing to thaw.
 func (m *Machine) thaw() error {
 	dir, err := m.freezerDir()
 	if errors.Is(err, errNoFreezer) {
@@ -78,7 +81,21 @@ func (m *Machine) thaw() error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, freezerState), []byte("THAWED"), 0o644)
+	var errs []error
+	walkErr := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil // a group that went meanwhile
+		}
+		state, err := os.ReadFile(filepath.Join(p, freezerState))
+		if err != nil || strings.TrimSpace(string(state)) == "THAWED" {
+			return nil
+		}
+		if err := os.WriteFile(filepath.Join(p, freezerState), []byte("THAWED"), 0o644); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("thawing %s: %w", p, err))
+		}
+		return nil
+	})
+	return errors.Join(append(errs, walkErr)...)
 }
 
 // Process is a process of a machine as the host sees it.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,4 +105,47 @@ func TestUnitProcesses(t *testing.T) {
 	none, err := m.UnitProcesses("other.service")
 	require.NoError(t, err)
 	assert.Empty(t, none)
+}
+
+// A group below the machine's that froze itself (as runc freezes a container's while it
+// changes it) is thawed by Kill too: its processes die instead of keeping their SIGKILL pending
+// and the machine's cgroups for ever.
+func TestKillThawsSelfFrozenGroups(t *testing.T) {
+	m := &Machine{Spec: Spec{Name: "selffrozen-" + filepath.Base(t.TempDir())}}
+	groups, err := newMachineCgroups(m.cgroupName())
+	require.NoError(t, err)
+	m.cgroups = groups
+	t.Cleanup(func() { _ = groups.remove() })
+	freezer, err := m.freezerDir()
+	if err != nil {
+		t.Skipf("no freezer here: %v", err)
+	}
+	require.NoError(t, m.start(groups.wrap([]string{"/bin/bash", "-c", "sleep 60 & wait"})))
+	var child int
+	require.Eventually(t, func() bool {
+		procs, err := os.ReadFile(filepath.Join(freezer, "cgroup.procs"))
+		if err != nil {
+			return false
+		}
+		for _, f := range strings.Fields(string(procs)) {
+			pid, _ := strconv.Atoi(f)
+			if comm, err := os.ReadFile(filepath.Join("/proc", f, "comm")); err == nil && strings.TrimSpace(string(comm)) == "sleep" {
+				child = pid
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "the machine's sleep runs")
+	container := filepath.Join(freezer, "container.scope")
+	require.NoError(t, os.Mkdir(container, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(container, "cgroup.procs"), []byte(strconv.Itoa(child)), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(container, freezerState), []byte("FROZEN"), 0o644))
+
+	require.NoError(t, m.Kill())
+	require.NoError(t, syscall.Kill(child, syscall.SIGKILL))
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(child)))
+		return err != nil
+	}, 10*time.Second, 10*time.Millisecond, "the process of the self-frozen group dies")
+	require.NoError(t, groups.remove())
 }

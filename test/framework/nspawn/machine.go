@@ -368,8 +368,8 @@ func (m *Machine) PowerOff(timeout time.Duration) error {
 
 // Kill cuts the machine's power: its init (PID 1 of its PID namespace, so every process of
 // the machine with it) and systemd-nspawn are killed at once, nothing shuts down cleanly. A
-// frozen machine (Freeze) is thawed after the signals are sent: each process dies on the
-// pending SIGKILL before it runs on.
+// frozen machine (Freeze), and any group of it that froze itself, is thawed after the signals
+// are sent: each process dies on the pending SIGKILL before it runs on.
 func (m *Machine) Kill() error {
 	b := m.up()
 	if b == nil {
