@@ -54,6 +54,7 @@ const (
 	kubeletConfigFile    = "/var/lib/kubelet/config.yaml"
 	apiServerCert        = "/etc/kubernetes/pki/apiserver.crt"
 	etcdMemberDir        = "/var/lib/etcd/member"
+	clientCert           = "/var/lib/kubelet/pki/kubelet-client-current.pem"
 	agentRecord          = "/var/lib/cabpi-e2e/agent-rebooted"
 )
 
@@ -63,6 +64,10 @@ func cutAt(t *testing.T, inst *provider.Instance, controlPlane bool, p cutPoint)
 	has := func(name string) bool {
 		_, err := os.Stat(filepath.Join(inst.Root(), name))
 		return err == nil
+	}
+	nonEmpty := func(name string) bool {
+		st, err := os.Stat(filepath.Join(inst.Root(), name))
+		return err == nil && st.Size() > 0
 	}
 	kubeadm := func() *nspawn.Process {
 		procs, err := inst.UnitProcesses(ignition.KubeadmUnitName)
@@ -124,7 +129,9 @@ func cutAt(t *testing.T, inst *provider.Instance, controlPlane bool, p cutPoint)
 		k := kubeadm()
 		require.NotNil(t, k, "kubeadm runs")
 		stop(k.PID)
-		until("kubelet.conf", func() bool { return has(kubeletConfig) })
+		// kubelet.conf written whole (the kubelet creates it, then writes it) and the client
+		// certificate it names: the TLS bootstrap is over.
+		until("kubelet.conf", func() bool { return nonEmpty(kubeletConfig) && has(clientCert) })
 		require.NoError(t, inst.Freeze())
 		st, err := nspawn.ReadProcessState(k.PID)
 		require.NoError(t, err)
