@@ -213,23 +213,28 @@ func agentSnippet(f flavor, release string) string {
 `, agent, agentRecord, ignition.SentinelPath)
 }
 
-// A first boot cut off anywhere in kubeadm still finishes (issue 29, docs/adr/034): the power of
-// a node is cut at each point of its bootstrap, one boot per point, and the boot after the last
-// cut finishes with the sentinel, the config removed, kubeadm.service succeeded and the Node
-// Ready with its taint and provider ID; one Node for the Machine and, for a control plane, one
-// etcd member per node. The update agent's reboot waits for the bootstrap.
+// A first boot cut off anywhere in kubeadm still finishes (issue 29, docs/adr/034): a node's
+// power is cut at a point of its bootstrap, and the boot after ends with the sentinel, the config
+// removed, kubeadm.service succeeded and the Node Ready with its taint and provider ID; one Node
+// for the Machine and, for a control plane, one etcd member per node. The update agent's reboot
+// waits for the bootstrap.
 //
-// A worker's join is done once its kubelet has its certificate: the points after that end the
-// attempts, so its four points are cut on two nodes.
+// Workers: one node per point, each cut once and then left to finish. A control-plane join: one
+// node cut at each point in turn, one boot per point (each boot after a cut recovers and gets as
+// far as the next point before its own cut), then left to finish: a chain, because each control-
+// plane node takes a join of its own and adds an etcd member to its cluster.
 func TestInterruptedFirstBoot(t *testing.T) {
 	for _, f := range flavors {
 		t.Run(string(f.name), func(t *testing.T) {
 			t.Parallel()
-			t.Run("worker", func(t *testing.T) {
-				t.Parallel()
-				testInterruptedWorker(t, f, "cut-a", true, cutInPreflight, cutInTLSBootstrap, cutAfterKubeadmSucceeded)
-				testInterruptedWorker(t, f, "cut-b", false, cutAfterKubeletConf)
-			})
+			for _, p := range []cutPoint{cutInPreflight, cutInTLSBootstrap, cutAfterKubeletConf, cutAfterKubeadmSucceeded} {
+				t.Run("worker cut "+p.String(), func(t *testing.T) {
+					t.Parallel()
+					// The stand-in update agent on the node cut in the TLS bootstrap: its boot
+					// after the cut resets the node and runs kubeadm join again.
+					testInterruptedWorker(t, f, fmt.Sprintf("cut-%d", p), p == cutInTLSBootstrap, p)
+				})
+			}
 			t.Run("control-plane", func(t *testing.T) {
 				t.Parallel()
 				testInterruptedControlPlane(t, f)
