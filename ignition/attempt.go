@@ -1,13 +1,10 @@
 package ignition
 
 import (
-	"path"
-
-	"github.com/blang/semver/v4"
 	"slices"
 	"strings"
 
-	"github.com/coreos/go-systemd/v22/unit"
+	"github.com/blang/semver/v4"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
@@ -29,63 +26,31 @@ const (
 	AttemptRunningPath = "/run/cabpi-bootstrap/running"
 )
 
-// The drop-ins that make other units wait for the bootstrap.
-const (
-	// bootstrapDropin is the name of cabpi's drop-ins for units it does not own.
-	bootstrapDropin = "10-cabpi-bootstrap.conf"
-)
-
-// kubeletHoldOptions keep the kubelet from starting on a boot that finds an interrupted
-// attempt, until kubeadm.service has decided what to do with what that attempt left: left to
-// itself, the kubelet would bootstrap from a leftover bootstrap-kubelet.conf, register the Node
-// and run the leftover static Pods while kubeadm reset removes them under it. The conditions are
-// triggering ones (|): the kubelet starts when there is no attempt mark (before the first
-// attempt, and on every boot after the bootstrap finished) or once a run of the bootstrap is
-// under way on this boot (kubeadm starts the kubelet itself). The kubelet is not ordered after
-// kubeadm.service instead: kubeadm starts and waits for the kubelet from inside that oneshot.
-func kubeletHoldOptions() []*unit.UnitOption {
-	return []*unit.UnitOption{
-		unit.NewUnitOption("Unit", "ConditionPathExists", "|!"+AttemptMarkPath),
-		unit.NewUnitOption("Unit", "ConditionPathExists", "|"+AttemptRunningPath),
-	}
-}
+// KubeletHoldPath is the drop-in a first attempt writes (attempt.sh) to keep the kubelet from
+// starting on a boot that finds the attempt's mark, until kubeadm.service has decided what to do
+// with what that attempt left: left to itself, the kubelet would bootstrap from a leftover
+// bootstrap-kubelet.conf, register the Node and run the leftover static Pods while kubeadm reset
+// removes them under it. Its conditions are triggering ones (|): the kubelet starts when there is
+// no attempt mark or once a run of the bootstrap is under way on this boot (kubeadm starts the
+// kubelet itself). The script writes it, rather than Ignition, because it matters only once an
+// attempt has begun, and it costs the config nothing that way; the kubelet is not ordered after
+// kubeadm.service instead, as kubeadm starts and waits for the kubelet from inside that oneshot.
+// The path is the provider's: a user's file or snippet is refused there.
+const KubeletHoldPath = "/etc/systemd/system/kubelet.service.d/10-cabpi-bootstrap.conf"
 
 // updateAgents are the units of each variant that reboot a node into a staged OS update:
 // Zincati on Fedora CoreOS, update-engine (which stages) and locksmithd (which reboots) on
-// Flatcar. Ordered after kubeadm.service, they start only once the bootstrap has ended, with
-// the sentinel written or with a failure (the agent may then reboot, and the next boot tries
-// again); on later boots kubeadm.service is skipped and they start at once. Their own
-// configuration (strategy, windows, locks) is the user's and is left alone.
+// Flatcar. kubeadm.service is ordered before them (Before=, the same as After=kubeadm.service
+// in theirs, at no cost of a drop-in file each): they start only once the bootstrap has ended,
+// with the sentinel written or with a failure (the agent may then reboot, and the next boot tries
+// again); on later boots kubeadm.service is skipped and they start at once. Ordering needs no
+// unit to exist. Their own configuration (strategy, windows, locks) is the user's and left alone.
 var updateAgents = map[cabpiv1.Variant][]string{
 	cabpiv1.VariantFCOS:    {"zincati.service"},
 	cabpiv1.VariantFlatcar: {"update-engine.service", "locksmithd.service"},
 }
 
-// bootstrapWaitOptions order a unit after the bootstrap.
-func bootstrapWaitOptions() []*unit.UnitOption {
-	return []*unit.UnitOption{unit.NewUnitOption("Unit", "After", KubeadmUnitName)}
-}
-
-// attemptFiles are the drop-ins that make the kubelet and the variant's update agents wait for
-// the bootstrap. They are written as files, not as Ignition units with drop-ins only: CAPD reads
-// a unit with drop-ins only as an empty unit file (docs/adr/010), which would replace the
-// kubelet's unit. systemd reads them from the same place either way. As the provider's files,
-// their paths are the provider's: a user's file or snippet may not write there.
-func attemptFiles(variant cabpiv1.Variant) []ownedFile {
-	dropin := func(unitName string, opts []*unit.UnitOption) ownedFile {
-		return ownedFile{
-			File:  File{Path: path.Join(systemdUnitDir, unitName+".d", bootstrapDropin), Content: []byte(serializeUnit(opts)), Mode: 0o644},
-			place: At(PartWhole),
-		}
-	}
-	files := []ownedFile{dropin(kubeletUnit, kubeletHoldOptions())}
-	for _, agent := range updateAgents[variant] {
-		files = append(files, dropin(agent, bootstrapWaitOptions()))
-	}
-	return files
-}
-
-// resumePhases are what a resumed run of kubeadm skips (cabpi_begin_attempt's arguments), each
+// resumePhases are what a resumed run of kubeadm skips (cabpi_attempt's arguments), each
 // a comma-separated list of kubeadm phases.
 type resumePhases struct {
 	// skip are skipped whenever kubeadm is resumed, the user's skipPhases included: with

@@ -3,6 +3,7 @@ package ignition_test
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -156,7 +157,7 @@ func TestInterruptedAttempt(t *testing.T) {
 			next := n.boot(0, tc.etcdStatus)
 			require.Equal(t, 0, next.ExitCode, next.Output)
 			assert.Equal(t, tc.wantCalls, args(next))
-			assert.Contains(t, next.Output, "cabpi: an earlier attempt of the bootstrap was interrupted")
+			assert.Contains(t, next.Output, "cabpi: interrupted attempt found:")
 			if tc.wantKubelet {
 				assert.Equal(t, []string{"start kubelet.service"}, n.systemctlCalls())
 			} else {
@@ -185,40 +186,40 @@ func TestInterruptedAfterKubeadmSucceeded(t *testing.T) {
 	s := n.boot(0)
 	require.Equal(t, 0, s.ExitCode, s.Output)
 	assert.Empty(t, s.KubeadmCalls, "kubeadm does not run again")
-	assert.Contains(t, s.Output, "cabpi: kubeadm succeeded on an earlier boot")
+	assert.Contains(t, s.Output, "cabpi: interrupted attempt found: kubeadm had succeeded")
 	assert.Equal(t, []string{"start kubelet.service"}, n.systemctlCalls())
 	assert.True(t, s.SentinelExists)
 	assert.False(t, n.exists(ignition.KubeadmConfigPath))
 	assert.False(t, n.exists(ignition.AttemptStateDir))
 }
 
-// The kubelet is held on a boot that finds an attempt's mark until the bootstrap runs, and the
-// variant's update agents wait for kubeadm.service; the drop-ins are files (CAPD writes files,
-// and reads a unit with drop-ins only as an empty unit).
-func TestAttemptDropins(t *testing.T) {
-	agents := map[cabpiv1.Variant][]string{
-		cabpiv1.VariantFCOS:    {"zincati.service"},
-		cabpiv1.VariantFlatcar: {"update-engine.service", "locksmithd.service"},
+// The kubelet is held on a boot that finds an attempt's mark until the bootstrap runs: a first
+// attempt writes the hold, success removes it. The variant's update agents are ordered after
+// kubeadm.service.
+func TestAttemptHoldsAndOrders(t *testing.T) {
+	agents := map[cabpiv1.Variant]string{
+		cabpiv1.VariantFCOS:    "zincati.service",
+		cabpiv1.VariantFlatcar: "update-engine.service locksmithd.service",
 	}
-	for variant, units := range agents {
+	for variant, before := range agents {
 		t.Run(string(variant), func(t *testing.T) {
 			out, err := ignition.Render(joinInput(variant, "v1.34.0"))
 			require.NoError(t, err)
-			root := ignitionapply.Apply(t, out.Data)
-			hold := readFile(t, root, "/etc/systemd/system/kubelet.service.d/10-cabpi-bootstrap.conf", 0o644)
-			assert.Equal(t, "[Unit]\nConditionPathExists=|!"+ignition.AttemptMarkPath+"\nConditionPathExists=|"+ignition.AttemptRunningPath+"\n", hold)
-			for _, unit := range units {
-				wait := readFile(t, root, "/etc/systemd/system/"+unit+".d/10-cabpi-bootstrap.conf", 0o644)
-				assert.Equal(t, "[Unit]\nAfter=kubeadm.service\n", wait)
-			}
-			for other, otherUnits := range agents {
-				if other == variant {
-					continue
-				}
-				for _, unit := range otherUnits {
-					assert.NoFileExists(t, filepath.Join(root, "etc/systemd/system", unit+".d/10-cabpi-bootstrap.conf"))
-				}
-			}
+			root, u := appliedNode(t, out.Data)
+			assert.Equal(t, []string{before}, u.Values("Unit", "Before"), "kubeadm.service comes before the update agents")
+
+			n := node{t: t, root: root}
+			failed := n.boot(1)
+			require.NotEqual(t, 0, failed.ExitCode)
+			// The script's node paths are below the applied root here (bootcheck): so are the
+			// hold's, which the script writes from them.
+			hold := readFile(t, root, ignition.KubeletHoldPath, 0o644)
+			assert.Regexp(t, `^\[Unit\]\nConditionPathExists=\|!\S*`+regexp.QuoteMeta(ignition.AttemptMarkPath)+
+				`\nConditionPathExists=\|\S*`+regexp.QuoteMeta(ignition.AttemptRunningPath)+`\n$`, hold)
+
+			ok := n.boot(0)
+			require.Equal(t, 0, ok.ExitCode, ok.Output)
+			assert.False(t, n.exists(ignition.KubeletHoldPath), "the hold goes with the bootstrap")
 		})
 	}
 }

@@ -29,7 +29,8 @@ const (
 // systemdUnitDir are not owned but checked (dropin.go); those in system.control and
 // system.attached are owned, as systemd applies them over everything else.
 var ownedPaths = func() []string {
-	owned := []string{KubeadmConfigPath, KubeadmScriptPath, SentinelPath, ignitionPresetPath, systemdUnitDir + "/" + KubeadmUnitName}
+	owned := []string{KubeadmConfigPath, KubeadmScriptPath, SentinelPath, ignitionPresetPath, systemdUnitDir + "/" + KubeadmUnitName,
+		AttemptStateDir, KubeletHoldPath}
 	for _, dir := range []string{"/etc/systemd/system.control", "/etc/systemd/system.attached"} {
 		owned = append(owned, dir+"/"+KubeadmUnitName, dir+"/"+KubeadmUnitName+".d", dir+"/service.d")
 	}

@@ -88,7 +88,7 @@ func mergeInput(in *Input) (*merged, error) {
 	rep.addAll(checkFiles(append(slices.Clone(certificates), generated...), inst, in.Files, metadata))
 	rep.addAll(checkUsers(in.Users))
 	rep.addAll(checkCommands(in.PreKubeadmCommands, in.PostKubeadmCommands))
-	provider := append(append(append(certificates, generated...), inst.ownedFiles()...), attemptFiles(in.Variant)...)
+	provider := append(append(certificates, generated...), inst.ownedFiles()...)
 
 	snip, errs := translateSnippet(in)
 	rep.addAll(errs)
@@ -121,7 +121,7 @@ func mergeInput(in *Input) (*merged, error) {
 	if err != nil {
 		return nil, err
 	}
-	unit := kubeadmUnit(metadata, inst.after)
+	unit := kubeadmUnit(metadata, inst.after, updateAgents[in.Variant])
 	base, err := json.Marshal(baseConfig(kubeadmYAML, script, unit, provider, inst, in.Files, in.Users, in.Compress))
 	if err != nil {
 		return nil, fmt.Errorf("encoding the base config: %w", err)

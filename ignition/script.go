@@ -33,11 +33,10 @@ var scripts embed.FS
 //     kubeadm and the kubelet left whether kubeadm had finished (done), can resume over what it
 //     left (resume: a control-plane node whose etcd member has data), or is reset with kubeadm
 //     reset and the copy (run). Metadata, the source step and the substitution come first: each
-//     is safe to repeat, and kubeadm reset needs the source's kubeadm. cabpi_begin_attempt
-//     sets CABPI_KUBEADM (run, resume or done) and, to resume, CABPI_SKIP_PHASES; it starts the
-//     kubelet itself when kubeadm will not (the kubelet is held on such a boot, attempt.go).
-//     cabpi_kubeadm_succeeded, the first step after kubeadm, marks success on the disk before
-//     anything else, so that a power cut from there on finishes without kubeadm.
+//     is safe to repeat, and kubeadm reset needs the source's kubeadm. cabpi_attempt sets
+//     CABPI_KUBEADM (run, resume or done) and, to resume, CABPI_SKIP_PHASES; a first attempt
+//     writes the kubelet's hold (KubeletHoldPath); it starts the kubelet itself when kubeadm
+//     will not.
 //   - the pre-kubeadm commands, in a subshell, unless kubeadm had finished, so that nothing they do to the shell (set +e,
 //     traps, functions or aliases named kubeadm, PATH) reaches the kubeadm step. They share that
 //     one subshell, so a variable one exports is seen by the next.
@@ -45,8 +44,8 @@ var scripts embed.FS
 //     the sentinel means kubeadm exited 0, whatever the commands before did. The kubeadm line
 //     stays a line of its own starting with `kubeadm init` or `kubeadm join`: CAPD's bootstrap
 //     hooks find it by that text.
-//   - sentinel.sh: first the mark that kubeadm succeeded, synced to the disk, and the attempt's
-//     mark and copy removed; then the sentinel of the Cluster API contract, then /etc/kubeadm.yml
+//   - sentinel.sh: first the mark that kubeadm succeeded, synced to the disk (a power cut from
+//     there on finishes without kubeadm), and the attempt's mark, copy and kubelet hold removed; then the sentinel of the Cluster API contract, then /etc/kubeadm.yml
 //     is removed: it holds the join token, and without it kubeadm.service (ConditionPathExists)
 //     does not run on the next boot. After a failure it stays, so the next boot tries again. The
 //     state directory goes last: a power cut at any point between finds either the config and
@@ -95,7 +94,7 @@ func kubeadmScript(role Role, verbosity *int32, inst *kubernetesInstall, substit
 	if err := writeScript("attempt.sh"); err != nil {
 		return "", err
 	}
-	call, err := shellCall([]string{"cabpi_begin_attempt", string(role), resume.skip, resume.voterSkip})
+	call, err := shellCall([]string{"cabpi_attempt", string(role), resume.skip, resume.voterSkip})
 	if err != nil {
 		return "", err
 	}

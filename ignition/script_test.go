@@ -38,9 +38,9 @@ func TestCompleteCommandAccepts(t *testing.T) {
 func TestKubeadmScriptLayout(t *testing.T) {
 	script, err := kubeadmScript(RoleWorkerJoin, nil, nil, nil, resumePhases{skip: "preflight"}, []string{"echo pre"}, []string{"echo post"})
 	require.NoError(t, err)
-	assert.Contains(t, script, "\ncabpi_begin_attempt worker preflight ''\nif [[ $CABPI_KUBEADM != done ]]; then\n(\necho pre\n\n)\nfi\n")
+	assert.Contains(t, script, "\ncabpi_attempt worker preflight ''\nif [[ $CABPI_KUBEADM != done ]]; then\n(\necho pre\n\n)\nfi\n")
 	const flags = ` ${CABPI_KUBEADM_VERBOSITY:+"--v=${CABPI_KUBEADM_VERBOSITY}"} ${CABPI_SKIP_PHASES:+"--skip-phases=${CABPI_SKIP_PHASES}"}`
-	assert.Contains(t, script, "\nrm -rf /run/cluster-api/bootstrap-success.complete\nif [[ $CABPI_KUBEADM != done ]]; then\nkubeadm join --config /etc/kubeadm.yml"+flags+"\nfi\ncabpi_kubeadm_succeeded\n")
+	assert.Contains(t, script, "\nrm -rf /run/cluster-api/bootstrap-success.complete\nif [[ $CABPI_KUBEADM != done ]]; then\nkubeadm join --config /etc/kubeadm.yml"+flags+"\nfi\n: >/var/lib/cabpi-bootstrap/kubeadm-succeeded\n")
 	assert.NotContains(t, script, "CABPI_KUBEADM_VERBOSITY=", "no verbosity set: kubeadm's default")
 	assert.True(t, strings.HasSuffix(script, "\necho post\n"), script)
 	assert.NotContains(t, script, "cabpi_substitute_metadata")
@@ -48,7 +48,7 @@ func TestKubeadmScriptLayout(t *testing.T) {
 	script, err = kubeadmScript(RoleInit, nil, nil, nil, resumePhases{skip: "preflight"}, nil, nil)
 	require.NoError(t, err)
 	assert.NotContains(t, script, "\n(\n", "no subshell without commands")
-	assert.Contains(t, script, "\ncabpi_begin_attempt init preflight ''\n")
+	assert.Contains(t, script, "\ncabpi_attempt init preflight ''\n")
 	assert.Contains(t, script, "\nkubeadm init --config /etc/kubeadm.yml"+flags+"\n")
 
 	// verbosity (KubeadmConfig's) is kubeadm's --v, set just before the kubeadm step.

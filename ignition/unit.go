@@ -3,6 +3,7 @@ package ignition
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/coreos/go-systemd/v22/unit"
 )
@@ -19,7 +20,9 @@ const kubeadmUnitExecStart = "/bin/bash " + KubeadmScriptPath
 // The unit is built from typed options and serialized by go-systemd, the library Ignition itself
 // uses to read units; drop-ins a user adds are checked with the same parser (dropin.go).
 // With the Kubernetes system extension it also waits for systemd-sysext.service, which merges it.
-func kubeadmUnit(md *metadataSource, after []string) string {
+// It is ordered before the units in before (the variant's update agents, attempt.go): they wait
+// for the bootstrap to end.
+func kubeadmUnit(md *metadataSource, after, before []string) string {
 	opts := []*unit.UnitOption{
 		unit.NewUnitOption("Unit", "Description", "Bootstrap the node with kubeadm (Cluster API, cabpi)"),
 		unit.NewUnitOption("Unit", "Wants", "network-online.target"),
@@ -33,6 +36,9 @@ func kubeadmUnit(md *metadataSource, after []string) string {
 			unit.NewUnitOption("Unit", "Requires", md.service),
 			unit.NewUnitOption("Unit", "After", md.service),
 		)
+	}
+	if len(before) > 0 {
+		opts = append(opts, unit.NewUnitOption("Unit", "Before", strings.Join(before, " ")))
 	}
 	opts = append(opts,
 		unit.NewUnitOption("Unit", "ConditionPathExists", KubeadmConfigPath),

@@ -1,67 +1,47 @@
-# What an interrupted earlier attempt left decides this run: docs/adr/034-interrupted-first-boot.md
-cabpi_begin_attempt() {
-  local role=$1 resume_skip=$2 voter_skip=$3 state=/var/lib/cabpi-bootstrap
+cabpi_attempt() {
+  local s=/var/lib/cabpi-bootstrap h=/etc/systemd/system/kubelet.service.d/10-cabpi-bootstrap.conf m="cabpi: interrupted attempt found:"
   mkdir -p /run/cabpi-bootstrap
   : >/run/cabpi-bootstrap/running
-  CABPI_KUBEADM=run
-  CABPI_SKIP_PHASES=
-  if [[ -e $state/kubeadm-succeeded ]]; then
-    echo "cabpi: kubeadm succeeded on an earlier boot; finishing the bootstrap"
+  CABPI_KUBEADM=run CABPI_SKIP_PHASES=
+  if [[ -e $s/kubeadm-succeeded ]]; then
+    echo "$m kubeadm had succeeded"
     CABPI_KUBEADM=done
-  elif [[ -e $state/attempt ]]; then
-    echo "cabpi: an earlier attempt of the bootstrap was interrupted"
-    if [[ $role == worker ]]; then
-      if [[ -s /etc/kubernetes/kubelet.conf && -s /var/lib/kubelet/pki/kubelet-client-current.pem ]]; then
-        echo "cabpi: the kubelet holds its client certificate: the join had finished"
-        CABPI_KUBEADM=done
-      fi
-    elif [[ -d /var/lib/etcd/member ]]; then
-      echo "cabpi: the etcd member of this node has data: resuming kubeadm once the kubelet runs it again"
-      CABPI_KUBEADM=resume
-      CABPI_SKIP_PHASES=$resume_skip
-    fi
-    if [[ $CABPI_KUBEADM == run ]]; then
-      echo "cabpi: resetting the node (kubeadm reset) and restoring the files Ignition wrote"
-      kubeadm reset --force --cleanup-tmp-dir
-      cp -a "$state/files/etc-kubernetes/." /etc/kubernetes/
-      cp -a "$state/files/var-lib-kubelet/." /var/lib/kubelet/
-    fi
+  elif [[ ! -e $s/attempt ]]; then
+    rm -rf "$s"
+    mkdir -p -m 0700 "$s/f"
+    mkdir -p /etc/kubernetes /var/lib/kubelet "${h%/*}"
+    cp -a /etc/kubernetes /var/lib/kubelet "$s/f"
+    printf '[Unit]\nConditionPathExists=|!%s\nConditionPathExists=|%s\n' "$s/attempt" /run/cabpi-bootstrap/running >"$h"
+    : >"$s/attempt"
+    sync -f "$s/attempt" "$h"
+  elif [[ $1 == worker && -s /etc/kubernetes/kubelet.conf && -s /var/lib/kubelet/pki/kubelet-client-current.pem ]]; then
+    echo "$m the kubelet has its certificate: joined"
+    CABPI_KUBEADM=done
+  elif [[ $1 != worker && -d /var/lib/etcd/member ]]; then
+    echo "$m etcd data here: resuming kubeadm"
+    CABPI_KUBEADM=resume CABPI_SKIP_PHASES=$2
   else
-    rm -rf "$state"
-    mkdir -p -m 0700 "$state"
-    mkdir -p /etc/kubernetes /var/lib/kubelet "$state/files.tmp"
-    cp -a /etc/kubernetes "$state/files.tmp/etc-kubernetes"
-    cp -a /var/lib/kubelet "$state/files.tmp/var-lib-kubelet"
-    mv "$state/files.tmp" "$state/files"
-    : >"$state/attempt"
-    sync -f "$state/attempt"
+    echo "$m resetting with kubeadm reset"
+    kubeadm reset --force --cleanup-tmp-dir
+    cp -a "$s/f/kubernetes/." /etc/kubernetes/
+    cp -a "$s/f/kubelet/." /var/lib/kubelet/
   fi
-  if [[ $CABPI_KUBEADM != run ]]; then
-    systemctl start kubelet.service
-  fi
-  if [[ $CABPI_KUBEADM == resume && -n $voter_skip ]] && cabpi_etcd_member_votes; then
-    echo "cabpi: the etcd member of this node votes already: kubeadm does not join etcd again"
-    CABPI_SKIP_PHASES+=",$voter_skip"
+  [[ $CABPI_KUBEADM == run ]] || systemctl start kubelet.service
+  if [[ $CABPI_KUBEADM == resume && -n $3 ]] && cabpi_etcd_votes; then
+    echo "$m etcd member votes: no etcd join"
+    CABPI_SKIP_PHASES+=,$3
   fi
 }
 
-cabpi_etcd_member_votes() {
-  local pki=/etc/kubernetes/pki/etcd status i
+cabpi_etcd_votes() {
+  local p=/etc/kubernetes/pki/etcd/ i r
   for ((i = 0; i < 60; i++)); do
-    if status=$(curl -sS --fail --max-time 5 --cacert "$pki/ca.crt" --cert "$pki/healthcheck-client.crt" \
-      --key "$pki/healthcheck-client.key" -X POST -d '{}' https://127.0.0.1:2379/v3/maintenance/status); then
-      [[ $status != *'"isLearner":true'* ]]
+    if r=$(curl -sSf -m 5 --cacert ${p}ca.crt --cert ${p}healthcheck-client.crt --key ${p}healthcheck-client.key -d '{}' https://127.0.0.1:2379/v3/maintenance/status); then
+      [[ $r != *'"isLearner":true'* ]]
       return
     fi
     sleep 5
   done
-  echo "cabpi: the etcd member of this node did not answer within 5 minutes" >&2
+  echo "cabpi: no answer from etcd" >&2
   exit 1
-}
-
-cabpi_kubeadm_succeeded() {
-  local state=/var/lib/cabpi-bootstrap
-  : >"$state/kubeadm-succeeded"
-  sync -f "$state/kubeadm-succeeded"
-  rm -rf "$state/attempt" "$state/files"
 }

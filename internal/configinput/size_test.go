@@ -18,6 +18,11 @@ import (
 // under AWS's 16 KiB, where the data may be compressed (any platform but docker); CAPD's
 // uncompressed data is logged for comparison and must fit AWS's limit too.
 //
+// Every config carries the finishing of an interrupted first boot (docs/adr/034), which CABPK's
+// does not: the worker and wrapped-init targets allow it recoveryBudget bytes (measured: about
+// 1,160 on a default worker, 1,180 on a wrapped init), a budget, so that growth beyond it fails
+// here as any other would. The unwrapped init and CAPD's data meet their targets without it.
+//
 // The init target is met only by the wrapper, which is used over a platform's limit: file by
 // file, PEM text (base64 with newlines) costs as much gzipped and base64-encoded as
 // percent-escaped, and the 8 PEM files alone are about 10.4 kB. Without a limit to force the
@@ -28,6 +33,8 @@ func TestSizeTargets(t *testing.T) {
 		cabpkWorker = 1474
 		cabpkInit   = 14204
 		awsLimit    = 16 << 10
+		// recoveryBudget is what ADR 034's recovery may add to the targets measured against CABPK.
+		recoveryBudget = 1200
 	)
 	for _, variant := range []cabpiv1.Variant{cabpiv1.VariantFlatcar, cabpiv1.VariantFCOS} {
 		spec := &cabpiv1.IgnitionConfigSpec{Variant: variant}
@@ -51,12 +58,12 @@ func TestSizeTargets(t *testing.T) {
 					continue
 				}
 				if role == ignition.RoleWorkerJoin {
-					assert.LessOrEqual(t, out.Size.Bytes, cabpkWorker, "default worker")
+					assert.LessOrEqual(t, out.Size.Bytes, cabpkWorker+recoveryBudget, "default worker")
 					continue
 				}
 				assert.Less(t, out.Size.Bytes, cabpkInit, "init with 4 key pairs")
 				// Fedora CoreOS's floor, 3.0.0, has no compressed config reference: pinned to 3.1.0.
-				in.SizeLimit = cabpkInit * 8 / 10
+				in.SizeLimit = cabpkInit*8/10 + recoveryBudget
 				if variant == cabpiv1.VariantFCOS {
 					in.IgnitionVersion = "3.1.0"
 				}

@@ -35,7 +35,7 @@ const (
 // what it copies, and kubeadm's directories it looks into), and the metadata the platform agent
 // leaves in /run. A path missing here is the host's: the script would write there.
 var relocated = []string{ConfigPath, ScriptPath, "/run/", "/opt/bin", hostnamePath,
-	"/var/lib/cabpi-bootstrap", "/etc/kubernetes", "/var/lib/kubelet", "/var/lib/etcd"}
+	"/var/lib/cabpi-bootstrap", "/etc/kubernetes", "/var/lib/kubelet", "/var/lib/etcd", "/etc/systemd/system/kubelet.service.d"}
 
 // servicePath is systemd's PATH for services (no Environment=PATH): the script starts with it.
 var servicePath = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin"}
