@@ -78,11 +78,11 @@ func TestInterruptedAttempt(t *testing.T) {
 		caCert      = "/etc/kubernetes/pki/ca.crt"
 	)
 	cases := []struct {
-		name  string
-		input func(cabpiv1.Variant, string) ignition.Input
-		skip  []string // the user's skipPhases
-		left  []string // files the interrupted kubeadm and kubelet left
-		etcdStatus string // the local etcd member's status, as curl gets it
+		name       string
+		input      func(cabpiv1.Variant, string) ignition.Input
+		skip       []string // the user's skipPhases
+		left       []string // files the interrupted kubeadm and kubelet left
+		etcdStatus string   // the local etcd member's status, as curl gets it
 		// what the next boot runs
 		wantCalls   []string
 		wantKubelet bool // the script starts the kubelet itself
