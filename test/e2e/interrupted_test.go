@@ -120,21 +120,30 @@ func cutAt(t *testing.T, inst *provider.Instance, controlPlane bool, p cutPoint)
 		require.False(t, has(kubeletConfig), "cut %s: the kubelet has no kubelet.conf yet", p)
 		require.NoError(t, inst.Freeze())
 	case cutAfterKubeletConf:
-		// kubeadm is stopped while the kubelet finishes its TLS bootstrap on its own.
-		if controlPlane {
-			until("kubeadm with an etcd member of the node's", func() bool { return has(etcdMemberDir) && kubeadm() != nil })
-		} else {
-			until("kubeadm in the TLS bootstrap", func() bool { return tlsBootstrap() && kubeadm() != nil })
-		}
-		k := kubeadm()
-		require.NotNil(t, k, "kubeadm runs")
-		stop(k.PID)
 		// kubelet.conf written whole (the kubelet creates it, then writes it) and the client
 		// certificate it names: the TLS bootstrap is over.
-		until("kubelet.conf", func() bool { return nonEmpty(kubeletConfig) && has(clientCert) })
+		bootstrapped := func() bool { return nonEmpty(kubeletConfig) && has(clientCert) }
+		var k *nspawn.Process
+		if controlPlane {
+			// A control plane's kubelet bootstraps through its own API server, which needs the
+			// etcd member that kubeadm promotes: kubeadm runs on, and the cut comes in the
+			// seconds it then spends marking the node and waiting for the control plane.
+			until("kubelet.conf with kubeadm running and an etcd member of the node's", func() bool {
+				k = kubeadm()
+				return k != nil && has(etcdMemberDir) && bootstrapped()
+			})
+		} else {
+			// A worker's kubelet bootstraps through the cluster's endpoint: kubeadm is stopped
+			// while the kubelet finishes its TLS bootstrap on its own.
+			until("kubeadm in the TLS bootstrap", func() bool { return tlsBootstrap() && kubeadm() != nil })
+			k = kubeadm()
+			require.NotNil(t, k, "kubeadm runs")
+			stop(k.PID)
+			until("kubelet.conf", bootstrapped)
+		}
 		require.NoError(t, inst.Freeze())
 		st, err := nspawn.ReadProcessState(k.PID)
-		require.NoError(t, err)
+		require.NoError(t, err, "cut %s: kubeadm has not exited", p)
 		_, exited := st.Exited()
 		require.False(t, exited, "cut %s: kubeadm has not exited", p)
 	case cutAfterKubeadmSucceeded:
