@@ -61,8 +61,9 @@ const (
 // cutAt waits on the node's running boot until p, stops the node there and cuts its power.
 func cutAt(t *testing.T, inst *provider.Instance, controlPlane bool, p cutPoint) {
 	t.Helper()
+	// Lstat: a link on the node (kubelet-client-current.pem) names a node path, not the host's.
 	has := func(name string) bool {
-		_, err := os.Stat(filepath.Join(inst.Root(), name))
+		_, err := os.Lstat(filepath.Join(inst.Root(), name))
 		return err == nil
 	}
 	nonEmpty := func(name string) bool {
