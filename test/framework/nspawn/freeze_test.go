@@ -18,11 +18,7 @@ import (
 // without letting it run on: the process here appends to a file every few milliseconds, in the
 // machine's groups, as Boot starts systemd-nspawn. Against the host's real cgroups.
 func TestFreezeAndKill(t *testing.T) {
-	m := &Machine{Spec: Spec{Name: "frozen-" + filepath.Base(t.TempDir())}}
-	groups, err := newMachineCgroups(m.cgroupName())
-	require.NoError(t, err)
-	m.cgroups = groups
-	t.Cleanup(func() { _ = groups.remove() })
+	m, groups := machineInOwnCgroups(t, "frozen")
 	if _, err := m.freezerDir(); err != nil {
 		t.Skipf("no freezer here: %v", err)
 	}
@@ -74,11 +70,7 @@ func TestReadProcessState(t *testing.T) {
 // The processes of a unit are read from the unit's group in the hierarchy the machine's systemd
 // manages, below "payload" as systemd-nspawn makes it, and from the groups below the unit's.
 func TestUnitProcesses(t *testing.T) {
-	m := &Machine{Spec: Spec{Name: "units-" + filepath.Base(t.TempDir())}}
-	groups, err := newMachineCgroups(m.cgroupName())
-	require.NoError(t, err)
-	m.cgroups = groups
-	t.Cleanup(func() { _ = groups.remove() })
+	m, groups := machineInOwnCgroups(t, "units")
 	require.NoError(t, m.start(groups.wrap([]string{"sleep", "60"})))
 	t.Cleanup(func() { _ = m.Kill() })
 	root, err := m.systemdGroupDir()
@@ -111,11 +103,7 @@ func TestUnitProcesses(t *testing.T) {
 // changes it) is thawed by Kill too: its processes die instead of keeping their SIGKILL pending
 // and the machine's cgroups for ever.
 func TestKillThawsSelfFrozenGroups(t *testing.T) {
-	m := &Machine{Spec: Spec{Name: "selffrozen-" + filepath.Base(t.TempDir())}}
-	groups, err := newMachineCgroups(m.cgroupName())
-	require.NoError(t, err)
-	m.cgroups = groups
-	t.Cleanup(func() { _ = groups.remove() })
+	m, groups := machineInOwnCgroups(t, "selffrozen")
 	freezer, err := m.freezerDir()
 	if err != nil {
 		t.Skipf("no freezer here: %v", err)
@@ -148,4 +136,16 @@ func TestKillThawsSelfFrozenGroups(t *testing.T) {
 		return err != nil
 	}, 10*time.Second, 10*time.Millisecond, "the process of the self-frozen group dies")
 	require.NoError(t, groups.remove())
+}
+
+// machineInOwnCgroups is a machine that is not booted but has its cgroups, as Boot makes them,
+// removed when the test ends: the test starts a plain process in them.
+func machineInOwnCgroups(t *testing.T, name string) (*Machine, *machineCgroups) {
+	t.Helper()
+	m := &Machine{Spec: Spec{Name: name + "-" + filepath.Base(t.TempDir())}}
+	groups, err := newMachineCgroups(m.cgroupName())
+	require.NoError(t, err)
+	m.cgroups = groups
+	t.Cleanup(func() { _ = groups.remove() })
+	return m, groups
 }
