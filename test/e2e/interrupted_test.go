@@ -274,16 +274,20 @@ func testInterruptedWorker(t *testing.T, f flavor, suffix string, agent bool, po
 		record, err := os.ReadFile(filepath.Join(inst.Root(), agentRecord))
 		require.NoError(t, err)
 		assert.Equal(t, "sentinel\nsuccess\n", string(record), "the agent ran after the sentinel, kubeadm.service succeeded")
-		down := time.Now()
 		require.NoError(t, inst.Boot(ctx))
+		// The Node's boot ID is this boot's once the kubelet of this boot reported it (a
+		// heartbeat time is not: it has whole seconds, and a kubelet whose status did not
+		// change refreshes it only every few minutes).
+		bootID, err := onNode(t, inst, "cat", "/proc/sys/kernel/random/boot_id")
+		require.NoError(t, err)
 		require.Eventually(t, func() bool {
 			n, err := workloadC.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false
 			}
-			c, ready := nodeReady(n)
-			return ready && c.LastHeartbeatTime.After(down)
-		}, 3*time.Minute, time.Second, "Node %s is Ready after the agent's reboot", name)
+			_, ready := nodeReady(n)
+			return ready && n.Status.NodeInfo.BootID == bootID
+		}, 3*time.Minute, time.Second, "Node %s is Ready, reported by its kubelet after the agent's reboot", name)
 		assert.Equal(t, "no", unitProperty(t, inst, ignition.KubeadmUnitName, "ConditionResult"), "kubeadm.service does not run after the bootstrap")
 	} else {
 		waitBootstrapFinished(t, inst)
