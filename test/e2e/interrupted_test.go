@@ -278,6 +278,8 @@ func testInterruptedWorker(t *testing.T, f flavor, suffix string, agent bool, po
 		// The Node's boot ID is this boot's once the kubelet of this boot reported it (a
 		// heartbeat time is not: it has whole seconds, and a kubelet whose status did not
 		// change refreshes it only every few minutes).
+		_, err = inst.WaitBooted(ctx)
+		require.NoError(t, err)
 		bootID, err := onNode(t, inst, "cat", "/proc/sys/kernel/random/boot_id")
 		require.NoError(t, err)
 		require.Eventually(t, func() bool {
