@@ -117,9 +117,10 @@ func testReboot(t *testing.T, m *clusterv1.Machine) {
 	require.NoError(t, err)
 
 	require.NoError(t, inst.PowerOff(time.Minute))
-	down := time.Now()
 	require.NoError(t, inst.Boot(t.Context()))
 	assertNoUnitFailed(t, inst, "on the second boot")
+	bootID, err := onNode(t, inst, "cat", "/proc/sys/kernel/random/boot_id")
+	require.NoError(t, err)
 
 	assert.Equal(t, "inactive", unitProperty(t, inst, "kubeadm.service", "ActiveState"), "kubeadm.service does not run again")
 	assert.Equal(t, "no", unitProperty(t, inst, "kubeadm.service", "ConditionResult"), "skipped: its config is gone")
@@ -132,9 +133,12 @@ func testReboot(t *testing.T, m *clusterv1.Machine) {
 		if err != nil {
 			return false
 		}
-		c, ready := nodeReady(n)
-		return ready && c.LastHeartbeatTime.After(down)
-	}, 3*time.Minute, time.Second, "Node %s is Ready again, heard from after the reboot", m.Name)
+		// This boot's kubelet reported the Node (its boot ID): a heartbeat time has whole
+		// seconds, and a kubelet whose status did not change refreshes it only every few
+		// minutes, so one from the second the node was powered off could be the only one.
+		_, ready := nodeReady(n)
+		return ready && n.Status.NodeInfo.BootID == bootID
+	}, 3*time.Minute, time.Second, "Node %s is Ready again, reported by its kubelet after the reboot", m.Name)
 	require.Eventually(t, func() bool {
 		cur := &clusterv1.Machine{}
 		return mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(m), cur) == nil && machineJoined(cur)
