@@ -75,12 +75,20 @@ func TestUnitProcesses(t *testing.T) {
 	t.Cleanup(func() { _ = m.Kill() })
 	root, err := m.systemdGroupDir()
 	require.NoError(t, err)
+	// The wrapper (in-cgroups.sh) joins the groups, then execs sleep: wait for the exec.
+	var procs []byte
 	require.Eventually(t, func() bool {
-		procs, err := os.ReadFile(filepath.Join(root, "cgroup.procs"))
-		return err == nil && len(strings.Fields(string(procs))) > 0
-	}, 10*time.Second, 10*time.Millisecond)
-	procs, err := os.ReadFile(filepath.Join(root, "cgroup.procs"))
-	require.NoError(t, err)
+		procs, err = os.ReadFile(filepath.Join(root, "cgroup.procs"))
+		if err != nil {
+			return false
+		}
+		for _, pid := range strings.Fields(string(procs)) {
+			if comm, err := os.ReadFile(filepath.Join("/proc", pid, "comm")); err == nil && strings.TrimSpace(string(comm)) == "sleep" {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "sleep runs in the machine's group")
 	unit := filepath.Join(root, "payload", "system.slice", "test.service", "sub")
 	require.NoError(t, os.MkdirAll(unit, 0o755))
 	for _, pid := range strings.Fields(string(procs)) {
