@@ -70,7 +70,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code and the API reference (doc
 
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests.
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=false rbac:roleName=manager-role webhook \
-		paths=./apis/... paths=./controllers/... paths=./webhooks/... paths=./internal/setup/... \
+		paths=./apis/... paths=./controllers/... paths=./webhooks/... paths=./internal/setup/... paths=./internal/inplace/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
 	$(CONTROLLER_GEN) crd paths=./test/framework/infrastructure/api/... \

@@ -3,7 +3,8 @@
 # A clusterctl release of cabpi is a directory of assets (uploaded to a GitHub release):
 # bootstrap-components.yaml (kustomize build config/default, with clusterctl variables, naming
 # the release's image), metadata.yaml, the cluster templates of templates/ for `clusterctl
-# generate cluster --from`, and the image itself as an OCI archive (pushed to the registry the
+# generate cluster --from`, update-extension.yaml (the in-place update extension's
+# ExtensionConfig, applied apart: docs/adr/035), and the image itself as an OCI archive (pushed to the registry the
 # components name: `skopeo copy oci-archive:FILE docker://IMAGE` or `crane push FILE IMAGE`).
 RELEASE_VERSION ?= v0.1.0
 RELEASE_DIR ?= out
@@ -60,6 +61,8 @@ release-manifests: $(KUSTOMIZE) ## Build the clusterctl release manifests into R
 	rm -rf $(RELEASE_DIR)/.overlay
 	mv $(RELEASE_DIR)/bootstrap-components.yaml.tmp $(RELEASE_DIR)/bootstrap-components.yaml
 	cp metadata.yaml templates/*.yaml $(RELEASE_DIR)/
+	@# The in-place update extension's registration, applied by users who turn it on (docs/adr/035).
+	cp config/extension/extensionconfig.yaml $(RELEASE_DIR)/update-extension.yaml
 	@echo "release assets for $(RELEASE_VERSION) in $(RELEASE_DIR)/"
 
 .PHONY: clusterctl-overrides

@@ -76,6 +76,11 @@ type Options struct {
 	KubeAPIBurst            int
 	ClusterCacheClientQPS   float32
 	ClusterCacheClientBurst int
+	// UpdateExtensionPort serves the in-place update extension (Cluster API's Runtime SDK, with
+	// the webhook server's certificate); 0 disables it.
+	UpdateExtensionPort int
+	// UpdateImage is the image the update Jobs run; empty: the manager's own (read from its Pod).
+	UpdateImage string
 
 	// Test knobs: no flag sets them; zero keeps what the manager uses.
 
@@ -110,6 +115,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 200, "Maximum number of queries that should be allowed in one burst from the controller client to the Kubernetes API server.")
 	fs.Float32Var(&o.ClusterCacheClientQPS, "clustercache-client-qps", 20, "Maximum queries per second from the cluster cache clients to the Kubernetes API server of workload clusters.")
 	fs.IntVar(&o.ClusterCacheClientBurst, "clustercache-client-burst", 30, "Maximum number of queries that should be allowed in one burst from the cluster cache clients to the Kubernetes API server of workload clusters.")
+	fs.IntVar(&o.UpdateExtensionPort, "update-extension-port", 0,
+		"Port of the in-place update extension (Cluster API Runtime SDK hooks CanUpdateMachineSet, CanUpdateMachine, UpdateMachine; served with --webhook-cert-dir's certificate); 0 disables it.")
+	fs.StringVar(&o.UpdateImage, "update-image", "", "Image the in-place update Jobs run on workload nodes; default: the manager's own image, read from its Pod (POD_NAMESPACE, POD_NAME).")
 }
 
 // ParseCommandLine parses the manager's command line into its options and its logging options
@@ -294,6 +302,9 @@ func SetupControllers(ctx context.Context, mgr ctrl.Manager, cc clustercache.Clu
 		ReferenceRecheckInterval: opts.ReferenceRecheckInterval, // zero: the default
 	}
 	if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: max(opts.Concurrency, 1)}); err != nil {
+		return err
+	}
+	if err := SetupUpdateExtension(ctx, mgr, cc, opts); err != nil {
 		return err
 	}
 	return SetupWebhooks(mgr, opts)

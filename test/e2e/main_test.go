@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/cluster-api/util/kubeconfig"
 	"sigs.k8s.io/cluster-api/util/test/builder"
 
@@ -245,15 +246,30 @@ func run(m *testing.M) int {
 			ClusterController: true, MachineController: true, MachineSetController: true,
 			MachineDeploymentController: true, MachineHealthCheckController: true, MachinePoolController: true,
 			TopologyControllers: true,
-			Webhooks:            true,
-			AdditionalCRDPaths:  []string{filepath.Join("..", "framework", "infrastructure", "config", "crd")},
-			AddToScheme:         []func(*runtime.Scheme) error{infrav1.AddToScheme},
+			// Cluster API's Runtime SDK and in-place updates, for cabpi's update extension
+			// (inplace_test.go; its ExtensionConfig selects one namespace).
+			InPlaceUpdates:     true,
+			Webhooks:           true,
+			AdditionalCRDPaths: []string{filepath.Join("..", "framework", "infrastructure", "config", "crd")},
+			AddToScheme:        []func(*runtime.Scheme) error{infrav1.AddToScheme},
 		},
 		Setup: func(e *testenv.Environment) error {
 			mgmt = e
 			opts := testenv.CabpiOptions()
 			opts.BootstrapTokenTTL = tokenTTL
+			// The update extension, with envtest's webhook serving certificate (for 127.0.0.1);
+			// its Jobs run cabpi's released image, which the in-place tests import into the nodes.
+			port, err := freeLoopbackPort()
+			if err != nil {
+				return err
+			}
+			opts.UpdateExtensionPort = port
+			opts.WebhookCertDir = e.TestEnv.WebhookInstallOptions.LocalServingCertDir
+			opts.UpdateImage = cabpiImage
 			if err := e.SetupCabpi(opts); err != nil {
+				return err
+			}
+			if err := createUpdateExtensionConfig(ctx, e, port); err != nil {
 				return err
 			}
 			if err := provider.Setup(e.Manager, instances); err != nil {
@@ -373,4 +389,38 @@ func setExternalControlPlaneStatus(ctx context.Context, c client.Client, cp *uns
 		return err
 	}
 	return c.Status().Update(ctx, cp)
+}
+
+// cabpiImage is the image of the release make e2e builds (CABPI_RELEASE_DIR).
+const cabpiImage = "ghcr.io/cabpi/cluster-api-bootstrap-provider-ignition:" + cabpiVersion
+
+// freeLoopbackPort is a TCP port free on 127.0.0.1 now.
+func freeLoopbackPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// createUpdateExtensionConfig registers cabpi's update extension, served by the suite's cabpi
+// manager on port, as a user's ExtensionConfig does (config/extension), with the URL of the
+// in-process server and envtest's CA instead of a Service and an injected CA. Its namespace
+// selector picks the in-place namespace alone.
+func createUpdateExtensionConfig(ctx context.Context, e *testenv.Environment, port int) error {
+	ec := &runtimev1.ExtensionConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "cabpi-update-extension"},
+		Spec: runtimev1.ExtensionConfigSpec{
+			ClientConfig: runtimev1.ClientConfig{
+				URL:      fmt.Sprintf("https://127.0.0.1:%d", port),
+				CABundle: e.TestEnv.WebhookInstallOptions.LocalServingCAData,
+			},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{inPlaceLabel: "true"}},
+		},
+	}
+	if err := e.Client.Create(ctx, ec); err != nil {
+		return fmt.Errorf("creating the update extension's ExtensionConfig: %w", err)
+	}
+	return nil
 }

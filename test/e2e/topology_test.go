@@ -35,6 +35,18 @@ import (
 // it runs is v1.34.4 throughout; kubelets of both versions are within its skew), and stores the
 // cluster's certificates and kubeconfig, as a control-plane provider does.
 func TestTopologyVersionUpgradesWorkers(t *testing.T) {
+	topologyVersionUpgrade(t, namespace, false)
+}
+
+// The same Cluster in the in-place namespace, whose Machines cabpi's update extension may update
+// (inplace_test.go): changing spec.topology.version takes the same in-place path as a
+// MachineDeployment's version, and the worker is kept, at the new version.
+func TestTopologyVersionUpdatesWorkersInPlace(t *testing.T) {
+	inPlaceCluster(t)
+	topologyVersionUpgrade(t, inPlaceNamespace, true)
+}
+
+func topologyVersionUpgrade(t *testing.T, ns string, inPlace bool) {
 	ctx := t.Context()
 	f := stockFlatcar
 	name := "e2e-class"
@@ -43,17 +55,24 @@ func TestTopologyVersionUpgradesWorkers(t *testing.T) {
 	require.NoError(t, mgmt.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: clusterName}, suiteInfra))
 	require.True(t, suiteInfra.Spec.ControlPlaneEndpoint.IsValid())
 	infraCluster := &infrav1.NspawnClusterTemplate{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: infrav1.NspawnClusterTemplateSpec{Template: infrav1.NspawnClusterTemplateResource{
 			Spec: infrav1.NspawnClusterSpec{ControlPlaneEndpoint: suiteInfra.Spec.ControlPlaneEndpoint}}},
 	}
-	controlPlane := builder.ControlPlaneTemplate(namespace, name).Build()
+	controlPlane := builder.ControlPlaneTemplate(ns, name).Build()
 	bootstrap := ignitionTemplate(f, name+"-worker", "class")
+	bootstrap.Namespace = ns
 	bootstrap.Spec.Template.Spec.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext,
 		Sysext: &cabpiv1.SysextSource{BaseURL: releases.SysextURL()}}
 	infra := infraTemplate(f, name+"-worker")
+	infra.Namespace = ns
+	// In place, one Machine may be unavailable and none added (see inPlaceDeployment).
+	surge, unavailable := intstr.FromInt32(1), intstr.FromInt32(0)
+	if inPlace {
+		surge, unavailable = intstr.FromInt32(0), intstr.FromInt32(1)
+	}
 	class := &clusterv1.ClusterClass{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: clusterv1.ClusterClassSpec{
 			Infrastructure: clusterv1.InfrastructureClass{TemplateRef: clusterv1.ClusterClassTemplateReference{
 				APIVersion: infrav1.GroupVersion.String(), Kind: "NspawnClusterTemplate", Name: name}},
@@ -66,7 +85,7 @@ func TestTopologyVersionUpgradesWorkers(t *testing.T) {
 				Rollout: clusterv1.MachineDeploymentClassRolloutSpec{Strategy: clusterv1.MachineDeploymentClassRolloutStrategy{
 					Type: clusterv1.RollingUpdateMachineDeploymentStrategyType,
 					RollingUpdate: clusterv1.MachineDeploymentClassRolloutStrategyRollingUpdate{
-						MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))},
+						MaxSurge: &surge, MaxUnavailable: &unavailable},
 				}},
 				Bootstrap: clusterv1.MachineDeploymentClassBootstrapTemplate{TemplateRef: clusterv1.ClusterClassTemplateReference{
 					APIVersion: cabpiv1.GroupVersion.String(), Kind: "IgnitionConfigTemplate", Name: bootstrap.Name}},
@@ -78,7 +97,7 @@ func TestTopologyVersionUpgradesWorkers(t *testing.T) {
 	create(t, infraCluster, controlPlane, bootstrap, infra, class)
 	templates := []client.Object{bootstrap, infra}
 	topologyCluster := &clusterv1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: clusterv1.ClusterSpec{Topology: clusterv1.Topology{
 			ClassRef: clusterv1.ClusterClassRef{Name: name},
 			Version:  previousKubernetesVersion,
@@ -102,7 +121,7 @@ func TestTopologyVersionUpgradesWorkers(t *testing.T) {
 	md := func() *clusterv1.MachineDeployment {
 		t.Helper()
 		list := &clusterv1.MachineDeploymentList{}
-		require.NoError(t, mgmt.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: name}))
+		require.NoError(t, mgmt.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{clusterv1.ClusterNameLabel: name}))
 		if len(list.Items) != 1 {
 			return nil
 		}
@@ -114,13 +133,18 @@ func TestTopologyVersionUpgradesWorkers(t *testing.T) {
 
 	var old []clusterv1.Machine
 	ok := t.Run("joins at "+previousKubernetesVersion, func(t *testing.T) {
-		old = waitDeployment(t, f, deployment.Name, 1, nil, joinWithin)
+		old = waitDeploymentIn(t, mgmt.Client, ns, deployment.Name, 1, nil, joinWithin)
+		recordTiming(t, f, &old[0])
 		require.Equal(t, previousKubernetesVersion, old[0].Spec.Version)
 		assertWorkerJoined(t, &old[0], "class")
 		assertSysextMerged(t, instanceOf(&old[0]), previousKubernetesVersion)
 	})
 	require.True(t, ok, "the worker did not join: nothing to upgrade")
 
+	var before nodeBefore
+	if inPlace {
+		before = prepareNode(t, &old[0])
+	}
 	t.Run("upgraded by spec.topology.version alone", func(t *testing.T) {
 		versions := map[client.Object]string{}
 		for _, o := range templates {
@@ -133,11 +157,19 @@ func TestTopologyVersionUpgradesWorkers(t *testing.T) {
 		c.Spec.Topology.Version = kubernetesVersion
 		require.NoError(t, mgmt.Client.Patch(ctx, c, client.MergeFrom(before)))
 
-		upgraded := waitDeployment(t, f, deployment.Name, 1, names(old), joinWithin+2*time.Minute)
-		require.Equal(t, kubernetesVersion, upgraded[0].Spec.Version)
-		assertWorkerJoined(t, &upgraded[0], "class")
-		assertSysextMerged(t, instanceOf(&upgraded[0]), kubernetesVersion)
-		assertRemoved(t, old, nil)
+		if inPlace {
+			updated := waitUpdatedInPlace(t, deployment, kubernetesVersion, names(old))
+			assertKept(t, []nodeBefore{before}, updated)
+			assertSysextMerged(t, instanceOf(&updated[0]), kubernetesVersion)
+			assertKubernetesOnNode(t, instanceOf(&updated[0]), kubernetesVersion)
+		} else {
+			upgraded := waitDeploymentIn(t, mgmt.Client, ns, deployment.Name, 1, names(old), joinWithin+2*time.Minute)
+			recordTiming(t, f, &upgraded[0])
+			require.Equal(t, kubernetesVersion, upgraded[0].Spec.Version)
+			assertWorkerJoined(t, &upgraded[0], "class")
+			assertSysextMerged(t, instanceOf(&upgraded[0]), kubernetesVersion)
+			assertRemoved(t, old, nil)
+		}
 		for _, o := range templates {
 			cur := o.DeepCopyObject().(client.Object)
 			require.NoError(t, mgmt.Client.Get(ctx, client.ObjectKeyFromObject(o), cur))

@@ -158,3 +158,19 @@ func containerdConfigFile(sandbox string) (File, error) {
 	}
 	return File{Path: "/etc/containerd/config.toml", Mode: 0o644, Data: data}, nil
 }
+
+// SandboxImage is the reference of the pod sandbox's image every node image carries (kubeadm's
+// pause for version, as `kubeadm config images list` names it): a Pod of the suite that must
+// run on a node without pulling anything runs it.
+func SandboxImage(ctx context.Context, kubeadm, version string) (string, error) {
+	out, err := exec.CommandContext(ctx, kubeadm, "config", "images", "list", "--kubernetes-version", version).Output()
+	if err != nil {
+		return "", fmt.Errorf("kubeadm config images list: %w", err)
+	}
+	for _, line := range strings.Fields(string(out)) {
+		if ref, err := name.NewTag(line, name.StrictValidation); err == nil && path.Base(ref.RepositoryStr()) == "pause" {
+			return ref.Name(), nil
+		}
+	}
+	return "", fmt.Errorf("kubeadm %s lists no pause image", version)
+}

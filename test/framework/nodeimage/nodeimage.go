@@ -75,7 +75,8 @@ type Kubernetes struct {
 const ContainerdDir = "/var/lib/containerd"
 
 // Build returns the root file system of the flavor with k's kubeadm and kubelet, building
-// what is not cached yet. A stock flavor takes nothing of k: it has no Kubernetes.
+// what is not cached yet. A stock flavor has no Kubernetes: it takes only what its container
+// runtime needs to run Pods from k (the pod sandbox's image, stock below).
 func (b Builder) Build(ctx context.Context, flavor infrav1.Flavor, k Kubernetes) (string, error) {
 	base, err := b.base(ctx)
 	if err != nil {
@@ -86,7 +87,7 @@ func (b Builder) Build(ctx context.Context, flavor infrav1.Flavor, k Kubernetes)
 		return "", err
 	}
 	if flavor.Stock() {
-		return b.stock(ctx, base, flavor, files)
+		return b.stock(ctx, base, flavor, files, k)
 	}
 	var specs []imageSpec
 	if k.ControlPlane != nil {
@@ -142,10 +143,36 @@ func (b Builder) Build(ctx context.Context, flavor infrav1.Flavor, k Kubernetes)
 	})
 }
 
-// stock builds the flavor without Kubernetes: the base root and the flavor's files.
-func (b Builder) stock(ctx context.Context, base string, flavor infrav1.Flavor, files []File) (string, error) {
+// stock builds the flavor without Kubernetes: the base root and the flavor's files, and, when
+// k names a control plane's images, the pod sandbox's image (pause) among them with containerd
+// configured for it, as on the other images: the Pods a stock node runs (the in-place update's
+// Job, the suite's own) need it, and nothing here can pull it.
+func (b Builder) stock(ctx context.Context, base string, flavor infrav1.Flavor, files []File, k Kubernetes) (string, error) {
+	var specs []imageSpec
+	if k.ControlPlane != nil {
+		all, err := controlPlaneImages(ctx, filepath.Join(k.BinDir, "kubeadm"), k.Version, *k.ControlPlane)
+		if err != nil {
+			return "", err
+		}
+		for _, s := range all {
+			if s.target == "/pause" {
+				specs = append(specs, s)
+			}
+		}
+		cfg, err := containerdConfigFile(sandboxImage(specs))
+		if err != nil {
+			return "", err
+		}
+		files = append(files, cfg)
+	}
 	h := sha256.New()
 	fmt.Fprintf(h, "base=%s flavor=%s\n", filepath.Base(filepath.Dir(base)), flavor)
+	for _, spec := range specs {
+		fmt.Fprintf(h, "image %s %s\n", spec.ref.Name(), spec.target)
+		if err := hashFile(h, spec.binary); err != nil {
+			return "", err
+		}
+	}
 	for _, f := range files {
 		fmt.Fprintf(h, "%s %o %q %d\n", f.Path, f.Mode, f.LinkTarget, len(f.Data))
 		h.Write(f.Data)
@@ -155,7 +182,13 @@ func (b Builder) stock(ctx context.Context, base string, flavor infrav1.Flavor, 
 		if err := run(ctx, b.Log, "cp", "-a", base+"/.", root); err != nil {
 			return fmt.Errorf("copying the base root: %w", err)
 		}
-		return writeFiles(root, files)
+		if err := writeFiles(root, files); err != nil {
+			return err
+		}
+		if len(specs) == 0 {
+			return nil
+		}
+		return b.importImages(ctx, root, specs)
 	})
 }
 

@@ -1,8 +1,9 @@
 // Package releaseserver serves Kubernetes to the real-node suite's nodes the way the Internet
 // would, from an address on the suite's own bridge: the release binaries in the Kubernetes release
 // layout with their published SHA-256 files (dl.k8s.io), and the Kubernetes system extension
-// images in the Flatcar sysext bakery's layout. A second copy of the release layout serves a
-// tampered kubelet (one byte more than the published digest says), for the check at boot.
+// images in the Flatcar sysext bakery's layout with its SHA256SUMS. A second copy of each layout
+// serves tampered files (one byte more than the published digest says): the release layout's
+// kubelet, for the check at boot, and the sysext images, for the in-place update's check.
 package releaseserver
 
 import (
@@ -46,9 +47,11 @@ const TamperedBinary = "kubelet"
 
 // Paths of the layouts on the server.
 const (
-	releasePath  = "/release"
-	tamperedPath = "/tampered/release"
-	sysextPath   = "/extensions"
+	releasePath        = "/release"
+	tamperedPath       = "/tampered/release"
+	sysextPath         = "/extensions"
+	tamperedSysextPath = "/tampered/extensions"
+	sysextSumsPath     = "kubernetes/SHA256SUMS"
 )
 
 // Server is a running release server.
@@ -73,6 +76,9 @@ type served struct {
 // Start serves releases on addr (a free port), until Close.
 func Start(addr netip.Addr, releases []Release) (*Server, error) {
 	paths := map[string]served{}
+	// The bakery's digests of its Kubernetes images, one line per image as sha256sum writes them,
+	// where systemd-sysupdate (and cabpi's in-place update) read them.
+	var sums []byte
 	for _, r := range releases {
 		names := binaries
 		for _, name := range optionalBinaries {
@@ -94,8 +100,20 @@ func Start(addr netip.Addr, releases []Release) (*Server, error) {
 			}
 		}
 		if r.Sysext != "" {
-			paths[path.Join(sysextPath, fmt.Sprintf("kubernetes-%s-x86-64.raw", r.Version))] = served{file: r.Sysext}
+			image := fmt.Sprintf("kubernetes-%s-x86-64.raw", r.Version)
+			sum, err := fileSHA256(r.Sysext)
+			if err != nil {
+				return nil, err
+			}
+			sums = fmt.Appendf(sums, "%s  %s\n", sum, image)
+			paths[path.Join(sysextPath, image)] = served{file: r.Sysext}
+			// The tampered copy: every image one byte longer than its published digest says.
+			paths[path.Join(tamperedSysextPath, image)] = served{file: r.Sysext, tampered: true}
 		}
+	}
+	if sums != nil {
+		paths[path.Join(sysextPath, sysextSumsPath)] = served{data: sums}
+		paths[path.Join(tamperedSysextPath, sysextSumsPath)] = served{data: sums}
 	}
 	ln, err := net.Listen("tcp", netip.AddrPortFrom(addr, 0).String())
 	if err != nil {
@@ -159,6 +177,10 @@ func (s *Server) TamperedBinariesURL() string { return s.base + tamperedPath }
 
 // SysextURL is the base URL of the system extension images (spec.kubernetes.sysext.baseURL).
 func (s *Server) SysextURL() string { return s.base + sysextPath }
+
+// TamperedSysextURL is the base URL of a sysext layout whose images do not match the digests
+// its SHA256SUMS publishes.
+func (s *Server) TamperedSysextURL() string { return s.base + tamperedSysextPath }
 
 // Requests is how often path (below the server's root) was fetched.
 func (s *Server) Requests(p string) int {

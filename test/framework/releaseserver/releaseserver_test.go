@@ -52,6 +52,15 @@ func TestServesTheLayouts(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 	assert.Equal(t, "squashfs", string(body))
 	assert.Equal(t, 1, s.Requests("/extensions/kubernetes-v1.34.4-x86-64.raw"))
+	sum := sha256.Sum256(body)
+	line := hex.EncodeToString(sum[:]) + "  kubernetes-v1.34.4-x86-64.raw\n"
+	_, sums := get(s.SysextURL() + "/kubernetes/SHA256SUMS")
+	assert.Equal(t, line, string(sums), "SHA256SUMS lists the image as sha256sum does")
+	_, tampered := get(s.TamperedSysextURL() + "/kubernetes-v1.34.4-x86-64.raw")
+	_, tamperedSums := get(s.TamperedSysextURL() + "/kubernetes/SHA256SUMS")
+	tsum := sha256.Sum256(tampered)
+	assert.Equal(t, line, string(tamperedSums), "the tampered layout publishes the true digest")
+	assert.NotEqual(t, hex.EncodeToString(tsum[:]), hex.EncodeToString(sum[:]), "and serves an image that does not match it")
 	code, _ = get(s.BinariesURL() + "/v1.33.0/bin/linux/amd64/kubeadm")
 	assert.Equal(t, http.StatusNotFound, code)
 }

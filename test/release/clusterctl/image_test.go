@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/ociimage"
 )
@@ -38,6 +40,7 @@ func TestRelease(t *testing.T) {
 	for _, f := range []string{"metadata.yaml", "cluster-template-ignition.yaml"} {
 		assert.FileExists(t, filepath.Join(dir, f))
 	}
+	assertUpdateExtensionNamesTheComponents(t, dir, objs)
 
 	archive := filepath.Join(dir, "cabpi-image-"+version+".oci.tar")
 	idx, name := readOCIArchive(t, archive)
@@ -122,4 +125,58 @@ func layerFile(t *testing.T, img v1.Image, name string) *layerEntry {
 		_ = rc.Close()
 	}
 	return nil
+}
+
+// assertUpdateExtensionNamesTheComponents: the release's update-extension.yaml (an ExtensionConfig
+// applied apart from the components, docs/adr/035) names the components' webhook Service, its
+// update-extension port, which the manager's container serves with the flag it reads, and the
+// serving certificate's Secret, in the components' namespace.
+func assertUpdateExtensionNamesTheComponents(t *testing.T, dir string, components []unstructured.Unstructured) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "update-extension.yaml"))
+	require.NoError(t, err)
+	ecs, err := toUnstructured(data)
+	require.NoError(t, err)
+	ext := byKind(ecs, "ExtensionConfig")
+	require.Len(t, ext, 1)
+	ec := ext[0].Object
+	svcName, _, _ := unstructured.NestedString(ec, "spec", "clientConfig", "service", "name")
+	svcNamespace, _, _ := unstructured.NestedString(ec, "spec", "clientConfig", "service", "namespace")
+	port, _, _ := unstructured.NestedInt64(ec, "spec", "clientConfig", "service", "port")
+	inject := ext[0].GetAnnotations()["runtime.cluster.x-k8s.io/inject-ca-from-secret"]
+
+	var service *unstructured.Unstructured
+	for _, s := range byKind(components, "Service") {
+		if s.GetName() == svcName && s.GetNamespace() == svcNamespace {
+			service = &s
+		}
+	}
+	require.NotNil(t, service, "the components have the Service %s/%s", svcNamespace, svcName)
+	ports, _, _ := unstructured.NestedSlice(service.Object, "spec", "ports")
+	var target any
+	for _, p := range ports {
+		if m := p.(map[string]any); m["port"] == port {
+			target = m["targetPort"]
+		}
+	}
+	require.NotNil(t, target, "the Service has port %d", port)
+	dep := byKind(components, "Deployment")
+	require.Len(t, dep, 1)
+	containers, _, _ := unstructured.NestedSlice(dep[0].Object, "spec", "template", "spec", "containers")
+	manager := containers[0].(map[string]any)
+	served := false
+	for _, p := range manager["ports"].([]any) {
+		if m := p.(map[string]any); m["name"] == target {
+			assert.Contains(t, manager["args"], fmt.Sprintf("--update-extension-port=%v", m["containerPort"]), "the manager serves the extension on its port")
+			served = true
+		}
+	}
+	assert.True(t, served, "the manager's container has the port %v", target)
+
+	var secret string
+	for _, c := range byKind(components, "Certificate") {
+		secret, _, _ = unstructured.NestedString(c.Object, "spec", "secretName")
+		assert.Equal(t, svcNamespace+"/"+secret, inject, "the CA is injected from the serving certificate's Secret")
+	}
+	assert.NotEmpty(t, secret)
 }

@@ -269,7 +269,8 @@ func (s *Instances) Image(ctx context.Context, flavor infrav1.Flavor) (string, e
 	}
 	k := s.Kubernetes
 	if flavor.Stock() {
-		k = nodeimage.Kubernetes{} // nothing of Kubernetes in a stock image
+		// Nothing of Kubernetes in a stock image but the pod sandbox's image (nodeimage.Builder.Build).
+		k = nodeimage.Kubernetes{Version: k.Version, BinDir: k.BinDir, ControlPlane: k.ControlPlane}
 	}
 	root, err := s.Images.Build(ctx, flavor, k)
 	if err != nil {

@@ -1,0 +1,85 @@
+package inplace
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+)
+
+func sysextSpec(base string) *cabpiv1.IgnitionConfigSpec {
+	spec := &cabpiv1.IgnitionConfigSpec{Variant: cabpiv1.VariantFlatcar,
+		Kubernetes: cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext}}
+	if base != "" {
+		spec.Kubernetes.Sysext = &cabpiv1.SysextSource{BaseURL: base}
+	}
+	return spec
+}
+
+func binariesSpec(base string) *cabpiv1.IgnitionConfigSpec {
+	spec := &cabpiv1.IgnitionConfigSpec{Variant: cabpiv1.VariantFCOS,
+		Kubernetes: cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries}}
+	if base != "" {
+		spec.Kubernetes.Binaries = &cabpiv1.BinariesSource{BaseURL: base}
+	}
+	return spec
+}
+
+// Every row is one change of a MachineDeployment: what the extension takes, and that it says
+// why it declines the rest.
+func TestDecide(t *testing.T) {
+	const cp = "v1.34.4"
+	tests := []struct {
+		name             string
+		current, desired Side
+		controlPlane     string
+		want             Verdict
+		declinedContains string
+	}{
+		{name: "sysext: version alone", current: Side{"v1.33.13", sysextSpec("")}, desired: Side{"v1.34.4", sysextSpec("")},
+			controlPlane: cp, want: Verdict{Version: true}},
+		{name: "binaries: patch release", current: Side{"v1.34.3", binariesSpec("")}, desired: Side{"v1.34.4", binariesSpec("")},
+			controlPlane: cp, want: Verdict{Version: true}},
+		{name: "sysext: mirror alone", current: Side{"v1.34.4", sysextSpec("https://a.example/ext")},
+			desired: Side{"v1.34.4", sysextSpec("https://b.example/ext")}, controlPlane: cp, want: Verdict{BaseURL: true}},
+		{name: "binaries: mirror back to the default", current: Side{"v1.34.4", binariesSpec("https://a.example/release")},
+			desired: Side{"v1.34.4", binariesSpec("")}, controlPlane: cp, want: Verdict{BaseURL: true}},
+		{name: "version and mirror", current: Side{"v1.33.13", sysextSpec("https://a.example/ext")},
+			desired: Side{"v1.34.4", sysextSpec("https://b.example/ext")}, controlPlane: cp, want: Verdict{Version: true, BaseURL: true}},
+		{name: "nothing changed", current: Side{"v1.34.4", sysextSpec("")}, desired: Side{"v1.34.4", sysextSpec("")},
+			controlPlane: cp, want: Verdict{}},
+
+		{name: "image source", current: Side{"v1.33.13", &cabpiv1.IgnitionConfigSpec{}}, desired: Side{"v1.34.4", &cabpiv1.IgnitionConfigSpec{}},
+			controlPlane: cp, declinedContains: `spec.kubernetes.source is "image"`},
+		{name: "not an IgnitionConfig", current: Side{Version: "v1.33.13"}, desired: Side{Version: "v1.34.4"},
+			controlPlane: cp, declinedContains: "not an IgnitionConfig"},
+		{name: "newer than the control plane", current: Side{"v1.34.4", sysextSpec("")}, desired: Side{"v1.35.0", sysextSpec("")},
+			controlPlane: cp, declinedContains: "newer than the control plane's v1.34.4"},
+		{name: "newer patch than the control plane", current: Side{"v1.34.3", sysextSpec("")}, desired: Side{"v1.34.5", sysextSpec("")},
+			controlPlane: cp, declinedContains: "newer than the control plane's"},
+		{name: "control plane version unknown", current: Side{"v1.33.13", sysextSpec("")}, desired: Side{"v1.34.4", sysextSpec("")},
+			declinedContains: "control plane's version is not known"},
+		{name: "too far behind the control plane", current: Side{"v1.29.0", sysextSpec("")}, desired: Side{"v1.30.1", sysextSpec("")},
+			controlPlane: "v1.34.4", declinedContains: "more than 3 minor versions behind"},
+		{name: "downgrade", current: Side{"v1.34.4", sysextSpec("")}, desired: Side{"v1.34.3", sysextSpec("")},
+			controlPlane: cp, declinedContains: "does not downgrade"},
+		{name: "skips a minor", current: Side{"v1.32.1", sysextSpec("")}, desired: Side{"v1.34.4", sysextSpec("")},
+			controlPlane: cp, declinedContains: "one minor version at a time"},
+		{name: "source changed", current: Side{"v1.33.13", sysextSpec("")}, desired: Side{"v1.34.4", binariesSpec("")},
+			controlPlane: cp, declinedContains: "spec.kubernetes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Decide(tt.current, tt.desired, tt.controlPlane)
+			assert.Equal(t, tt.want.Version, got.Version, "takes the version")
+			assert.Equal(t, tt.want.BaseURL, got.BaseURL, "takes the baseURL")
+			if tt.declinedContains == "" {
+				assert.Empty(t, got.Declined)
+				return
+			}
+			assert.False(t, got.Version, "a declined version is not taken")
+			assert.Contains(t, got.Message(), tt.declinedContains)
+		})
+	}
+}

@@ -1,0 +1,222 @@
+package inplace
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/controllers/external"
+
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+)
+
+// The hooks read Machines and Clusters (the controller's RBAC) and the control plane of a Cluster,
+// of any control-plane provider, for its version.
+// +kubebuilder:rbac:groups=controlplane.cluster.x-k8s.io,resources=*,verbs=get
+
+// Handlers serve the in-place update hooks of Cluster API's Runtime SDK.
+type Handlers struct {
+	// Client reads the management cluster: Machines, Clusters and their control planes.
+	Client client.Client
+	// ClusterCache reaches the workload clusters, where the update runs.
+	ClusterCache clustercache.ClusterCache
+	// Recorder tells a Machine's events why its update failed.
+	Recorder events.EventRecorder
+	// Image is cabpi's image, which the update Job runs on the node.
+	Image string
+}
+
+// DoCanUpdateMachineSet implements the CanUpdateMachineSet hook: a MachineDeployment's new
+// MachineSet against its old one.
+func (h *Handlers) DoCanUpdateMachineSet(ctx context.Context, req *runtimehooksv1.CanUpdateMachineSetRequest, resp *runtimehooksv1.CanUpdateMachineSetResponse) {
+	log := ctrl.LoggerFrom(ctx).WithValues("MachineSet", client.ObjectKeyFromObject(&req.Desired.MachineSet))
+	current, err := templateSide(req.Current.MachineSet.Spec.Template.Spec.Version, req.Current.BootstrapConfigTemplate)
+	if err == nil {
+		var desired Side
+		desired, err = templateSide(req.Desired.MachineSet.Spec.Template.Spec.Version, req.Desired.BootstrapConfigTemplate)
+		if err == nil {
+			cp := h.controlPlaneVersion(ctx, req.Desired.MachineSet.Namespace, req.Desired.MachineSet.Spec.ClusterName)
+			verdict := Decide(current, desired, cp)
+			log.Info("CanUpdateMachineSet", "takesVersion", verdict.Version, "takesBaseURL", verdict.BaseURL, "message", verdict.Message())
+			resp.Message = verdict.Message()
+			if verdict.Version {
+				resp.MachineSetPatch = mergePatch(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"version": desired.Version}}}})
+			}
+			if verdict.BaseURL {
+				resp.BootstrapConfigTemplatePatch = mergePatch(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": baseURLPatch(desired.Config.Kubernetes)}}})
+			}
+		}
+	}
+	if err != nil {
+		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, err.Error()
+		return
+	}
+	resp.Status = runtimehooksv1.ResponseStatusSuccess
+}
+
+// DoCanUpdateMachine implements the CanUpdateMachine hook: one Machine against what it should be.
+func (h *Handlers) DoCanUpdateMachine(ctx context.Context, req *runtimehooksv1.CanUpdateMachineRequest, resp *runtimehooksv1.CanUpdateMachineResponse) {
+	log := ctrl.LoggerFrom(ctx).WithValues("Machine", client.ObjectKeyFromObject(&req.Desired.Machine))
+	current, err := configSide(req.Current.Machine.Spec.Version, req.Current.BootstrapConfig)
+	if err == nil {
+		var desired Side
+		desired, err = configSide(req.Desired.Machine.Spec.Version, req.Desired.BootstrapConfig)
+		if err == nil {
+			cp := h.controlPlaneVersion(ctx, req.Desired.Machine.Namespace, req.Desired.Machine.Spec.ClusterName)
+			verdict := Decide(current, desired, cp)
+			log.Info("CanUpdateMachine", "takesVersion", verdict.Version, "takesBaseURL", verdict.BaseURL, "message", verdict.Message())
+			resp.Message = verdict.Message()
+			if verdict.Version {
+				resp.MachinePatch = mergePatch(map[string]any{"spec": map[string]any{"version": desired.Version}})
+			}
+			if verdict.BaseURL {
+				resp.BootstrapConfigPatch = mergePatch(map[string]any{"spec": baseURLPatch(desired.Config.Kubernetes)})
+			}
+		}
+	}
+	if err != nil {
+		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, err.Error()
+		return
+	}
+	resp.Status = runtimehooksv1.ResponseStatusSuccess
+}
+
+// DoUpdateMachine implements the UpdateMachine hook: it moves the Machine's node to the desired
+// version (update.go), answering with a retry interval while the update runs.
+func (h *Handlers) DoUpdateMachine(ctx context.Context, req *runtimehooksv1.UpdateMachineRequest, resp *runtimehooksv1.UpdateMachineResponse) {
+	log := ctrl.LoggerFrom(ctx).WithValues("Machine", client.ObjectKeyFromObject(&req.Desired.Machine))
+	desired, err := configSide(req.Desired.Machine.Spec.Version, req.Desired.BootstrapConfig)
+	var p progress
+	if err == nil {
+		p, err = h.update(ctx, &req.Desired.Machine, desired)
+	}
+	switch {
+	case err != nil:
+		log.Error(err, "UpdateMachine")
+		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, err.Error()
+	case p.failed:
+		log.Info("UpdateMachine failed", "message", p.message)
+		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, p.message
+	default:
+		log.Info("UpdateMachine", "retryAfterSeconds", p.retryAfter, "message", p.message)
+		resp.Status, resp.Message, resp.RetryAfterSeconds = runtimehooksv1.ResponseStatusSuccess, p.message, p.retryAfter
+	}
+}
+
+// controlPlaneVersion is the version the Cluster's control plane reports (status.version, as
+// the control-plane contract has it); "" when it cannot be read.
+func (h *Handlers) controlPlaneVersion(ctx context.Context, namespace, clusterName string) string {
+	cluster := &clusterv1.Cluster{}
+	if err := h.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: clusterName}, cluster); err != nil {
+		return ""
+	}
+	if !cluster.Spec.ControlPlaneRef.IsDefined() {
+		return ""
+	}
+	cp, err := external.GetObjectFromContractVersionedRef(ctx, h.Client, cluster.Spec.ControlPlaneRef, namespace)
+	if err != nil {
+		return ""
+	}
+	version, _, _ := unstructured.NestedString(cp.Object, "status", "version")
+	return version
+}
+
+// ignitionGroupKinds are the bootstrap kinds this extension reads.
+var (
+	configKind   = cabpiv1.GroupVersion.WithKind("IgnitionConfig")
+	templateKind = cabpiv1.GroupVersion.WithKind("IgnitionConfigTemplate")
+)
+
+// configSide decodes a Machine's side of a request: its version and, when its bootstrap config is
+// an IgnitionConfig, that config's spec.
+func configSide(version string, raw runtime.RawExtension) (Side, error) {
+	side := Side{Version: version}
+	data, gvk, err := rawObject(raw)
+	if err != nil || gvk != configKind {
+		return side, err
+	}
+	config := &cabpiv1.IgnitionConfig{}
+	if err := json.Unmarshal(data, config); err != nil {
+		return side, fmt.Errorf("decoding the IgnitionConfig of the request: %w", err)
+	}
+	side.Config = &config.Spec
+	return side, nil
+}
+
+// templateSide is configSide for a MachineSet's bootstrap config template.
+func templateSide(version string, raw runtime.RawExtension) (Side, error) {
+	side := Side{Version: version}
+	data, gvk, err := rawObject(raw)
+	if err != nil || gvk != templateKind {
+		return side, err
+	}
+	template := &cabpiv1.IgnitionConfigTemplate{}
+	if err := json.Unmarshal(data, template); err != nil {
+		return side, fmt.Errorf("decoding the IgnitionConfigTemplate of the request: %w", err)
+	}
+	side.Config = &template.Spec.Template.Spec
+	return side, nil
+}
+
+// rawObject is the JSON of a request's object and its kind; none for an absent object.
+func rawObject(raw runtime.RawExtension) ([]byte, schema.GroupVersionKind, error) {
+	data := raw.Raw
+	if data == nil && raw.Object != nil {
+		var err error
+		if data, err = json.Marshal(raw.Object); err != nil {
+			return nil, schema.GroupVersionKind{}, fmt.Errorf("encoding an object of the request: %w", err)
+		}
+	}
+	if len(data) == 0 {
+		return nil, schema.GroupVersionKind{}, nil
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(data); err != nil {
+		return nil, schema.GroupVersionKind{}, fmt.Errorf("decoding an object of the request: %w", err)
+	}
+	return data, u.GroupVersionKind(), nil
+}
+
+// mergePatch is a JSON merge patch (RFC 7386) of the whole object.
+func mergePatch(patch map[string]any) runtimehooksv1.Patch {
+	data, err := json.Marshal(patch)
+	if err != nil {
+		// Maps of strings always marshal.
+		panic(fmt.Sprintf("marshalling a merge patch: %v", err))
+	}
+	return runtimehooksv1.Patch{PatchType: runtimehooksv1.JSONMergePatchType, Patch: data}
+}
+
+// baseURLPatch sets the source's baseURL to the desired one (null removes it: the default).
+func baseURLPatch(k cabpiv1.KubernetesSpec) map[string]any {
+	var url any
+	if u := baseURL(k); u != "" {
+		url = u
+	}
+	field := "sysext"
+	if k.Source == cabpiv1.KubernetesSourceBinaries {
+		field = "binaries"
+	}
+	return map[string]any{"kubernetes": map[string]any{field: map[string]any{"baseURL": url}}}
+}
+
+// nodeReady reports the Node's Ready condition.
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

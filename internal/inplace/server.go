@@ -1,0 +1,57 @@
+package inplace
+
+import (
+	"crypto/tls"
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	runtimecatalog "sigs.k8s.io/cluster-api/api/runtime/catalog"
+	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
+	"sigs.k8s.io/cluster-api/exp/runtime/server"
+)
+
+// Handler names: Cluster API registers each as <name>.<ExtensionConfig name>.
+const (
+	CanUpdateMachineSetHandler = "can-update-machineset"
+	CanUpdateMachineHandler    = "can-update-machine"
+	UpdateMachineHandler       = "update-machine"
+)
+
+// ServerOptions are where the extension is served: its own HTTPS port, with a certificate of
+// its own (the ExtensionConfig's CA is injected from it).
+type ServerOptions struct {
+	Port    int
+	CertDir string
+	TLSOpts []func(*tls.Config)
+}
+
+// AddToManager serves h's hooks with Cluster API's Runtime SDK server, run by mgr (every replica
+// serves: the hooks read and write only what the workload cluster shows, so any replica may
+// answer).
+func AddToManager(mgr ctrl.Manager, h *Handlers, opts ServerOptions) error {
+	catalog := runtimecatalog.New()
+	if err := runtimehooksv1.AddToCatalog(catalog); err != nil {
+		return fmt.Errorf("building the Runtime SDK catalog: %w", err)
+	}
+	srv, err := server.New(server.Options{Catalog: catalog, Port: opts.Port, CertDir: opts.CertDir, TLSOpts: opts.TLSOpts})
+	if err != nil {
+		return fmt.Errorf("creating the update extension's server: %w", err)
+	}
+	// UpdateMachine's answers may need to read the workload cluster twice and write a Job: more
+	// than the default 10 s on a slow link. The CanUpdate hooks read only the management cluster.
+	updateTimeout := int32(30)
+	for _, handler := range []server.ExtensionHandler{
+		{Hook: runtimehooksv1.CanUpdateMachineSet, Name: CanUpdateMachineSetHandler, HandlerFunc: h.DoCanUpdateMachineSet},
+		{Hook: runtimehooksv1.CanUpdateMachine, Name: CanUpdateMachineHandler, HandlerFunc: h.DoCanUpdateMachine},
+		{Hook: runtimehooksv1.UpdateMachine, Name: UpdateMachineHandler, HandlerFunc: h.DoUpdateMachine, TimeoutSeconds: &updateTimeout},
+	} {
+		if err := srv.AddExtensionHandler(handler); err != nil {
+			return fmt.Errorf("adding the %s handler: %w", handler.Name, err)
+		}
+	}
+	if err := mgr.Add(srv); err != nil {
+		return fmt.Errorf("adding the update extension's server to the manager: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,327 @@
+package inplace
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+)
+
+// The executor of UpdateMachine (docs/adr/035): a Job in the workload cluster, pinned to the
+// Machine's Node, runs `cabpi update-node` from cabpi's own image; that hands the update to the
+// node's systemd (ignition.InPlaceUpdateFor), so that it outlives the kubelet it restarts. The
+// hook is called again and again until it answers done; every answer is decided from what the
+// workload cluster shows (the Job, the Node), so an extension restarted mid-update picks up
+// where it was.
+
+const (
+	// UpdateNamespace holds the update Jobs in the workload cluster.
+	UpdateNamespace = metav1.NamespaceSystem
+	// VersionAnnotation on an update Job is the version it moves its node to.
+	VersionAnnotation = "ignition.bootstrap.cluster.x-k8s.io/update-version"
+	// NodeAnnotation on an update Job is the node it runs on.
+	NodeAnnotation = "ignition.bootstrap.cluster.x-k8s.io/update-node"
+	// CordonedAnnotation on a Node says the extension cordoned it for an update to that version
+	// (a node cordoned by someone else is left cordoned afterwards).
+	CordonedAnnotation = "ignition.bootstrap.cluster.x-k8s.io/cordoned-for-update"
+
+	// updateDeadline bounds one update Job: downloads, kubeadm upgrade node, the kubelet's restart.
+	updateDeadline = 20 * time.Minute
+	// updateRetries: a Pod lost with its node (a reboot mid-update) is started again this many
+	// times; the node side resumes from its journal. A failed update (exit code
+	// updateFailedExitCode, rolled back) is never retried by the Job.
+	updateRetries = 3
+	// updateFailedExitCode is cabpi update-node's exit code for an update that failed on the node
+	// and was rolled back (or never swapped anything).
+	updateFailedExitCode = 1
+)
+
+// Retry intervals of the hook's answers.
+const (
+	retryRunning = 10
+	retrySoon    = 5
+)
+
+// progress is one answer of UpdateMachine.
+type progress struct {
+	retryAfter int32
+	message    string
+	failed     bool
+}
+
+// update moves the node of machine (the desired Machine of the request, without status) to
+// desired.Version.
+func (h *Handlers) update(ctx context.Context, desiredMachine *clusterv1.Machine, desired Side) (progress, error) {
+	if desired.Config == nil {
+		return progress{}, fmt.Errorf("the bootstrap config of Machine %s is not an IgnitionConfig: cabpi updates only its own", desiredMachine.Name)
+	}
+	version := desired.Version
+	args, err := updateNodeArgs(desired.Config.Kubernetes, version)
+	if err != nil {
+		return progress{}, err
+	}
+	machine := &clusterv1.Machine{}
+	if err := h.Client.Get(ctx, client.ObjectKeyFromObject(desiredMachine), machine); err != nil {
+		return progress{}, fmt.Errorf("reading Machine %s: %w", desiredMachine.Name, err)
+	}
+	if !machine.Status.NodeRef.IsDefined() {
+		return progress{retryAfter: retrySoon, message: "waiting for the Machine's Node"}, nil
+	}
+	workload, err := h.ClusterCache.GetUncachedClient(ctx, client.ObjectKey{Namespace: machine.Namespace, Name: machine.Spec.ClusterName})
+	if err != nil {
+		return progress{}, fmt.Errorf("reaching the workload cluster %s: %w", machine.Spec.ClusterName, err)
+	}
+	node := &corev1.Node{}
+	if err := workload.Get(ctx, client.ObjectKey{Name: machine.Status.NodeRef.Name}, node); err != nil {
+		return progress{}, fmt.Errorf("reading Node %s: %w", machine.Status.NodeRef.Name, err)
+	}
+	u := nodeUpdate{workload: workload, node: node, version: version}
+
+	job := &batchv1.Job{}
+	err = workload.Get(ctx, client.ObjectKey{Namespace: UpdateNamespace, Name: jobName(node.Name)}, job)
+	switch {
+	case apierrors.IsNotFound(err):
+		job = nil
+	case err != nil:
+		return progress{}, fmt.Errorf("reading the update Job of Node %s: %w", node.Name, err)
+	}
+	if job != nil && job.Annotations[VersionAnnotation] != version {
+		// A Job of another update (the version was changed again): let it end, then replace it.
+		if jobActive(job) {
+			return progress{retryAfter: retryRunning, message: fmt.Sprintf("waiting for the update of Node %s to %s to end", node.Name, job.Annotations[VersionAnnotation])}, nil
+		}
+		if err := u.deleteJob(ctx, job); err != nil {
+			return progress{}, err
+		}
+		return progress{retryAfter: retrySoon, message: "removed the Job of an earlier update"}, nil
+	}
+
+	if job == nil {
+		if u.done() {
+			if err := u.uncordon(ctx); err != nil {
+				return progress{}, err
+			}
+			return progress{message: fmt.Sprintf("Node %s runs %s", node.Name, version)}, nil
+		}
+		if err := u.cordon(ctx); err != nil {
+			return progress{}, err
+		}
+		if err := workload.Create(ctx, updateJob(node.Name, version, h.Image, args)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return progress{}, fmt.Errorf("creating the update Job of Node %s: %w", node.Name, err)
+		}
+		return progress{retryAfter: retryRunning, message: fmt.Sprintf("started updating Node %s to %s", node.Name, version)}, nil
+	}
+
+	switch {
+	case jobFinished(job, batchv1.JobComplete):
+		if !u.done() {
+			return progress{retryAfter: retrySoon, message: fmt.Sprintf("waiting for the kubelet of Node %s to report %s, Ready", node.Name, version)}, nil
+		}
+		if err := u.uncordon(ctx); err != nil {
+			return progress{}, err
+		}
+		if err := u.deleteJob(ctx, job); err != nil {
+			return progress{}, err
+		}
+		return progress{message: fmt.Sprintf("Node %s runs %s", node.Name, version)}, nil
+	case jobFinished(job, batchv1.JobFailed):
+		why, err := u.failure(ctx, job)
+		if err != nil {
+			return progress{}, err
+		}
+		// The node side rolled back: the node runs the old version, and takes Pods again.
+		if err := u.uncordon(ctx); err != nil {
+			return progress{}, err
+		}
+		message := fmt.Sprintf("updating Node %s to %s failed: %s. The Job %s/%s keeps the record (its Pod's log and the node's "+
+			"journalctl -u %s); delete the Job to try again once the cause is fixed, or delete the Machine to replace it",
+			node.Name, version, why, UpdateNamespace, job.Name, ignition.InPlaceUnit)
+		if h.Recorder != nil {
+			h.Recorder.Eventf(machine, nil, corev1.EventTypeWarning, "InPlaceUpdateFailed", "UpdateMachine", "%s", message)
+		}
+		return progress{failed: true, message: message}, nil
+	}
+	return progress{retryAfter: retryRunning, message: fmt.Sprintf("updating Node %s to %s (Job %s/%s)", node.Name, version, UpdateNamespace, job.Name)}, nil
+}
+
+// updateNodeArgs are the arguments of cabpi update-node for the source and version; an error for
+// a source that cannot be updated in place.
+func updateNodeArgs(k cabpiv1.KubernetesSpec, version string) ([]string, error) {
+	if _, err := ignition.InPlaceUpdateFor(k, version); err != nil {
+		return nil, fmt.Errorf("cannot update in place: %w", err)
+	}
+	arch := k.Arch
+	if arch == "" {
+		arch = cabpiv1.ArchitectureAMD64
+	}
+	args := []string{"update-node", "--version=" + version, "--source=" + string(k.Source), "--arch=" + string(arch)}
+	if u := baseURL(k); u != "" {
+		args = append(args, "--base-url="+u)
+	}
+	if k.Source == cabpiv1.KubernetesSourceBinaries && k.Binaries != nil && k.Binaries.Kubectl {
+		args = append(args, "--kubectl")
+	}
+	return args, nil
+}
+
+// jobName is the name of a node's update Job: one per node, whatever the version (a Job name is
+// at most 63 characters, a node name up to 253).
+func jobName(node string) string {
+	sum := sha256.Sum256([]byte(node))
+	return "cabpi-update-" + hex.EncodeToString(sum[:])[:16]
+}
+
+// updateJob is the Job that updates node to version: pinned to it, on the host network (no
+// CNI needed), tolerating every taint, as root with the host's systemd socket and the update's
+// state directory. Privileged: on Fedora CoreOS only spc_t may talk to systemd.
+func updateJob(node, version, image string, args []string) *batchv1.Job {
+	hostDir := func(name, path string, t corev1.HostPathType) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path, Type: &t}}}
+	}
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: UpdateNamespace, Name: jobName(node),
+			Labels:      map[string]string{"app.kubernetes.io/name": "cabpi-update", "app.kubernetes.io/managed-by": "cabpi"},
+			Annotations: map[string]string{VersionAnnotation: version, NodeAnnotation: node},
+		},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:          ptr.To[int32](updateRetries),
+			ActiveDeadlineSeconds: ptr.To(int64(updateDeadline.Seconds())),
+			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+				Action: batchv1.PodFailurePolicyActionFailJob,
+				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+					Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{updateFailedExitCode},
+				},
+			}}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/name": "cabpi-update"}},
+				Spec: corev1.PodSpec{
+					NodeName:          node,
+					HostNetwork:       true,
+					RestartPolicy:     corev1.RestartPolicyNever,
+					PriorityClassName: "system-node-critical",
+					Tolerations:       []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+					SecurityContext:   &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0)},
+					Containers: []corev1.Container{{
+						Name: "update", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
+						Args:                     args,
+						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+						SecurityContext:          &corev1.SecurityContext{Privileged: ptr.To(true)},
+						VolumeMounts: []corev1.VolumeMount{
+							{Name: "systemd", MountPath: "/run/systemd"},
+							{Name: "state", MountPath: ignition.InPlaceStateDir},
+						},
+					}},
+					Volumes: []corev1.Volume{
+						hostDir("systemd", "/run/systemd", corev1.HostPathDirectory),
+						hostDir("state", ignition.InPlaceStateDir, corev1.HostPathDirectoryOrCreate),
+					},
+				},
+			},
+		},
+	}
+}
+
+func jobFinished(job *batchv1.Job, t batchv1.JobConditionType) bool {
+	for _, c := range job.Status.Conditions {
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func jobActive(job *batchv1.Job) bool {
+	return !jobFinished(job, batchv1.JobComplete) && !jobFinished(job, batchv1.JobFailed)
+}
+
+// nodeUpdate is the workload cluster's side of one update.
+type nodeUpdate struct {
+	workload client.Client
+	node     *corev1.Node
+	version  string
+}
+
+// done: the node's kubelet reports the version exactly (Cluster API compares the strings) and
+// the node is Ready.
+func (u nodeUpdate) done() bool {
+	return u.node.Status.NodeInfo.KubeletVersion == u.version && nodeReady(u.node)
+}
+
+// cordon marks the node unschedulable for the update, noting that the extension did it. Pods
+// that run stay: the kubelet's restart does not stop containers, and Cluster API's in-place
+// flow does not drain (docs/adr/035).
+func (u nodeUpdate) cordon(ctx context.Context) error {
+	if u.node.Spec.Unschedulable {
+		return nil
+	}
+	before := u.node.DeepCopy()
+	u.node.Spec.Unschedulable = true
+	metav1.SetMetaDataAnnotation(&u.node.ObjectMeta, CordonedAnnotation, u.version)
+	if err := u.workload.Patch(ctx, u.node, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("cordoning Node %s: %w", u.node.Name, err)
+	}
+	return nil
+}
+
+// uncordon undoes cordon; a node the extension did not cordon is left as it is.
+func (u nodeUpdate) uncordon(ctx context.Context) error {
+	if _, ours := u.node.Annotations[CordonedAnnotation]; !ours {
+		return nil
+	}
+	before := u.node.DeepCopy()
+	u.node.Spec.Unschedulable = false
+	delete(u.node.Annotations, CordonedAnnotation)
+	if err := u.workload.Patch(ctx, u.node, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("uncordoning Node %s: %w", u.node.Name, err)
+	}
+	return nil
+}
+
+func (u nodeUpdate) deleteJob(ctx context.Context, job *batchv1.Job) error {
+	err := u.workload.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the update Job %s/%s: %w", job.Namespace, job.Name, err)
+	}
+	return nil
+}
+
+// failure is why a failed Job failed: the node side's result line (its Pod's termination
+// message), else the Job's own reason (deadline exceeded, Pods lost).
+func (u nodeUpdate) failure(ctx context.Context, job *batchv1.Job) (string, error) {
+	pods := &corev1.PodList{}
+	if err := u.workload.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+		return "", fmt.Errorf("listing the Pods of the update Job %s/%s: %w", job.Namespace, job.Name, err)
+	}
+	var latest *corev1.ContainerStateTerminated
+	for i := range pods.Items {
+		for _, s := range pods.Items[i].Status.ContainerStatuses {
+			if t := s.State.Terminated; t != nil && (latest == nil || t.FinishedAt.After(latest.FinishedAt.Time)) {
+				latest = t
+			}
+		}
+	}
+	if latest != nil && strings.TrimSpace(latest.Message) != "" {
+		return strings.TrimSpace(latest.Message), nil
+	}
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			return fmt.Sprintf("the Job failed (%s: %s)", c.Reason, c.Message), nil
+		}
+	}
+	return "the Job failed", nil
+}

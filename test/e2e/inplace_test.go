@@ -1,0 +1,424 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/inplace"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/provider"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/nodeimage"
+)
+
+// In-place updates (docs/adr/035): cabpi's update extension, registered with the suite's Cluster
+// API (InPlaceUpdates on) by an ExtensionConfig that selects inPlaceNamespace alone, so that
+// every other test's rollouts replace Machines as they do without an extension. The namespace's
+// Cluster is the suite's workload control plane once more, at kubernetesVersion.
+const (
+	inPlaceNamespace = "e2e-inplace"
+	// inPlaceLabel on a namespace lets the extension's hooks be called for its Machines.
+	inPlaceLabel = "e2e.cabpi.dev/in-place"
+	// updatedWithin is how long an in-place update of a MachineDeployment's nodes may take here
+	// (two nodes one after the other: download, kubeadm upgrade node, the kubelet's restart).
+	updatedWithin = 6 * time.Minute
+)
+
+var (
+	inPlaceOnce    sync.Once
+	inPlaceErr     error
+	sandboxImageMu sync.Mutex
+	sandboxImage   string
+)
+
+// inPlaceCluster makes the in-place namespace and its Cluster, once.
+func inPlaceCluster(t *testing.T) {
+	t.Helper()
+	inPlaceOnce.Do(func() {
+		ctx := context.Background()
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: inPlaceNamespace, Labels: map[string]string{inPlaceLabel: "true"}}}
+		if err := mgmt.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			inPlaceErr = err
+			return
+		}
+		_, inPlaceErr = createExternalCluster(ctx, mgmt.Client, inPlaceNamespace, clusterName, workloadCP)
+	})
+	require.NoError(t, inPlaceErr, "the in-place namespace's Cluster")
+}
+
+// inPlaceDeployment creates a MachineDeployment of replicas workers of f at
+// previousKubernetesVersion in the in-place namespace, with Kubernetes from k, and waits for them
+// to join.
+func inPlaceDeployment(t *testing.T, f flavor, md string, replicas int32, k cabpiv1.KubernetesSpec) (*clusterv1.MachineDeployment, []clusterv1.Machine) {
+	t.Helper()
+	bootstrap := ignitionTemplate(f, md, "p")
+	bootstrap.Namespace = inPlaceNamespace
+	bootstrap.Spec.Template.Spec.Kubernetes = k
+	infra := infraTemplate(f, md)
+	infra.Namespace = inPlaceNamespace
+	deployment := clusterMachineDeployment(clusterName, md, replicas, md, md)
+	deployment.Namespace = inPlaceNamespace
+	deployment.Spec.Template.Spec.Version = previousKubernetesVersion
+	// One Machine at a time may be unavailable, none added: with maxUnavailable 0 Cluster API
+	// creates one Machine more to keep the replicas available while it updates in place
+	// (reconcileInPlaceUpdateIntent), and then replaces one Machine as a rollout does.
+	zero, one := intstr.FromInt32(0), intstr.FromInt32(1)
+	deployment.Spec.Rollout.Strategy.RollingUpdate = clusterv1.MachineDeploymentRolloutStrategyRollingUpdate{MaxSurge: &zero, MaxUnavailable: &one}
+	createIn(t, mgmt.Client, bootstrap, infra, deployment)
+	t.Cleanup(func() { deleteAndWait(t, deployment, 5*time.Minute) })
+	machines := waitDeploymentIn(t, mgmt.Client, inPlaceNamespace, md, int(replicas), nil, joinWithin)
+	for i := range machines {
+		recordTiming(t, f, &machines[i])
+		assertWorkerJoined(t, &machines[i], "p")
+	}
+	return deployment, machines
+}
+
+// nodeBefore is what must survive an in-place update of a node.
+type nodeBefore struct {
+	machine    string
+	providerID string
+	nodeUID    types.UID
+	pod        *corev1.Pod
+}
+
+// prepareNode imports cabpi's image into the node's containerd (what a registry would serve it:
+// the update Job runs it) and starts a Pod on it that must outlive the update.
+func prepareNode(t *testing.T, m *clusterv1.Machine) nodeBefore {
+	t.Helper()
+	ctx := t.Context()
+	inst := instanceOf(m)
+	require.NotNil(t, inst)
+	archive := filepath.Join(os.Getenv("CABPI_RELEASE_DIR"), "cabpi-image-"+cabpiVersion+".oci.tar")
+	file, err := os.Open(archive)
+	require.NoError(t, err)
+	out, err := inst.ExecInput(ctx, file, "ctr", "--namespace", "k8s.io", "images", "import", "--all-platforms", "-")
+	_ = file.Close()
+	require.NoError(t, err, "importing cabpi's image into %s: %s", m.Name, out)
+
+	node, err := workloadC.CoreV1().Nodes().Get(ctx, m.Status.NodeRef.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	pod, err := workloadC.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "kept-" + m.Name},
+		Spec: corev1.PodSpec{
+			NodeName: node.Name, HostNetwork: true,
+			Containers:                    []corev1.Container{{Name: "pause", Image: podSandboxImage(t), ImagePullPolicy: corev1.PullNever}},
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = workloadC.CoreV1().Pods(metav1.NamespaceDefault).Delete(context.Background(), pod.Name, metav1.DeleteOptions{})
+	})
+	require.Eventually(t, func() bool {
+		p, err := workloadC.CoreV1().Pods(metav1.NamespaceDefault).Get(ctx, pod.Name, metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodRunning
+	}, 2*time.Minute, time.Second, "Pod %s runs on %s", pod.Name, node.Name)
+	return nodeBefore{machine: m.Name, providerID: m.Spec.ProviderID, nodeUID: node.UID, pod: pod}
+}
+
+// podSandboxImage is the pause image every node image carries.
+func podSandboxImage(t *testing.T) string {
+	t.Helper()
+	sandboxImageMu.Lock()
+	defer sandboxImageMu.Unlock()
+	if sandboxImage == "" {
+		ref, err := nodeimage.SandboxImage(t.Context(), filepath.Join(os.Getenv("CABPI_KUBE_BIN"), "kubeadm"), kubernetesVersion)
+		require.NoError(t, err)
+		sandboxImage = ref
+	}
+	return sandboxImage
+}
+
+// setDeploymentVersion changes the MachineDeployment's version alone.
+func setDeploymentVersion(t *testing.T, d *clusterv1.MachineDeployment, version string, bootstrap string) {
+	t.Helper()
+	cur := &clusterv1.MachineDeployment{}
+	require.NoError(t, mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(d), cur))
+	before := cur.DeepCopy()
+	cur.Spec.Template.Spec.Version = version
+	if bootstrap != "" {
+		cur.Spec.Template.Spec.Bootstrap.ConfigRef.Name = bootstrap
+	}
+	require.NoError(t, mgmt.Client.Patch(t.Context(), cur, client.MergeFrom(before)))
+}
+
+// waitUpdatedInPlace waits until Cluster API reports the MachineDeployment up to date at version
+// with the same Machines, done updating, and every Node's kubelet at version.
+func waitUpdatedInPlace(t *testing.T, d *clusterv1.MachineDeployment, version string, want []string) []clusterv1.Machine {
+	t.Helper()
+	ctx := t.Context()
+	var machines []clusterv1.Machine
+	var last string
+	ok := assert.Eventually(t, func() bool {
+		var err error
+		machines, err = deploymentMachinesIn(ctx, mgmt.Client, d.Namespace, d.Name)
+		if err != nil {
+			return false
+		}
+		cur := &clusterv1.MachineDeployment{}
+		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(d), cur); err != nil {
+			return false
+		}
+		var states []string
+		done := len(machines) == len(want) && ptr.Deref(cur.Status.UpToDateReplicas, 0) == int32(len(want)) &&
+			conditions.IsTrue(cur, clusterv1.MachineDeploymentMachinesUpToDateCondition)
+		for i := range machines {
+			m := &machines[i]
+			_, updating := m.Annotations[clusterv1.UpdateInProgressAnnotation]
+			kubelet := ""
+			if m.Status.NodeRef.IsDefined() {
+				if n, err := workloadC.CoreV1().Nodes().Get(ctx, m.Status.NodeRef.Name, metav1.GetOptions{}); err == nil {
+					kubelet = n.Status.NodeInfo.KubeletVersion
+				}
+			}
+			updatingCond := conditions.Get(m, clusterv1.MachineUpdatingCondition)
+			msg := ""
+			if updatingCond != nil {
+				msg = updatingCond.Reason + ": " + updatingCond.Message
+			}
+			states = append(states, fmt.Sprintf("%s: spec.version %s, kubelet %s, updating %v (%s)", m.Name, m.Spec.Version, kubelet, updating, msg))
+			done = done && m.Spec.Version == version && !updating && kubelet == version && machineJoined(m)
+		}
+		last = strings.Join(states, "; ")
+		return done
+	}, updatedWithin, 2*time.Second)
+	if !ok {
+		dumpState(t, mgmt.Client, machines)
+		dumpUpdateJobs(t)
+		t.Fatalf("MachineDeployment %s not updated in place to %s: %s", d.Name, version, last)
+	}
+	return machines
+}
+
+// dumpUpdateJobs logs the update Jobs of the workload cluster and their Pods' ends.
+func dumpUpdateJobs(t *testing.T) {
+	t.Helper()
+	jobs, err := workloadC.BatchV1().Jobs(inplace.UpdateNamespace).List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=cabpi-update"})
+	if err != nil {
+		t.Logf("listing the update Jobs: %v", err)
+		return
+	}
+	for _, j := range jobs.Items {
+		t.Logf("update Job %s (%s): %+v", j.Name, j.Annotations[inplace.VersionAnnotation], j.Status.Conditions)
+	}
+	pods, err := workloadC.CoreV1().Pods(inplace.UpdateNamespace).List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=cabpi-update"})
+	if err == nil {
+		for _, p := range pods.Items {
+			t.Logf("update Pod %s on %s: %s %+v", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.ContainerStatuses)
+		}
+	}
+}
+
+// assertKept: the update kept the Machines, their nodes, Node objects and Pods.
+func assertKept(t *testing.T, before []nodeBefore, after []clusterv1.Machine) {
+	t.Helper()
+	ctx := t.Context()
+	for _, b := range before {
+		i := slices.IndexFunc(after, func(m clusterv1.Machine) bool { return m.Name == b.machine })
+		if !assert.GreaterOrEqual(t, i, 0, "Machine %s is kept (no new Machine)", b.machine) {
+			continue
+		}
+		m := &after[i]
+		assert.Equal(t, b.providerID, m.Spec.ProviderID, "Machine %s keeps its providerID", m.Name)
+		node, err := workloadC.CoreV1().Nodes().Get(ctx, m.Status.NodeRef.Name, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, b.nodeUID, node.UID, "Node %s is the same object", node.Name)
+		assert.Equal(t, m.Spec.Version, node.Status.NodeInfo.KubeletVersion, "Node %s reports the new kubelet version", node.Name)
+		assert.False(t, node.Spec.Unschedulable, "Node %s is uncordoned", node.Name)
+		pod, err := workloadC.CoreV1().Pods(b.pod.Namespace).Get(ctx, b.pod.Name, metav1.GetOptions{})
+		if assert.NoError(t, err, "Pod %s is still there", b.pod.Name) {
+			assert.Equal(t, b.pod.UID, pod.UID, "Pod %s is the same Pod", pod.Name)
+			assert.Equal(t, corev1.PodRunning, pod.Status.Phase, "Pod %s runs", pod.Name)
+		}
+	}
+	jobs, err := workloadC.BatchV1().Jobs(inplace.UpdateNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=cabpi-update"})
+	require.NoError(t, err)
+	for _, j := range jobs.Items {
+		assert.NotContains(t, names(after), j.Annotations[inplace.NodeAnnotation], "the update Job %s of a done update is removed", j.Name)
+	}
+}
+
+// assertKubernetesOnNode: kubeadm and the kubelet on the node say version.
+func assertKubernetesOnNode(t *testing.T, inst *provider.Instance, version string) {
+	t.Helper()
+	kubeadm, err := onNode(t, inst, "kubeadm", "version", "-o", "short")
+	require.NoError(t, err)
+	assert.Equal(t, version, strings.TrimSpace(kubeadm), "kubeadm on %s", inst.Name)
+	kubelet, err := onNode(t, inst, "kubelet", "--version")
+	require.NoError(t, err)
+	assert.Equal(t, "Kubernetes "+version, strings.TrimSpace(kubelet), "the kubelet on %s", inst.Name)
+}
+
+// A MachineDeployment of two workers at the previous minor, in a cluster whose control plane runs
+// the newer one: changing its version alone updates both nodes in place (the Kubernetes system
+// extension swapped on the flatcar-like nodes, the release binaries on the fcos-like ones). The
+// Machines, providerIDs, Node objects and a Pod on each node are kept; the MachineDeployment is up
+// to date. A node rebooted after its update comes back on the new version without kubeadm. On the
+// flatcar-like nodes, a Butane change afterwards is declined and rolled out by replacement.
+func TestInPlaceUpdate(t *testing.T) {
+	inPlaceCluster(t)
+	for _, tc := range []struct {
+		f          flavor
+		kubernetes cabpiv1.KubernetesSpec
+		installed  func(t *testing.T, inst *provider.Instance, version string)
+		butane     bool
+	}{
+		{stockFlatcar, cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext, Sysext: &cabpiv1.SysextSource{BaseURL: releases.SysextURL()}},
+			assertSysextMerged, true},
+		{stockFCOS, cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries, Binaries: &cabpiv1.BinariesSource{BaseURL: releases.BinariesURL()}},
+			assertBinariesInstalled, false},
+	} {
+		t.Run(string(tc.f.name), func(t *testing.T) {
+			t.Parallel()
+			md := string(tc.f.name) + "-inplace"
+			deployment, machines := inPlaceDeployment(t, tc.f, md, 2, tc.kubernetes)
+			var before []nodeBefore
+			for i := range machines {
+				before = append(before, prepareNode(t, &machines[i]))
+			}
+
+			var updated []clusterv1.Machine
+			ok := t.Run("version updated in place", func(t *testing.T) {
+				setDeploymentVersion(t, deployment, kubernetesVersion, "")
+				updated = waitUpdatedInPlace(t, deployment, kubernetesVersion, names(machines))
+				assertKept(t, before, updated)
+				for i := range updated {
+					inst := instanceOf(&updated[i])
+					tc.installed(t, inst, kubernetesVersion)
+					assertKubernetesOnNode(t, inst, kubernetesVersion)
+					assert.Equal(t, 1, kubeadmStarts(t, inst), "kubeadm.service ran once, at first boot")
+				}
+			})
+			require.True(t, ok, "the in-place update failed: the rest cannot run")
+
+			t.Run("reboot after the update", func(t *testing.T) {
+				m := &updated[0]
+				testReboot(t, m)
+				inst := instanceOf(m)
+				tc.installed(t, inst, kubernetesVersion)
+				assertKubernetesOnNode(t, inst, kubernetesVersion)
+				node, err := workloadC.CoreV1().Nodes().Get(t.Context(), m.Status.NodeRef.Name, metav1.GetOptions{})
+				require.NoError(t, err)
+				assert.Equal(t, kubernetesVersion, node.Status.NodeInfo.KubeletVersion)
+			})
+
+			if !tc.butane {
+				return
+			}
+			t.Run("butane change replaces the machines", func(t *testing.T) {
+				next := ignitionTemplate(tc.f, md+"-q", "q")
+				next.Namespace = inPlaceNamespace
+				next.Spec.Template.Spec.Kubernetes = tc.kubernetes
+				createIn(t, mgmt.Client, next)
+				setDeploymentVersion(t, deployment, kubernetesVersion, next.Name)
+				rolled := waitDeploymentIn(t, mgmt.Client, inPlaceNamespace, md, 2, names(updated), joinWithin+3*time.Minute)
+				for i := range rolled {
+					assertWorkerJoined(t, &rolled[i], "q")
+					assert.NotContains(t, rolled[i].Annotations, clusterv1.UpdateInProgressAnnotation)
+				}
+				assertRemoved(t, updated, names(rolled))
+			})
+		})
+	}
+}
+
+// An update whose system extension image does not match the digest the layout publishes: the
+// MachineDeployment's version and mirror change together (both in place), the node refuses the
+// image before anything runs it, stays on the old version and Ready, the Machine's events say
+// why, and nothing is deleted.
+func TestInPlaceUpdateRefusesATamperedImage(t *testing.T) {
+	inPlaceCluster(t)
+	f := stockFlatcar
+	md := "tampered-inplace"
+	deployment, machines := inPlaceDeployment(t, f, md, 1, cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext,
+		Sysext: &cabpiv1.SysextSource{BaseURL: releases.SysextURL()}})
+	prepareNode(t, &machines[0])
+	tampered := ignitionTemplate(f, md+"-tampered", "p")
+	tampered.Namespace = inPlaceNamespace
+	tampered.Spec.Template.Spec.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext,
+		Sysext: &cabpiv1.SysextSource{BaseURL: releases.TamperedSysextURL()}}
+	createIn(t, mgmt.Client, tampered)
+	setDeploymentVersion(t, deployment, kubernetesVersion, tampered.Name)
+
+	ctx := t.Context()
+	m := machines[0]
+	kube, err := kubernetes.NewForConfig(mgmt.Config)
+	require.NoError(t, err)
+	var reason string
+	ok := assert.Eventually(t, func() bool {
+		events, err := kube.EventsV1().Events(inPlaceNamespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, e := range events.Items {
+			if e.Regarding.Kind == "Machine" && e.Regarding.Name == m.Name && e.Reason == "InPlaceUpdateFailed" {
+				reason = e.Note
+				return true
+			}
+		}
+		return false
+	}, updatedWithin, 2*time.Second, "the Machine's events say the update failed")
+	if !ok {
+		cur, _ := deploymentMachinesIn(ctx, mgmt.Client, inPlaceNamespace, md)
+		dumpState(t, mgmt.Client, cur)
+		dumpUpdateJobs(t)
+		t.FailNow()
+	}
+	assert.Contains(t, reason, "does not match its published SHA-256", "the event names the check that failed")
+	assert.Contains(t, reason, "kubernetes-"+kubernetesVersion+"-x86-64.raw", "and the image")
+
+	cur := &clusterv1.Machine{}
+	require.NoError(t, mgmt.Client.Get(ctx, client.ObjectKeyFromObject(&m), cur))
+	assert.Nil(t, cur.DeletionTimestamp, "the Machine is not deleted")
+	assert.Equal(t, clusterv1.MachineInPlaceUpdateFailedReason, conditions.GetReason(cur, clusterv1.MachineUpdatingCondition),
+		"the Machine's Updating condition says the in-place update failed")
+	all, err := deploymentMachinesIn(ctx, mgmt.Client, inPlaceNamespace, md)
+	require.NoError(t, err)
+	assert.Equal(t, []string{m.Name}, names(all), "no Machine was created or removed")
+
+	node, err := workloadC.CoreV1().Nodes().Get(ctx, m.Status.NodeRef.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, previousKubernetesVersion, node.Status.NodeInfo.KubeletVersion, "the node stays on the old version")
+	_, ready := nodeReady(node)
+	assert.True(t, ready, "and Ready")
+	assert.False(t, node.Spec.Unschedulable, "and takes Pods again")
+	inst := instanceOf(&m)
+	assertSysextMerged(t, inst, previousKubernetesVersion)
+	assertKubernetesOnNode(t, inst, previousKubernetesVersion)
+	assert.False(t, exists(t, inst, "/opt/extensions/kubernetes/kubernetes-"+kubernetesVersion+"-x86-64.raw"),
+		"the tampered image is not kept where the link could point")
+	job, err := workloadC.BatchV1().Jobs(inplace.UpdateNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=cabpi-update"})
+	require.NoError(t, err)
+	var failed *batchv1.Job
+	for i := range job.Items {
+		if job.Items[i].Annotations[inplace.NodeAnnotation] == node.Name {
+			failed = &job.Items[i]
+		}
+	}
+	require.NotNil(t, failed, "the failed update Job is kept as the record")
+	unit, _ := onNode(t, inst, "journalctl", "--no-pager", "-u", ignition.InPlaceUnit, "-o", "cat")
+	assert.Contains(t, unit, "does not match its published SHA-256", "the node's journal says why")
+}
