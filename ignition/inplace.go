@@ -2,7 +2,6 @@ package ignition
 
 import (
 	"fmt"
-	"path"
 	"strconv"
 	"strings"
 
@@ -139,9 +138,3 @@ func inPlaceScript(l inPlaceLayout) ([]byte, error) {
 	b.WriteString(`cabpi_inplace_update "$@"` + "\n")
 	return []byte(b.String()), nil
 }
-
-// InPlaceScriptPath is where the Pod writes the update script on the node.
-func InPlaceScriptPath() string { return path.Join(InPlaceStateDir, InPlaceScriptName) }
-
-// InPlaceResultPath is where the update script writes its result on the node.
-func InPlaceResultPath() string { return path.Join(InPlaceStateDir, InPlaceResultName) }
