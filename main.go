@@ -1,6 +1,8 @@
 // Command cabpi is the Cluster API bootstrap provider for Ignition. Without a subcommand it runs
 // the manager; `cabpi render` previews the Ignition of a config offline; `cabpi convert` turns
-// CABPK's KubeadmConfig(Template)s into IgnitionConfig(Template)s. Each lives in cmd/.
+// CABPK's KubeadmConfig(Template)s into IgnitionConfig(Template)s; `cabpi update-node` moves the
+// node it runs on to another Kubernetes version in place (the in-place update's Job). Each lives
+// in cmd/.
 package main
 
 import (
@@ -11,6 +13,7 @@ import (
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/cmd/convert"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/cmd/manager"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/cmd/render"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/cmd/updatenode"
 )
 
 func main() {
@@ -21,6 +24,8 @@ func main() {
 		err = render.Main(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	case len(args) > 0 && args[0] == "convert":
 		err = convert.Main(args[1:], os.Stdin, os.Stdout, os.Stderr)
+	case len(args) > 0 && args[0] == "update-node":
+		err = updatenode.Main(args[1:], os.Stdout, os.Stderr)
 	default:
 		err = manager.Main(args)
 	}
