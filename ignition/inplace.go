@@ -12,6 +12,11 @@ import (
 // Pod hands the script to the host's systemd as the transient unit InPlaceUnit, which outlives
 // the kubelet restart and the Pod, and keeps its state in InPlaceStateDir. The Pod mounts that
 // directory at the same path, writes the script there and reads the result there.
+// InPlaceFailedExitCode is cabpi update-node's exit code for an update that failed on the node
+// (digests, kubeadm upgrade node, the kubelet), rolled back or never swapped: the update Job
+// does not retry it. Any other failure of the command exits otherwise, and the Job retries it.
+const InPlaceFailedExitCode = 1
+
 const (
 	// InPlaceStateDir holds the update's script (InPlaceScriptName), lock, journal, backup,
 	// staged downloads and result (InPlaceResultName).

@@ -73,8 +73,32 @@ func Main(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	r := &runner{stateDir: ignition.InPlaceStateDir, connect: connectSystemd, poll: pollInterval, log: stderr}
 	line, err := r.run(ctx, update, opts.Version)
-	return report(opts.TerminationLog, stderr, line, err)
+	return exitCoded(report(opts.TerminationLog, stderr, line, err))
 }
+
+// exitCoded gives the command's exit code to its outcome: ignition.InPlaceFailedExitCode for an
+// update that failed on the node (its result line), which the update Job does not retry; 2 for
+// anything that kept the update from giving a result (systemd not reached, interrupted), which
+// the Job retries with a new Pod, and the node side resumes.
+func exitCoded(err error) error {
+	var result *ResultError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &result):
+		return err
+	}
+	return &incompleteError{err: err}
+}
+
+// incompleteError: the update gave no result.
+type incompleteError struct{ err error }
+
+func (e *incompleteError) Error() string { return e.err.Error() }
+func (e *incompleteError) Unwrap() error { return e.err }
+
+// ExitCode is main's exit code for it.
+func (e *incompleteError) ExitCode() int { return 2 }
 
 // updateFor checks the flags and builds the update they ask for.
 func updateFor(opts Options) (ignition.InPlaceUpdate, error) {
@@ -121,6 +145,9 @@ func report(terminationLog string, stderr io.Writer, line string, outcome error)
 type ResultError struct{ Line string }
 
 func (e *ResultError) Error() string { return e.Line }
+
+// ExitCode is main's exit code for it.
+func (e *ResultError) ExitCode() int { return ignition.InPlaceFailedExitCode }
 
 // unitState is what the runner reads of the update unit.
 type unitState struct {

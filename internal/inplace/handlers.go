@@ -40,56 +40,65 @@ type Handlers struct {
 // DoCanUpdateMachineSet implements the CanUpdateMachineSet hook: a MachineDeployment's new
 // MachineSet against its old one.
 func (h *Handlers) DoCanUpdateMachineSet(ctx context.Context, req *runtimehooksv1.CanUpdateMachineSetRequest, resp *runtimehooksv1.CanUpdateMachineSetResponse) {
-	log := ctrl.LoggerFrom(ctx).WithValues("MachineSet", client.ObjectKeyFromObject(&req.Desired.MachineSet))
+	ms := &req.Desired.MachineSet
+	cp := h.controlPlaneVersion(ctx, ms.Namespace, ms.Spec.ClusterName)
+	canUpdateMachineSet(req, resp, cp)
+	ctrl.LoggerFrom(ctx).WithValues("MachineSet", client.ObjectKeyFromObject(ms)).Info("CanUpdateMachineSet",
+		"machineSetPatch", resp.MachineSetPatch.IsDefined(), "bootstrapConfigTemplatePatch", resp.BootstrapConfigTemplatePatch.IsDefined(),
+		"message", resp.Message)
+}
+
+// canUpdateMachineSet answers CanUpdateMachineSet for a control plane at controlPlaneVersion.
+func canUpdateMachineSet(req *runtimehooksv1.CanUpdateMachineSetRequest, resp *runtimehooksv1.CanUpdateMachineSetResponse, controlPlaneVersion string) {
 	current, err := templateSide(req.Current.MachineSet.Spec.Template.Spec.Version, req.Current.BootstrapConfigTemplate)
-	if err == nil {
-		var desired Side
-		desired, err = templateSide(req.Desired.MachineSet.Spec.Template.Spec.Version, req.Desired.BootstrapConfigTemplate)
-		if err == nil {
-			cp := h.controlPlaneVersion(ctx, req.Desired.MachineSet.Namespace, req.Desired.MachineSet.Spec.ClusterName)
-			verdict := Decide(current, desired, cp)
-			log.Info("CanUpdateMachineSet", "takesVersion", verdict.Version, "takesBaseURL", verdict.BaseURL, "message", verdict.Message())
-			resp.Message = verdict.Message()
-			if verdict.Version {
-				resp.MachineSetPatch = mergePatch(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"version": desired.Version}}}})
-			}
-			if verdict.BaseURL {
-				resp.BootstrapConfigTemplatePatch = mergePatch(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": baseURLPatch(desired.Config.Kubernetes)}}})
-			}
-		}
-	}
 	if err != nil {
 		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, err.Error()
 		return
 	}
-	resp.Status = runtimehooksv1.ResponseStatusSuccess
+	desired, err := templateSide(req.Desired.MachineSet.Spec.Template.Spec.Version, req.Desired.BootstrapConfigTemplate)
+	if err != nil {
+		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, err.Error()
+		return
+	}
+	verdict := Decide(current, desired, controlPlaneVersion)
+	resp.Status, resp.Message = runtimehooksv1.ResponseStatusSuccess, verdict.Message()
+	if verdict.Version {
+		resp.MachineSetPatch = mergePatch(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"version": desired.Version}}}})
+	}
+	if verdict.BaseURL {
+		resp.BootstrapConfigTemplatePatch = mergePatch(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": baseURLPatch(desired.Config.Kubernetes)}}})
+	}
 }
 
 // DoCanUpdateMachine implements the CanUpdateMachine hook: one Machine against what it should be.
 func (h *Handlers) DoCanUpdateMachine(ctx context.Context, req *runtimehooksv1.CanUpdateMachineRequest, resp *runtimehooksv1.CanUpdateMachineResponse) {
-	log := ctrl.LoggerFrom(ctx).WithValues("Machine", client.ObjectKeyFromObject(&req.Desired.Machine))
+	m := &req.Desired.Machine
+	cp := h.controlPlaneVersion(ctx, m.Namespace, m.Spec.ClusterName)
+	canUpdateMachine(req, resp, cp)
+	ctrl.LoggerFrom(ctx).WithValues("Machine", client.ObjectKeyFromObject(m)).Info("CanUpdateMachine",
+		"machinePatch", resp.MachinePatch.IsDefined(), "bootstrapConfigPatch", resp.BootstrapConfigPatch.IsDefined(), "message", resp.Message)
+}
+
+// canUpdateMachine answers CanUpdateMachine for a control plane at controlPlaneVersion.
+func canUpdateMachine(req *runtimehooksv1.CanUpdateMachineRequest, resp *runtimehooksv1.CanUpdateMachineResponse, controlPlaneVersion string) {
 	current, err := configSide(req.Current.Machine.Spec.Version, req.Current.BootstrapConfig)
-	if err == nil {
-		var desired Side
-		desired, err = configSide(req.Desired.Machine.Spec.Version, req.Desired.BootstrapConfig)
-		if err == nil {
-			cp := h.controlPlaneVersion(ctx, req.Desired.Machine.Namespace, req.Desired.Machine.Spec.ClusterName)
-			verdict := Decide(current, desired, cp)
-			log.Info("CanUpdateMachine", "takesVersion", verdict.Version, "takesBaseURL", verdict.BaseURL, "message", verdict.Message())
-			resp.Message = verdict.Message()
-			if verdict.Version {
-				resp.MachinePatch = mergePatch(map[string]any{"spec": map[string]any{"version": desired.Version}})
-			}
-			if verdict.BaseURL {
-				resp.BootstrapConfigPatch = mergePatch(map[string]any{"spec": baseURLPatch(desired.Config.Kubernetes)})
-			}
-		}
-	}
 	if err != nil {
 		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, err.Error()
 		return
 	}
-	resp.Status = runtimehooksv1.ResponseStatusSuccess
+	desired, err := configSide(req.Desired.Machine.Spec.Version, req.Desired.BootstrapConfig)
+	if err != nil {
+		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, err.Error()
+		return
+	}
+	verdict := Decide(current, desired, controlPlaneVersion)
+	resp.Status, resp.Message = runtimehooksv1.ResponseStatusSuccess, verdict.Message()
+	if verdict.Version {
+		resp.MachinePatch = mergePatch(map[string]any{"spec": map[string]any{"version": desired.Version}})
+	}
+	if verdict.BaseURL {
+		resp.BootstrapConfigPatch = mergePatch(map[string]any{"spec": baseURLPatch(desired.Config.Kubernetes)})
+	}
 }
 
 // DoUpdateMachine implements the UpdateMachine hook: it moves the Machine's node to the desired
@@ -198,17 +207,22 @@ func mergePatch(patch map[string]any) runtimehooksv1.Patch {
 	return runtimehooksv1.Patch{PatchType: runtimehooksv1.JSONMergePatchType, Patch: data}
 }
 
-// baseURLPatch sets the source's baseURL to the desired one (null removes it: the default).
+// baseURLPatch sets the source's struct (sysext or binaries) to the desired one, null when the
+// desired has none: the only field in it that may differ is baseURL (ChangedOutsideInPlace),
+// and Cluster API compares the objects as JSON, where an empty struct is not an absent one.
 func baseURLPatch(k cabpiv1.KubernetesSpec) map[string]any {
-	var url any
-	if u := baseURL(k); u != "" {
-		url = u
-	}
-	field := "sysext"
 	if k.Source == cabpiv1.KubernetesSourceBinaries {
-		field = "binaries"
+		var binaries any
+		if k.Binaries != nil {
+			binaries = k.Binaries
+		}
+		return map[string]any{"kubernetes": map[string]any{"binaries": binaries}}
 	}
-	return map[string]any{"kubernetes": map[string]any{field: map[string]any{"baseURL": url}}}
+	var sysext any
+	if k.Sysext != nil {
+		sysext = k.Sysext
+	}
+	return map[string]any{"kubernetes": map[string]any{"sysext": sysext}}
 }
 
 // nodeReady reports the Node's Ready condition.

@@ -41,13 +41,10 @@ const (
 
 	// updateDeadline bounds one update Job: downloads, kubeadm upgrade node, the kubelet's restart.
 	updateDeadline = 20 * time.Minute
-	// updateRetries: a Pod lost with its node (a reboot mid-update) is started again this many
-	// times; the node side resumes from its journal. A failed update (exit code
-	// updateFailedExitCode, rolled back) is never retried by the Job.
+	// updateRetries: a Pod lost with its node (a reboot mid-update) or that got no result is
+	// started again this many times; the node side resumes from its journal. A failed update
+	// (ignition.InPlaceFailedExitCode, rolled back) is never retried by the Job.
 	updateRetries = 3
-	// updateFailedExitCode is cabpi update-node's exit code for an update that failed on the node
-	// and was rolled back (or never swapped anything).
-	updateFailedExitCode = 1
 )
 
 // Retry intervals of the hook's answers.
@@ -204,7 +201,7 @@ func updateJob(node, version, image string, args []string) *batchv1.Job {
 			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
 				Action: batchv1.PodFailurePolicyActionFailJob,
 				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
-					Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{updateFailedExitCode},
+					Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{ignition.InPlaceFailedExitCode},
 				},
 			}}},
 			Template: corev1.PodTemplateSpec{
