@@ -184,7 +184,9 @@ func jobName(node string) string {
 
 // updateJob is the Job that updates node to version: pinned to it, on the host network (no
 // CNI needed), tolerating every taint, as root with the host's systemd socket and the update's
-// state directory. Privileged: on Fedora CoreOS only spc_t may talk to systemd.
+// state directory. Not privileged: it needs no device and no capability beyond root's defaults;
+// its SELinux type is spc_t, because on Fedora CoreOS a container_t process may not talk to
+// systemd (ignored where SELinux is off).
 func updateJob(node, version, image string, args []string) *batchv1.Job {
 	hostDir := func(name, path string, t corev1.HostPathType) corev1.Volume {
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path, Type: &t}}}
@@ -212,12 +214,12 @@ func updateJob(node, version, image string, args []string) *batchv1.Job {
 					RestartPolicy:     corev1.RestartPolicyNever,
 					PriorityClassName: "system-node-critical",
 					Tolerations:       []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-					SecurityContext:   &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0)},
+					SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0),
+						SELinuxOptions: &corev1.SELinuxOptions{Type: "spc_t"}},
 					Containers: []corev1.Container{{
 						Name: "update", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
 						Args:                     args,
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-						SecurityContext:          &corev1.SecurityContext{Privileged: ptr.To(true)},
 						VolumeMounts: []corev1.VolumeMount{
 							{Name: "systemd", MountPath: "/run/systemd"},
 							{Name: "state", MountPath: ignition.InPlaceStateDir},
