@@ -247,6 +247,11 @@ func dumpState(t *testing.T, c client.Client, machines []clusterv1.Machine) {
 		if err := c.Get(t.Context(), types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name}, nm); err == nil {
 			t.Logf("NspawnMachine %s: %+v", nm.Name, nm.Status.Conditions)
 		}
+		// A node without a Node: what its bootstrap and kubelet said (CI keeps no artifacts).
+		if inst := instanceOf(&m); inst != nil && !m.Status.NodeRef.IsDefined() && inst.Booted() {
+			journal, err := onNode(t, inst, "journalctl", "--no-pager", "-b", "-u", "kubeadm", "-u", "kubelet", "-n", "80", "-o", "short-monotonic")
+			t.Logf("the last of the journal of kubeadm and the kubelet on %s (%v):\n%s", inst.Name, err, journal)
+		}
 	}
 }
 
