@@ -182,6 +182,22 @@ func (c *Client) removeLocked(extensionConfig string) {
 	}
 }
 
+// Registered returns the names of the handlers registered for the ExtensionConfig named
+// extensionConfig, sorted: what a test waits for after creating one (Cluster API's reconciler
+// registers its handlers once discovered).
+func (c *Client) Registered(extensionConfig string) []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var names []string
+	for name, r := range c.handlers {
+		if r.extensionConfig == extensionConfig {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
 // registrationsOf reads the handlers of an ExtensionConfig's status (what Discover wrote).
 func registrationsOf(ec *runtimev1.ExtensionConfig) ([]*registration, error) {
 	selector := labels.Everything()

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -42,32 +41,14 @@ func retryFromSettings(name string, calls *atomic.Int32) func(context.Context, *
 	}
 }
 
-// startExtension serves handlers with Cluster API's extension server on loopback and returns its
-// URL and CA bundle.
+// startExtension serves handlers on loopback (StartExtension) until the test ends and returns
+// its URL and CA bundle.
 func startExtension(t *testing.T, handlers ...server.ExtensionHandler) (url string, caBundle []byte) {
 	t.Helper()
-	dir := t.TempDir()
-	caBundle, err := WriteServingCert(dir, "127.0.0.1")
+	ext, err := StartExtension(context.Background(), handlers...)
 	require.NoError(t, err)
-	port := freePort(t)
-	c, err := New(nil)
-	require.NoError(t, err)
-	srv, err := server.New(server.Options{Catalog: c.Catalog(), Host: "127.0.0.1", Port: port, CertDir: dir})
-	require.NoError(t, err)
-	for _, h := range handlers {
-		require.NoError(t, srv.AddExtensionHandler(h))
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	require.NoError(t, wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return srv.StartedChecker()(nil) == nil, nil
-	}), "extension server did not start")
-	return "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), caBundle
+	t.Cleanup(func() { require.NoError(t, ext.Stop()) })
+	return ext.URL, ext.CABundle
 }
 
 // freePort is a loopback port nothing listens on (any more).
@@ -154,6 +135,8 @@ func TestDiscoverRegisterCall(t *testing.T) {
 	assert.True(t, c.IsReady())
 	require.Error(t, c.WarmUp(&runtimev1.ExtensionConfigList{}), "a second warm-up")
 	require.NoError(t, c.Register(discovered))
+	assert.Equal(t, []string{"refuse.ext", "update-a.ext", "update-b.ext"}, c.Registered("ext"))
+	assert.Empty(t, c.Registered("other"))
 
 	names, err := c.GetAllExtensions(ctx, runtimehooksv1.UpdateMachine, machineIn("default"))
 	require.NoError(t, err)
@@ -244,6 +227,7 @@ func TestDiscoverRegisterCall(t *testing.T) {
 
 	t.Run("Unregister", func(t *testing.T) {
 		require.NoError(t, c.Unregister(ec))
+		assert.Empty(t, c.Registered("ext"))
 		names, err := c.GetAllExtensions(ctx, runtimehooksv1.UpdateMachine, machineIn("default"))
 		require.NoError(t, err)
 		assert.Empty(t, names)
