@@ -24,8 +24,8 @@ import (
 )
 
 // setupCAPI wires CAPI's indexes, ClusterCache and reconcilers the way CAPI's own suites do
-// (core/reconcilers/*/suite_test.go). RuntimeClient is left nil: it is only required with the
-// InPlaceUpdates feature gate (off by default).
+// (core/reconcilers/*/suite_test.go). RuntimeClient is nil unless Options.InPlaceUpdates: it is
+// only required with the RuntimeSDK and InPlaceUpdates feature gates (off by default).
 func (e *Environment) setupCAPI(ctx context.Context, name string) error {
 	mgr := e.Manager
 	opts := e.opts
@@ -56,6 +56,11 @@ func (e *Environment) setupCAPI(ctx context.Context, name string) error {
 		}
 		e.ClusterCache = cc
 	}
+	if opts.InPlaceUpdates {
+		if err := e.setupRuntimeSDK(ctx, ctrlOpts); err != nil {
+			return err
+		}
+	}
 
 	if opts.ClusterController {
 		if err := (&clustercontroller.Reconciler{
@@ -69,9 +74,10 @@ func (e *Environment) setupCAPI(ctx context.Context, name string) error {
 	}
 	if opts.MachineController {
 		if err := (&machinecontroller.Reconciler{
-			Client:       mgr.GetClient(),
-			APIReader:    mgr.GetAPIReader(),
-			ClusterCache: e.ClusterCache,
+			Client:        mgr.GetClient(),
+			APIReader:     mgr.GetAPIReader(),
+			ClusterCache:  e.ClusterCache,
+			RuntimeClient: e.runtimeClient(),
 			// Must be >= 2m (enforced by SetupWithManager).
 			RemoteConditionsGracePeriod: 5 * time.Minute,
 		}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
@@ -88,9 +94,12 @@ func (e *Environment) setupCAPI(ctx context.Context, name string) error {
 		}
 	}
 	if opts.MachineDeploymentController {
+		// The MachineSet reconciler takes no RuntimeClient: the MachineDeployment one asks
+		// CanUpdateMachineSet, the Machine one calls UpdateMachine.
 		if err := (&machinedeploymentcontroller.Reconciler{
-			Client:    mgr.GetClient(),
-			APIReader: mgr.GetAPIReader(),
+			Client:        mgr.GetClient(),
+			APIReader:     mgr.GetAPIReader(),
+			RuntimeClient: e.runtimeClient(),
 		}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 			return fmt.Errorf("testenv: setting up CAPI MachineDeployment controller: %w", err)
 		}
@@ -121,20 +130,22 @@ func (e *Environment) setupCAPI(ctx context.Context, name string) error {
 }
 
 // setupTopology turns the ClusterTopology feature gate on (process-wide, as the manager's flag
-// does) and registers the ClusterClass and managed topology reconcilers. RuntimeClient stays
-// nil: it is only required with the RuntimeSDK feature gate (off by default).
+// does) and registers the ClusterClass and managed topology reconcilers. Their RuntimeClient is
+// nil unless Options.InPlaceUpdates: it is only required with the RuntimeSDK feature gate (off
+// by default).
 func (e *Environment) setupTopology(ctx context.Context, ctrlOpts controller.Options) error {
 	mgr := e.Manager
 	if err := feature.MutableGates.Set(string(feature.ClusterTopology) + "=true"); err != nil {
 		return fmt.Errorf("testenv: enabling the ClusterTopology feature gate: %w", err)
 	}
-	if err := (&clusterclasscontroller.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
+	if err := (&clusterclasscontroller.Reconciler{Client: mgr.GetClient(), RuntimeClient: e.runtimeClient()}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("testenv: setting up CAPI ClusterClass controller: %w", err)
 	}
 	if err := (&topologyclustercontroller.Reconciler{
-		Client:       mgr.GetClient(),
-		APIReader:    mgr.GetAPIReader(),
-		ClusterCache: e.ClusterCache,
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		ClusterCache:  e.ClusterCache,
+		RuntimeClient: e.runtimeClient(),
 	}).SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return fmt.Errorf("testenv: setting up CAPI topology Cluster controller: %w", err)
 	}

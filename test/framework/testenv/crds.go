@@ -84,6 +84,8 @@ func AddContractLabel(crd *apiextensionsv1.CustomResourceDefinition) {
 	crd.Labels[ContractLabel] = strings.Join(versions, "_")
 }
 
+// capiCRDPaths are Cluster API's core CRDs: cluster.x-k8s.io, addons, ipam and
+// runtime.cluster.x-k8s.io (ExtensionConfig, which Options.InPlaceUpdates' reconciler needs).
 func capiCRDPaths(capiDir string) []string {
 	return []string{filepath.Join(capiDir, "core", "config", "crd", "bases")}
 }

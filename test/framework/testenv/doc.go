@@ -2,7 +2,8 @@
 // test package, with the Cluster API CRDs, generic infrastructure CRDs and cabpi's own CRDs
 // installed, a controller-runtime Manager (not started until the caller has registered its
 // reconcilers), and optionally Cluster API's own controllers running in-process (ClusterCache,
-// Machine, Cluster, MachineSet, MachineDeployment, MachinePool).
+// Machine, Cluster, MachineSet, MachineDeployment, MachinePool; with Options.InPlaceUpdates the
+// Runtime SDK: the ExtensionConfig reconciler and the client of test/framework/runtimesdk).
 //
 // The envtest API server doubles as every Cluster's workload cluster: CreateWorkloadKubeconfigSecret
 // writes a "<cluster>-kubeconfig" Secret pointing at it, so CAPI's ClusterCache connects to it and

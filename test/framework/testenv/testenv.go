@@ -34,6 +34,7 @@ import (
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/setup"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/runtimesdk"
 )
 
 // Options configures an Environment. The zero value gives an API server with all CRDs and an
@@ -62,6 +63,14 @@ type Options struct {
 	// topology/machineset) with the ClusterTopology feature gate on, as a management cluster
 	// started with it does. It needs the Cluster, MachineDeployment and MachineSet controllers.
 	TopologyControllers bool
+	// InPlaceUpdates turns Cluster API's RuntimeSDK and InPlaceUpdates feature gates on
+	// (process-wide), gives the Machine and MachineDeployment reconcilers (and, with
+	// TopologyControllers, the ClusterClass and topology Cluster ones) a Runtime SDK client
+	// (Environment.RuntimeClient) and runs Cluster API's ExtensionConfig reconciler, which
+	// discovers the extension an ExtensionConfig names and registers its handlers with that
+	// client (see runtimesdk.ExtensionConfigFor, WaitForExtension). StartManager then also
+	// waits for the registry's warm-up.
+	InPlaceUpdates bool
 
 	// KubeadmCRDs also installs CABPK's KubeadmConfig/KubeadmConfigTemplate CRDs.
 	KubeadmCRDs bool
@@ -127,6 +136,9 @@ type Environment struct {
 	Manager ctrl.Manager
 	// ClusterCache is CAPI's ClusterCache, nil unless enabled in Options.
 	ClusterCache clustercache.ClusterCache
+	// RuntimeClient is the Runtime SDK client Cluster API's controllers call extensions
+	// through, nil unless Options.InPlaceUpdates.
+	RuntimeClient *runtimesdk.Client
 	// TestEnv is the underlying envtest environment.
 	TestEnv *envtest.Environment
 	// RepoRoot is the cabpi repository root; CAPIDir the sigs.k8s.io/cluster-api module directory.
@@ -213,8 +225,9 @@ func Start(ctx context.Context, opts Options) (_ *Environment, retErr error) {
 		return nil, err
 	}
 	adders := opts.AddToScheme
-	if opts.TopologyControllers {
-		// The ClusterClass controller watches ExtensionConfigs (Runtime SDK), gate on or off.
+	if opts.TopologyControllers || opts.InPlaceUpdates {
+		// The ClusterClass controller watches ExtensionConfigs (Runtime SDK), gate on or off;
+		// the ExtensionConfig controller reconciles them.
 		adders = append(append([]func(*runtime.Scheme) error(nil), adders...), runtimev1.AddToScheme)
 	}
 	scheme, err := NewScheme(adders...)
@@ -369,6 +382,9 @@ func (e *Environment) StartManager(ctx context.Context) error {
 	}
 	if !e.Manager.GetCache().WaitForCacheSync(mgrCtx) {
 		return errors.New("testenv: manager cache did not sync")
+	}
+	if err := e.waitForRuntimeSDKWarmUp(mgrCtx); err != nil {
+		return err
 	}
 	if srv != nil {
 		err := wait.PollUntilContextTimeout(mgrCtx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
