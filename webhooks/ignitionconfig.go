@@ -18,6 +18,7 @@ import (
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/inplace"
 )
 
 // +kubebuilder:webhook:path=/mutate-bootstrap-cluster-x-k8s-io-v1alpha1-ignitionconfig,mutating=true,failurePolicy=fail,matchPolicy=Equivalent,sideEffects=None,groups=bootstrap.cluster.x-k8s.io,resources=ignitionconfigs,verbs=create;update,versions=v1alpha1,name=default.ignitionconfig.bootstrap.cluster.x-k8s.io,admissionReviewVersions=v1
@@ -60,6 +61,12 @@ func SetupIgnitionConfigWebhookWithManager(mgr ctrl.Manager) error {
 // finalizers) is not validated, so objects stored before a stricter version of these checks
 // keep working; the owner's Kubernetes version is only checked on create, since the owner
 // reference of a Machine is added by Cluster API after the config exists.
+//
+// Cluster API's in-place updates (feature gate InPlaceUpdates) change the spec with the
+// annotation clusterv1.UpdateInProgressAnnotation on the config: such an update may change only
+// what the in-place update extension applies to the node (inplace.ChangedOutsideInPlace: the
+// Kubernetes source's baseURL); any other field it changes is refused (Forbidden) at that
+// field. The new spec is validated as any other.
 type IgnitionConfigWebhook struct {
 	// Reader reads the owner Machine or MachinePool; nil skips the owner's checks.
 	Reader client.Reader
@@ -110,18 +117,47 @@ func (w *IgnitionConfigWebhook) ValidateUpdate(ctx context.Context, oldObj, newO
 	}
 	owner := w.owner(ctx, newObj)
 	var warnings admission.Warnings
-	if created := oldObj.Status.Initialization.DataSecretCreated; created != nil && *created {
+	var errs field.ErrorList
+	if inPlaceUpdate(newObj) {
+		// The change is the update extension's to apply to the node, not a change of the data:
+		// no warning that it is not rendered again.
+		errs = outsideInPlace(oldObj.Spec, newObj.Spec)
+	} else if created := oldObj.Status.Initialization.DataSecretCreated; created != nil && *created {
 		warnings = append(warnings, changeAfterDataWarning(newObj.Name, owner))
 	}
-	errs, renderWarnings := validateSpec(specCheck{
+	specErrs, renderWarnings := validateSpec(specCheck{
 		spec:              &newObj.Spec,
 		path:              field.NewPath("spec"),
 		controlPlane:      owner.controlPlane || isControlPlane(newObj.Labels),
 		kubernetesVersion: owner.version,
 		ownerVersion:      owner.versionKnown,
 	})
+	errs = append(errs, specErrs...)
 	warnings = append(warnings, renderWarnings...)
 	return warnings, invalid(cabpiv1.GroupVersion.WithKind("IgnitionConfig").GroupKind(), newObj.Name, errs)
+}
+
+// inPlaceUpdate says whether c is being updated in place by Cluster API (feature gate
+// InPlaceUpdates): its MachineSet controller applies the new spec together with the
+// UpdateInProgress annotation, then calls the update extension, then removes the annotation.
+func inPlaceUpdate(c *cabpiv1.IgnitionConfig) bool {
+	_, ok := c.Annotations[clusterv1.UpdateInProgressAnnotation]
+	return ok
+}
+
+// outsideInPlace refuses each change an in-place update cannot apply (inplace.ChangedOutsideInPlace),
+// at its field. cabpi's update extension tells Cluster API the same before it decides to update
+// in place, so this refuses only a spec changed by hand during an update, or by another
+// extension.
+func outsideInPlace(oldSpec, newSpec cabpiv1.IgnitionConfigSpec) field.ErrorList {
+	var errs field.ErrorList
+	for _, p := range inplace.ChangedOutsideInPlace(oldSpec, newSpec) {
+		errs = append(errs, field.Forbidden(p, "the IgnitionConfig is being updated in place (annotation "+
+			clusterv1.UpdateInProgressAnnotation+"), and the in-place update extension handles only the Kubernetes version "+
+			"and the source's baseURL (spec.kubernetes.sysext.baseURL or spec.kubernetes.binaries.baseURL, the source staying "+
+			"the same); Cluster API rolls out other changes by replacing the Machine"))
+	}
+	return errs
 }
 
 // changeAfterDataWarning says what a spec change does once the data Secret exists. While the

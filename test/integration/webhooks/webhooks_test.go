@@ -1021,6 +1021,63 @@ func TestIgnitionConfigUpdate(t *testing.T) {
 	assert.Contains(t, warnings[0], "no effect on the Machine")
 }
 
+// TestIgnitionConfigInPlaceUpdate: while Cluster API updates a config in place (annotation
+// clusterv1.UpdateInProgressAnnotation), the spec may change only where the in-place update
+// extension applies it to the node, the source's baseURL, and the new value is still checked;
+// any other change is refused at its field. Without the annotation, changes are as before.
+func TestIgnitionConfigInPlaceUpdate(t *testing.T) {
+	ctx := t.Context()
+	ns := env.CreateNamespace(t, "inplace").Name
+	c, rec, err := env.ClientWithWarnings()
+	require.NoError(t, err)
+
+	obj := newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
+		s.Butane.Inline = flatcarButane
+		s.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext,
+			Sysext: &cabpiv1.SysextSource{BaseURL: "https://mirror-a.example/extensions"}}
+	}))
+	require.NoError(t, c.Create(ctx, obj))
+	obj.Status.Initialization.DataSecretCreated = ptr.To(true)
+	obj.Status.DataSecretName = obj.Name
+	require.NoError(t, c.Status().Update(ctx, obj))
+
+	obj.Annotations = map[string]string{clusterv1.UpdateInProgressAnnotation: ""}
+	require.NoError(t, c.Update(ctx, obj), "the annotation alone")
+	rec.Take() // what came before
+
+	obj.Spec.Kubernetes.Sysext.BaseURL = "https://mirror-b.example/extensions"
+	require.NoError(t, c.Update(ctx, obj), "an in-place update may change the source's baseURL")
+	assert.Empty(t, rec.Take(), "no warning that the change is not rendered again: the extension applies it")
+
+	butane := obj.DeepCopy()
+	butane.Spec.Butane.Inline = flatcarButane + "passwd:\n  users:\n  - name: core\n"
+	requireInvalid(t, c.Update(ctx, butane),
+		cause{"spec.butane", "handles only the Kubernetes version and the source's baseURL"},
+		cause{"spec.butane", "Cluster API rolls out other changes by replacing the Machine"})
+
+	source := obj.DeepCopy()
+	source.Spec.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries,
+		Binaries: &cabpiv1.BinariesSource{BaseURL: "https://mirror-b.example/release"}}
+	requireInvalid(t, c.Update(ctx, source),
+		cause{"spec.kubernetes.source", "handles only the Kubernetes version"},
+		cause{"spec.kubernetes.binaries.baseURL", "handles only the Kubernetes version"})
+
+	badURL := obj.DeepCopy()
+	badURL.Spec.Kubernetes.Sysext.BaseURL = "ftp://mirror-c.example/extensions"
+	err = c.Update(ctx, badURL)
+	requireInvalid(t, err, cause{"spec.kubernetes.sysext.baseURL", "ftp://mirror-c.example/extensions"})
+	assert.NotContains(t, err.Error(), "handles only", "the baseURL may change in place, and is checked as always")
+
+	// Once Cluster API removed the annotation, any change is admitted as before.
+	delete(obj.Annotations, clusterv1.UpdateInProgressAnnotation)
+	require.NoError(t, c.Update(ctx, obj))
+	obj.Spec.Butane.Inline = butane.Spec.Butane.Inline
+	require.NoError(t, c.Update(ctx, obj))
+	warnings := rec.Take()
+	require.Len(t, warnings, 1)
+	assert.Contains(t, warnings[0], "is not rendered again")
+}
+
 // TestIgnitionConfigTemplateImmutable: spec.template.spec cannot change; the rejection shows a
 // diff that redacts contents; metadata changes are fine.
 func TestIgnitionConfigTemplateImmutable(t *testing.T) {
