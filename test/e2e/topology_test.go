@@ -141,9 +141,9 @@ func topologyVersionUpgrade(t *testing.T, ns string, inPlace bool) {
 	})
 	require.True(t, ok, "the worker did not join: nothing to upgrade")
 
-	var before nodeBefore
+	var kept nodeBefore
 	if inPlace {
-		before = prepareNode(t, &old[0])
+		kept = prepareNode(t, &old[0])
 	}
 	t.Run("upgraded by spec.topology.version alone", func(t *testing.T) {
 		versions := map[client.Object]string{}
@@ -159,7 +159,7 @@ func topologyVersionUpgrade(t *testing.T, ns string, inPlace bool) {
 
 		if inPlace {
 			updated := waitUpdatedInPlace(t, deployment, kubernetesVersion, names(old))
-			assertKept(t, []nodeBefore{before}, updated)
+			assertKept(t, []nodeBefore{kept}, updated)
 			assertSysextMerged(t, instanceOf(&updated[0]), kubernetesVersion)
 			assertKubernetesOnNode(t, instanceOf(&updated[0]), kubernetesVersion)
 		} else {
