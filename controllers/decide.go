@@ -44,13 +44,16 @@ const (
 	// actForgetDataSecret: the data Secret was deleted before the node joined; the status
 	// forgets it, so the next reconcile renders it again.
 	actForgetDataSecret
+	// actInPlaceUpdate: Cluster API updates the config's Machine in place; nothing is written,
+	// not even the status.
+	actInPlaceUpdate
 )
 
 var actionNames = map[actionKind]string{
 	actKeep: "keep", actWait: "wait", actFail: "fail", actInit: "init",
 	actControlPlaneJoin: "control-plane join", actWorkerJoin: "worker join", actRerender: "re-render",
 	actRefreshToken: "refresh token", actRotatePoolToken: "rotate pool token", actTokenLost: "token lost",
-	actAdopt: "adopt", actForgetDataSecret: "forget data Secret",
+	actAdopt: "adopt", actForgetDataSecret: "forget data Secret", actInPlaceUpdate: "in-place update",
 }
 
 func (k actionKind) String() string { return actionNames[k] }
@@ -88,6 +91,9 @@ type deliveredNotes struct {
 	rerenderFailed *notStored
 	// recordHash: the digest of data delivered before digests were recorded.
 	recordHash string
+	// recordSpecHash: the spec digest (status.dataSpecHash) of a spec change reported, or of
+	// data delivered before spec digests were recorded.
+	recordSpecHash string
 	// noteSpecChange: an event says once that a spec changed after provisioning is not rendered.
 	noteSpecChange bool
 	// forgetToken: the token needs nothing more (the node joined); forget its expiration.
@@ -132,6 +138,14 @@ const renderErrorRetry = 5 * time.Minute
 // decide is the BootstrapConfig contract as this provider follows it, in order.
 func decide(f facts, p policy) action {
 	switch {
+	case f.inPlaceUpdate:
+		// Cluster API's MachineSet controller applied the new spec with the UpdateInProgress
+		// annotation, and its update extension brings the node to it; the annotation goes once
+		// it is done. Until then the data, the join token and the status are left as they are:
+		// the change is the extension's to apply, not a change of the data, and not a failure.
+		// (Cluster API updates only Machines whose node joined in place, so there is data; a
+		// config annotated by hand before is rendered once the annotation is gone.)
+		return action{kind: actInPlaceUpdate}
 	case f.conflict != "":
 		return action{kind: actFail, reason: cabpiv1.DataSecretConflictReason, message: f.conflict, requeue: waitRequeue}
 	case f.delivered && !f.dataSecret && f.machineJoined:
@@ -185,7 +199,18 @@ func decideDelivered(f facts, p policy) action {
 	}
 	switch in := f.inputs; {
 	case f.ownerProvisioningStarted:
-		notes.noteSpecChange = f.specChangedAfterProvisioning
+		// What changed is compared with the spec last rendered or reported (status.dataSpecHash)
+		// less what an in-place update changes: a spec that differs from it only there was
+		// applied to the node by the update extension, and is not reported. The digest, not
+		// the UpdateInProgress annotation, says so: a reconcile may never see the annotation
+		// (Cluster API can add and remove it between two reconciles), and a change made with it
+		// stays one after it is gone. Data delivered before digests were recorded takes the
+		// current spec's (every change before was rendered or reported: the generation is
+		// observed), or reports the change as before.
+		notes.noteSpecChange = f.specChangedAfterProvisioning && f.specHash != f.recordedSpecHash
+		if notes.noteSpecChange || f.recordedSpecHash == "" {
+			notes.recordSpecHash = f.specHash
+		}
 	case in == nil:
 		// Not looked at: around a clusterctl move (the workload cluster, which the join token
 		// needs, is not reachable), or the role would change (init data is never turned into a

@@ -50,7 +50,7 @@ func deliveredWorker(change ...func(*facts)) facts {
 	return worker(append([]func(*facts){func(f *facts) {
 		f.delivered, f.dataSecret, f.tokenID, f.dataSecretAvailableTrue = true, true, "abcdef", true
 		f.dataSecretAvailableReason = cabpiv1.DataSecretAvailableReason
-		f.recordedHash = "h1"
+		f.recordedHash, f.recordedSpecHash = "h1", "s1"
 		f.token = tokenState{state: tokenFarFromExpiry}
 	}}, change...)...)
 }
@@ -76,6 +76,16 @@ type decideRow struct {
 
 func decideRows() []decideRow {
 	return []decideRow{
+		// Cluster API updating the Machine in place: nothing is written, whatever else is due.
+		{name: "in-place update in progress: no render, no token, no failure", kind: actInPlaceUpdate,
+			facts: deliveredWorker(func(f *facts) {
+				f.inPlaceUpdate = true
+				f.inputs, f.token, f.conflict = inputs("h2"), tokenExpiring(10*time.Minute), "Secret ns/w0 is controlled by Foo x"
+			}),
+			check: func(t *testing.T, a action) { assert.Equal(t, deliveredNotes{}, a.delivered, "no status notes") }},
+		{name: "in-place update of a config without data: not rendered until it is over", kind: actInPlaceUpdate,
+			facts: worker(func(f *facts) { f.inPlaceUpdate = true })},
+
 		// Data not delivered yet.
 		{name: "a Secret of the data Secret's name is someone else's", kind: actFail, reason: cabpiv1.DataSecretConflictReason, requeue: waitRequeue,
 			facts: worker(func(f *facts) { f.conflict = "Secret ns/w0 is controlled by Foo x" })},
@@ -119,8 +129,35 @@ func decideRows() []decideRow {
 
 		// Delivered data: its inputs.
 		{name: "spec changed after provisioning: noted, not rendered", kind: actKeep, requeue: tokenCheck,
-			facts: deliveredWorker(func(f *facts) { f.ownerProvisioningStarted, f.specChangedAfterProvisioning = true, true }),
-			check: func(t *testing.T, a action) { assert.True(t, a.delivered.noteSpecChange) }},
+			facts: deliveredWorker(func(f *facts) {
+				f.ownerProvisioningStarted, f.specChangedAfterProvisioning, f.specHash = true, true, "s2"
+			}),
+			check: func(t *testing.T, a action) {
+				assert.True(t, a.delivered.noteSpecChange)
+				assert.Equal(t, "s2", a.delivered.recordSpecHash, "a change reported is not reported again")
+			}},
+		{name: "spec changed after provisioning only where an in-place update changes it: not noted", kind: actKeep, requeue: tokenCheck,
+			facts: deliveredWorker(func(f *facts) {
+				f.ownerProvisioningStarted, f.specChangedAfterProvisioning, f.specHash = true, true, "s1"
+			}),
+			check: func(t *testing.T, a action) {
+				assert.False(t, a.delivered.noteSpecChange)
+				assert.Empty(t, a.delivered.recordSpecHash)
+			}},
+		{name: "spec changed after provisioning, no spec digest recorded: noted, recorded", kind: actKeep, requeue: tokenCheck,
+			facts: deliveredWorker(func(f *facts) {
+				f.ownerProvisioningStarted, f.specChangedAfterProvisioning, f.specHash, f.recordedSpecHash = true, true, "s2", ""
+			}),
+			check: func(t *testing.T, a action) {
+				assert.True(t, a.delivered.noteSpecChange)
+				assert.Equal(t, "s2", a.delivered.recordSpecHash)
+			}},
+		{name: "provisioned, spec observed, no spec digest recorded: the current spec's is recorded", kind: actKeep, requeue: tokenCheck,
+			facts: deliveredWorker(func(f *facts) { f.ownerProvisioningStarted, f.specHash, f.recordedSpecHash = true, "s2", "" }),
+			check: func(t *testing.T, a action) {
+				assert.False(t, a.delivered.noteSpecChange)
+				assert.Equal(t, "s2", a.delivered.recordSpecHash)
+			}},
 		{name: "inputs changed before provisioning: rendered again in place", kind: actRerender,
 			facts: deliveredWorker(func(f *facts) { f.inputs = inputs("h2") }),
 			check: func(t *testing.T, a action) {

@@ -93,7 +93,8 @@ func (r *Reconciler) adopt(ctx context.Context, s *scope) outcome {
 		return outcome{err: err, stale: delivered}
 	}
 	ctrl.LoggerFrom(ctx).Info("Data Secret already exists, recording it", "Secret", klog.KObj(s.dataSecret))
-	o := outcome{stored: &storedData{secretName: s.dataSecret.Name, inputsHash: s.config.Status.DataInputsHash},
+	o := outcome{stored: &storedData{secretName: s.dataSecret.Name, inputsHash: s.config.Status.DataInputsHash,
+		specHash: s.config.Status.DataSpecHash},
 		dataSecretAvailable: dataSecretTrue()}
 	if s.isControlPlane() {
 		o.certificatesAvailable = certificatesTrue()

@@ -17,6 +17,8 @@
 // The actions, and the files that carry them out:
 //
 //	action               when                                              file
+//	in-place update      Cluster API updates the Machine in place          execute.go
+//	                     (UpdateInProgress annotation): nothing written
 //	wait                 Cluster infrastructure, control plane not ready   outcome.go
 //	fail                 a Secret of the data Secret's name is not ours    outcome.go
 //	init                 first control-plane Machine (init lock)           init.go

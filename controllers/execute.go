@@ -41,6 +41,8 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, a action) outcome {
 		o = r.refreshToken(ctx, s, a.token)
 	case actRotatePoolToken:
 		o = r.rotatePoolToken(ctx, s, a.currentTokenUsable)
+	case actInPlaceUpdate:
+		return outcome{leaveStatus: true}
 	}
 
 	key := client.ObjectKeyFromObject(s.config)

@@ -12,17 +12,22 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/inplace"
 )
 
 // facts is what decide decides on: read from the scope, this manager's memory, the clock and,
 // when the config's state calls for them, the delivered data's current inputs and its join
 // token in the workload cluster. Nothing here is written back: gathering only reads.
 type facts struct {
+	// inPlaceUpdate: Cluster API is updating the config's Machine in place (the config carries
+	// clusterv1.UpdateInProgressAnnotation); nothing else is gathered.
+	inPlaceUpdate bool
 	// conflict says why a Secret of the data Secret's name cannot be this config's ("": none).
 	conflict string
 	// delivered: the status records the data Secret (the contract's
@@ -48,6 +53,11 @@ type facts struct {
 	// specChangedAfterProvisioning: a spec generation not yet observed and not yet noted by
 	// this manager, changed after the owner started provisioning.
 	specChangedAfterProvisioning bool
+	// specHash is the current spec's inplace.SpecHash, and recordedSpecHash the status's
+	// (status.dataSpecHash). specHash is computed only where decide reads it: for delivered data
+	// whose owner started provisioning, when the spec changed or none is recorded yet.
+	specHash         string
+	recordedSpecHash string
 	// failedHash is the digest of inputs this manager found not to render (memory).
 	failedHash string
 
@@ -105,7 +115,13 @@ func (r *Reconciler) gather(ctx context.Context, s *scope, conflict error) (fact
 		dataSecretAvailableTrue:   conditions.IsTrue(config, cabpiv1.DataSecretAvailableCondition),
 		dataSecretAvailableReason: conditions.GetReason(config, cabpiv1.DataSecretAvailableCondition),
 		recordedHash:              config.Status.DataInputsHash,
+		recordedSpecHash:          config.Status.DataSpecHash,
 		now:                       r.Clock.Now().UTC(),
+	}
+	if _, ok := config.Annotations[clusterv1.UpdateInProgressAnnotation]; ok {
+		// The reconcile writes nothing (decide): neither the inputs nor the token are needed.
+		f.inPlaceUpdate = true
+		return f, nil
 	}
 	key := client.ObjectKeyFromObject(config)
 	memo := r.memory.read(key)
@@ -118,6 +134,13 @@ func (r *Reconciler) gather(ctx context.Context, s *scope, conflict error) (fact
 	}
 	if !f.delivered || !f.dataSecret {
 		return f, nil
+	}
+	if f.ownerProvisioningStarted && (f.specChangedAfterProvisioning || f.recordedSpecHash == "") {
+		h, err := inplace.SpecHash(config.Spec)
+		if err != nil {
+			return f, fmt.Errorf("digesting the spec of %s: %w", key, err)
+		}
+		f.specHash = h
 	}
 
 	if r.inputsMayChange(ctx, s, f) {

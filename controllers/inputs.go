@@ -19,6 +19,7 @@ import (
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/inplace"
 )
 
 // certificates says whether buildInput may create the cluster certificates kubeadm init needs.
@@ -44,6 +45,9 @@ type nodeInput struct {
 	// (status.dataInputsHash). It is taken with the placeholder, not the real token: refreshing
 	// or replacing the token never changes it (docs/adr/015).
 	hash string
+	// specHash is the digest of the spec the input was built from less what an in-place update
+	// changes (inplace.SpecHash), recorded with the data (status.dataSpecHash).
+	specHash string
 }
 
 // built is what building a config's input gave: the input, or why there is none.
@@ -130,7 +134,11 @@ func (r *Reconciler) buildInput(ctx context.Context, s *scope, role ignition.Rol
 	if err != nil {
 		return b, fmt.Errorf("digesting the %s input: %w", role, err)
 	}
-	b.input = nodeInput{Input: in, joinToken: needs.JoinToken, hash: hash}
+	specHash, err := inplace.SpecHash(*spec)
+	if err != nil {
+		return b, fmt.Errorf("digesting the spec: %w", err)
+	}
+	b.input = nodeInput{Input: in, joinToken: needs.JoinToken, hash: hash, specHash: specHash}
 	return b, nil
 }
 

@@ -31,6 +31,8 @@ type outcome struct {
 	stored *storedData
 	// recordHash records the digest of delivered data's inputs without rendering ("": none).
 	recordHash string
+	// recordSpecHash records status.dataSpecHash without rendering ("": none).
+	recordSpecHash string
 	// forgetDelivered: the status no longer records a data Secret.
 	forgetDelivered bool
 	// events go on the config; messages never carry secret material.
@@ -44,11 +46,16 @@ type outcome struct {
 	// cost a patch, its conflicts with the newer resourceVersion, and one more patch to put them
 	// back); the watch brings the newer copy, reconciled again.
 	stale bool
+	// leaveStatus: nothing is written to the status, not even the generation observed (an
+	// in-place update in progress: the reconcile after it records what it sees then).
+	leaveStatus bool
 }
 
 type storedData struct {
 	secretName string
 	inputsHash string
+	// specHash is the inplace.SpecHash of the spec the data was rendered from.
+	specHash string
 }
 
 // event is one event on the config. failure counts it in cabpi_failures_total by reason.
@@ -65,9 +72,13 @@ func (r *Reconciler) apply(config *cabpiv1.IgnitionConfig, o outcome) (ctrl.Resu
 		config.Status.DataSecretName = o.stored.secretName
 		config.Status.Initialization.DataSecretCreated = ptr.To(true)
 		config.Status.DataInputsHash = o.stored.inputsHash
+		config.Status.DataSpecHash = o.stored.specHash
 	}
 	if o.recordHash != "" {
 		config.Status.DataInputsHash = o.recordHash
+	}
+	if o.recordSpecHash != "" {
+		config.Status.DataSpecHash = o.recordSpecHash
 	}
 	if o.forgetDelivered {
 		config.Status.Initialization.DataSecretCreated = nil
@@ -211,6 +222,9 @@ func deliveredOutcome(o outcome, notes deliveredNotes, before *metav1.Condition,
 	}
 	if notes.recordHash != "" {
 		o.recordHash = notes.recordHash
+	}
+	if notes.recordSpecHash != "" && o.stored == nil {
+		o.recordSpecHash = notes.recordSpecHash
 	}
 	if o.dataSecretAvailable != nil {
 		return o // the action's own word (stored again, token lost) wins

@@ -209,10 +209,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 
-	stale := false
+	leaveStatus := false
 	defer func() {
-		if stale {
-			return // see outcome.stale
+		if leaveStatus {
+			return // see outcome.stale and outcome.leaveStatus
 		}
 		if err := r.patchStatus(ctx, before, config, rerr == nil); err != nil {
 			rerr = kerrors.NewAggregate([]error{rerr, err})
@@ -237,7 +237,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	a := decide(f, r.policy())
 	log.V(4).Info("Decided", "action", a.kind.String())
 	o := r.execute(ctx, s, a)
-	stale = o.stale
+	leaveStatus = o.stale || o.leaveStatus
 	return r.apply(config, o)
 }
 

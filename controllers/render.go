@@ -152,7 +152,7 @@ func (r *Reconciler) storedAs(s *scope, in nodeInput, res stored) outcome {
 	if in.joinToken {
 		requeue = r.policy().tokenCheckInterval()
 	}
-	return storedOutcome(storedData{secretName: dataSecretName(s.config), inputsHash: in.hash}, res.out, s.platform(), requeue)
+	return storedOutcome(storedData{secretName: dataSecretName(s.config), inputsHash: in.hash, specHash: in.specHash}, res.out, s.platform(), requeue)
 }
 
 // workloadUnreachable: no join token can be made while the workload cluster cannot be reached.

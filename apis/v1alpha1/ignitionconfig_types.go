@@ -513,6 +513,16 @@ type IgnitionConfigStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	DataInputsHash string `json:"dataInputsHash,omitempty"`
+
+	// dataSpecHash is a hash of the spec less what a Cluster API in-place update changes (the
+	// Kubernetes source's baseURL): the spec the data in the data Secret was rendered from or,
+	// once the owner started provisioning, the spec last reported not to be rendered (for data
+	// delivered before this field was recorded: the spec when it was first recorded). A later
+	// spec that differs from it only in those fields was applied to the node by the in-place
+	// update extension: it is neither rendered again nor reported.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	DataSpecHash string `json:"dataSpecHash,omitempty"`
 }
 
 // IgnitionConfigInitializationStatus provides observations of the initialization process.
