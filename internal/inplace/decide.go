@@ -49,7 +49,7 @@ func (v Verdict) Message() string {
 const supportedSkewMinors = 3
 
 // Decide is the decision for one Machine (or MachineSet): current and desired, and the version of
-// the cluster's control plane ("" when it is not known).
+// the workload cluster's API server ("" when it is not known).
 func Decide(current, desired Side, controlPlaneVersion string) Verdict {
 	var v Verdict
 	decline := func(format string, args ...any) { v.Declined = append(v.Declined, fmt.Sprintf(format, args...)) }
@@ -106,6 +106,8 @@ func versionDeclined(from, to, controlPlane string) string {
 		return fmt.Sprintf("spec.version %s: the control plane's version is not known yet, so the version skew cannot be checked", to)
 	}
 	cp, err := semver.ParseTolerant(controlPlane)
+	// A distribution's suffix (v1.34.4-eks-1, v1.34.4+k3s1) is the same release for the skew.
+	cp.Pre, cp.Build = nil, nil
 	switch {
 	case err != nil:
 		return fmt.Sprintf("spec.version %s: the control plane's version %q is not a semantic version", to, controlPlane)

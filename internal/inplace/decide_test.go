@@ -47,6 +47,8 @@ func TestDecide(t *testing.T) {
 			desired: Side{"v1.34.4", binariesSpec("")}, controlPlane: cp, want: Verdict{BaseURL: true}},
 		{name: "version and mirror", current: Side{"v1.33.13", sysextSpec("https://a.example/ext")},
 			desired: Side{"v1.34.4", sysextSpec("https://b.example/ext")}, controlPlane: cp, want: Verdict{Version: true, BaseURL: true}},
+		{name: "a distribution's API server", current: Side{"v1.33.13", sysextSpec("")}, desired: Side{"v1.34.4", sysextSpec("")},
+			controlPlane: "v1.34.4-eks-1", want: Verdict{Version: true}},
 		{name: "nothing changed", current: Side{"v1.34.4", sysextSpec("")}, desired: Side{"v1.34.4", sysextSpec("")},
 			controlPlane: cp, want: Verdict{}},
 

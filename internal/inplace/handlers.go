@@ -9,21 +9,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
-	"sigs.k8s.io/cluster-api/controllers/external"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
-
-// The hooks read Machines and Clusters (the controller's RBAC) and the control plane of a Cluster,
-// of any control-plane provider, for its version.
-// +kubebuilder:rbac:groups=controlplane.cluster.x-k8s.io,resources=*,verbs=get
 
 // Handlers serve the in-place update hooks of Cluster API's Runtime SDK.
 type Handlers struct {
@@ -123,22 +118,29 @@ func (h *Handlers) DoUpdateMachine(ctx context.Context, req *runtimehooksv1.Upda
 	}
 }
 
-// controlPlaneVersion is the version the Cluster's control plane reports (status.version, as
-// the control-plane contract has it); "" when it cannot be read.
+// controlPlaneVersion is the version of the workload cluster's API server ("" when it cannot be
+// reached): what a kubelet may not be newer than. Read from the API server itself rather than
+// the control-plane object's status.version, which would need RBAC on every control-plane
+// provider's kinds (a wildcard).
 func (h *Handlers) controlPlaneVersion(ctx context.Context, namespace, clusterName string) string {
-	cluster := &clusterv1.Cluster{}
-	if err := h.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: clusterName}, cluster); err != nil {
+	if h.ClusterCache == nil {
 		return ""
 	}
-	if !cluster.Spec.ControlPlaneRef.IsDefined() {
+	cfg, err := h.ClusterCache.GetRESTConfig(ctx, client.ObjectKey{Namespace: namespace, Name: clusterName})
+	if err != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("the workload cluster's API server is not reachable: its version is not known", "error", err.Error())
 		return ""
 	}
-	cp, err := external.GetObjectFromContractVersionedRef(ctx, h.Client, cluster.Spec.ControlPlaneRef, namespace)
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return ""
 	}
-	version, _, _ := unstructured.NestedString(cp.Object, "status", "version")
-	return version
+	info, err := dc.ServerVersion()
+	if err != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("reading the workload cluster's API server version", "error", err.Error())
+		return ""
+	}
+	return info.GitVersion
 }
 
 // ignitionGroupKinds are the bootstrap kinds this extension reads.

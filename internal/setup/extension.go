@@ -15,8 +15,8 @@ import (
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/inplace"
 )
 
-// The manager reads its own Pod for its image (updateImage).
-// +kubebuilder:rbac:groups="",namespace=system,resources=pods,verbs=get
+// The manager reads its own Pod for its image (updateImage): config/rbac/pod_reader_role.yaml, a
+// Role in its namespace (a marker would make role.yaml two objects).
 
 // managerContainer is the manager's container in its Deployment (config/manager).
 const managerContainer = "manager"

@@ -1,11 +1,14 @@
 package rbac_test
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
 // grant is an allowlist entry: a permission and why the manager needs it.
@@ -71,6 +74,26 @@ var leaderElectionRoleAllowlist = []grant{
 	{permission{"coordination.k8s.io", "leases", "update"}, "client-go LeaseLock acquires and renews the lease"},
 	{permission{"", "events", "create"}, "leader election events (controller-runtime gives it the core/v1 recorder)"},
 	{permission{"", "events", "patch"}, "the core/v1 recorder patches a repeated event"},
+}
+
+// podReaderRoleAllowlist is every permission of the Role in config/rbac/pod_reader_role.yaml.
+var podReaderRoleAllowlist = []grant{
+	{permission{"", "pods", "get"}, "the manager reads its own Pod once, for the image of the in-place update Jobs (internal/setup updateImage)"},
+}
+
+func TestPodReaderRoleMatchesAllowlist(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	require.NoError(t, err)
+	objs, err := readObjects(filepath.Join(root, "config", "rbac", "pod_reader_role.yaml"))
+	require.NoError(t, err)
+	var role *rbacv1.Role
+	for _, o := range objs {
+		if r, ok := o.(*rbacv1.Role); ok {
+			role = r
+		}
+	}
+	require.NotNil(t, role, "config/rbac/pod_reader_role.yaml has the Role")
+	checkAllowlist(t, "config/rbac/pod_reader_role.yaml", role.Rules, podReaderRoleAllowlist)
 }
 
 func TestManagerRoleMatchesAllowlist(t *testing.T) {
