@@ -113,10 +113,12 @@ func (e *Environment) WaitForExtension(ctx context.Context, name string, timeout
 	}
 	var handlers []string
 	last := errors.New("not read yet")
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		ec := &runtimev1.ExtensionConfig{}
 		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, ec); err != nil {
-			last = err
+			if ctx.Err() == nil { // a read cut short by the deadline would hide what was seen
+				last = err
+			}
 			return false, nil
 		}
 		discovered := conditions.Get(ec, runtimev1.ExtensionConfigDiscoveredCondition)
