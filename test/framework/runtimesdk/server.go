@@ -46,7 +46,7 @@ func StartExtension(ctx context.Context, handlers ...server.ExtensionHandler) (_
 	if err != nil {
 		return nil, err
 	}
-	port, err := freeLoopbackPort()
+	port, err := FreeLoopbackPort()
 	if err != nil {
 		return nil, err
 	}
@@ -95,9 +95,9 @@ func (e *Extension) Stop() error {
 	return errors.Join(err, os.RemoveAll(e.dir))
 }
 
-// freeLoopbackPort is a loopback port nothing listens on at the time of the call (the
+// FreeLoopbackPort is a loopback port nothing listens on at the time of the call (the
 // extension server takes a port number, not a listener).
-func freeLoopbackPort() (int, error) {
+func FreeLoopbackPort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("runtimesdk: finding a free port: %w", err)

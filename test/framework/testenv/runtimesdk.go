@@ -113,12 +113,12 @@ func (e *Environment) WaitForExtension(ctx context.Context, name string, timeout
 	}
 	var handlers []string
 	last := errors.New("not read yet")
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	// Reads take ctx, not the poll's context: a read cut short by the poll's deadline (or
+	// refused by the client's rate limiter as too close to it) would hide what was seen last.
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		ec := &runtimev1.ExtensionConfig{}
 		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, ec); err != nil {
-			if ctx.Err() == nil { // a read cut short by the deadline would hide what was seen
-				last = err
-			}
+			last = err
 			return false, nil
 		}
 		discovered := conditions.Get(ec, runtimev1.ExtensionConfigDiscoveredCondition)

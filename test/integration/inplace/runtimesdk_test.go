@@ -35,7 +35,8 @@ func TestExtensionConfigCRDInstalled(t *testing.T) {
 
 // TestExtensionConfigDiscoveredAndRegistered: an ExtensionConfig created in the API server is
 // discovered by Cluster API's reconciler through the Runtime SDK client, its handlers land in
-// its status and in the client's registry, calls reach the extension, and deleting it
+// its status and in the client's registry, calls reach the extension for objects of the
+// Namespaces it selects (as the e2e suite's ExtensionConfig selects one), and deleting it
 // unregisters them.
 func TestExtensionConfigDiscoveredAndRegistered(t *testing.T) {
 	ctx := t.Context()
@@ -52,8 +53,16 @@ func TestExtensionConfigDiscoveredAndRegistered(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, ext.Stop()) })
 
+	// Only this Namespace: cabpi's extension, registered in this suite too, serves UpdateMachine
+	// for all, and Cluster API refuses two UpdateMachine handlers for one Machine.
+	selected := env.CreateNamespace(t, "wiring")
+	selected.Labels = map[string]string{"inplace.test/wiring": "true"}
+	require.NoError(t, env.Client.Update(ctx, selected))
+	other := env.CreateNamespace(t, "wiring-other").Name
+
 	ec := runtimesdk.ExtensionConfigFor("wiring", ext.URL, ext.CABundle)
 	ec.Spec.Settings = map[string]string{"from": "the ExtensionConfig"}
+	ec.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: selected.Labels}
 	require.NoError(t, env.Client.Create(ctx, ec))
 	t.Cleanup(func() { _ = client.IgnoreNotFound(env.Client.Delete(context.Background(), ec)) })
 
@@ -68,10 +77,17 @@ func TestExtensionConfigDiscoveredAndRegistered(t *testing.T) {
 		FailurePolicy:  runtimev1.FailurePolicyFail,
 	}}, ec.Status.Handlers)
 
-	machine := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "m-0"}}
+	machine := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: selected.Name, Name: "m-0"}}
+	names, err := env.RuntimeClient.GetAllExtensions(ctx, runtimehooksv1.UpdateMachine, machine)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"update-machine." + cabpiExtensionConfig, "update-machine.wiring"}, names)
+	names, err = env.RuntimeClient.GetAllExtensions(ctx, runtimehooksv1.UpdateMachine, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "m-0"}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"update-machine." + cabpiExtensionConfig}, names, "a Namespace the ExtensionConfig does not select")
+
 	req := &runtimehooksv1.UpdateMachineRequest{Desired: runtimehooksv1.UpdateMachineRequestObjects{Machine: *machine}}
 	resp := &runtimehooksv1.UpdateMachineResponse{}
-	require.NoError(t, env.RuntimeClient.CallAllExtensions(ctx, runtimehooksv1.UpdateMachine, machine, req, resp))
+	require.NoError(t, env.RuntimeClient.CallExtension(ctx, runtimehooksv1.UpdateMachine, machine, "update-machine.wiring", req, resp))
 	assert.Equal(t, "updating m-0 the ExtensionConfig", resp.GetMessage())
 	assert.Equal(t, int32(4), resp.GetRetryAfterSeconds())
 	assert.Equal(t, int32(1), calls.Load())

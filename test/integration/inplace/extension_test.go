@@ -1,0 +1,216 @@
+package inplace_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
+	"sigs.k8s.io/cluster-api/util/test/builder"
+
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/inplace"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
+)
+
+// TestCabpiExtensionDiscovered: the ExtensionConfig the suite created before the Manager started
+// (as the e2e suite does) was discovered at warm-up, when cabpi's extension server started in
+// the same Manager, and registered its three handlers.
+func TestCabpiExtensionDiscovered(t *testing.T) {
+	ctx := t.Context()
+	handlers, err := env.WaitForExtension(ctx, cabpiExtensionConfig, timeout)
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		inplace.CanUpdateMachineHandler + "." + cabpiExtensionConfig,
+		inplace.CanUpdateMachineSetHandler + "." + cabpiExtensionConfig,
+		inplace.UpdateMachineHandler + "." + cabpiExtensionConfig,
+	}, handlers)
+	assert.Equal(t, []string{"can-update-machine.cabpi", "can-update-machineset.cabpi", "update-machine.cabpi"}, handlers,
+		"the handler names ADR 035 and config/extension document")
+
+	ec := &runtimev1.ExtensionConfig{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: cabpiExtensionConfig}, ec))
+	hooks := map[string]runtimev1.ExtensionHandler{}
+	for _, h := range ec.Status.Handlers {
+		hooks[h.RequestHook.Hook] = h
+	}
+	assert.Equal(t, runtimehooksv1.GroupVersion.String(), hooks["CanUpdateMachineSet"].RequestHook.APIVersion)
+	assert.Equal(t, int32(30), hooks["UpdateMachine"].TimeoutSeconds, "UpdateMachine's own timeout")
+	assert.Equal(t, int32(runtimehooksv1.DefaultHandlersTimeoutSeconds), hooks["CanUpdateMachine"].TimeoutSeconds)
+	for _, h := range ec.Status.Handlers {
+		assert.Equal(t, runtimev1.FailurePolicyFail, h.FailurePolicy, h.Name)
+	}
+
+	// GetAllExtensions is how Cluster API's MachineDeployment and Machine reconcilers find them.
+	ms := &clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ms"}}
+	names, err := env.RuntimeClient.GetAllExtensions(ctx, runtimehooksv1.CanUpdateMachineSet, ms)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"can-update-machineset.cabpi"}, names)
+}
+
+const (
+	currentVersion = "v1.34.1"
+	desiredVersion = "v1.34.2"
+)
+
+// TestCanUpdateMachineSet calls cabpi's CanUpdateMachineSet as Cluster API's MachineDeployment
+// reconciler does (CallExtension with the old MachineSet), for a MachineSet whose version
+// changes.
+func TestCanUpdateMachineSet(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// controlPlaneVersion is the status.version of the Cluster's control plane; "" for a
+		// Cluster without controlPlaneRef.
+		controlPlaneVersion string
+		source              cabpiv1.KubernetesSource
+		wantPatch           bool
+		wantMessage         string
+	}{
+		{
+			name: "sysext, control plane at the desired version", controlPlaneVersion: desiredVersion,
+			source: cabpiv1.KubernetesSourceSysext, wantPatch: true, wantMessage: "cabpi updates this change in place",
+		},
+		{
+			name: "sysext, no control plane", source: cabpiv1.KubernetesSourceSysext,
+			wantMessage: "control plane's version is not known",
+		},
+		{
+			name: "sysext, control plane behind the desired version", controlPlaneVersion: currentVersion,
+			source: cabpiv1.KubernetesSourceSysext, wantMessage: "newer than the control plane's " + currentVersion,
+		},
+		{
+			name: "image", controlPlaneVersion: desiredVersion,
+			source: cabpiv1.KubernetesSourceImage, wantMessage: `spec.kubernetes.source is "image"`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			_, err := env.WaitForExtension(ctx, cabpiExtensionConfig, timeout)
+			require.NoError(t, err)
+			ns := env.CreateNamespace(t, "canupdate").Name
+			cluster := createCluster(t, ns, "c", tc.controlPlaneVersion)
+
+			oldMS := newMachineSet(cluster, "md-old", currentVersion)
+			newMS := newMachineSet(cluster, "md-new", desiredVersion)
+			template := ignitionConfigTemplate(ns, "md", tc.source)
+			req := &runtimehooksv1.CanUpdateMachineSetRequest{
+				Current: runtimehooksv1.CanUpdateMachineSetRequestObjects{
+					MachineSet:                    *oldMS,
+					InfrastructureMachineTemplate: genericInfraMachineTemplate(t, ns, "md"),
+					BootstrapConfigTemplate:       runtime.RawExtension{Object: template},
+				},
+				Desired: runtimehooksv1.CanUpdateMachineSetRequestObjects{
+					MachineSet:                    *newMS,
+					InfrastructureMachineTemplate: genericInfraMachineTemplate(t, ns, "md"),
+					BootstrapConfigTemplate:       runtime.RawExtension{Object: template.DeepCopy()},
+				},
+			}
+			resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
+			require.NoError(t, env.RuntimeClient.CallExtension(ctx, runtimehooksv1.CanUpdateMachineSet, oldMS,
+				"can-update-machineset."+cabpiExtensionConfig, req, resp))
+
+			assert.Equal(t, runtimehooksv1.ResponseStatusSuccess, resp.GetStatus())
+			assert.Contains(t, resp.GetMessage(), tc.wantMessage)
+			assert.False(t, resp.BootstrapConfigTemplatePatch.IsDefined(), "the baseURL did not change")
+			if !tc.wantPatch {
+				assert.False(t, resp.MachineSetPatch.IsDefined(), "machineSetPatch: %s", resp.MachineSetPatch.Patch)
+				return
+			}
+			require.True(t, resp.MachineSetPatch.IsDefined())
+			assert.Equal(t, runtimehooksv1.JSONMergePatchType, resp.MachineSetPatch.PatchType)
+			var patch map[string]any
+			require.NoError(t, json.Unmarshal(resp.MachineSetPatch.Patch, &patch))
+			version, _, err := unstructured.NestedString(patch, "spec", "template", "spec", "version")
+			require.NoError(t, err)
+			assert.Equal(t, desiredVersion, version, "the patch takes the version change")
+		})
+	}
+}
+
+// createCluster creates a Cluster and, with a controlPlaneVersion, its control plane: a
+// GenericControlPlane reporting, as an externally managed control plane does (the e2e suite's),
+// status.version controlPlaneVersion. It returns once the Manager's cache, which the extension
+// reads through, holds both.
+func createCluster(t *testing.T, ns, name, controlPlaneVersion string) *clusterv1.Cluster {
+	t.Helper()
+	ctx := t.Context()
+	var controlPlane *unstructured.Unstructured
+	cluster, err := env.CreateCluster(ctx, ns, name, func(c *clusterv1.Cluster) {
+		if controlPlaneVersion != "" {
+			c.Spec.ControlPlaneRef = clusterv1.ContractVersionedObjectReference{
+				APIGroup: builder.ControlPlaneGroupVersion.Group, Kind: builder.GenericControlPlaneKind, Name: name,
+			}
+		}
+	})
+	require.NoError(t, err)
+	if controlPlaneVersion != "" {
+		controlPlane = builder.ControlPlane(ns, name).Build()
+		require.NoError(t, unstructured.SetNestedField(controlPlane.Object, controlPlaneVersion, "spec", "version"))
+		require.NoError(t, env.Client.Create(ctx, controlPlane))
+		require.NoError(t, unstructured.SetNestedMap(controlPlane.Object, map[string]any{
+			"externalManagedControlPlane": true,
+			"version":                     controlPlaneVersion,
+			"initialization":              map[string]any{"controlPlaneInitialized": true},
+		}, "status"))
+		require.NoError(t, env.Client.Status().Update(ctx, controlPlane))
+	}
+
+	cached := env.Manager.GetClient()
+	require.Eventually(t, func() bool {
+		if cached.Get(ctx, client.ObjectKeyFromObject(cluster), &clusterv1.Cluster{}) != nil {
+			return false
+		}
+		if controlPlane == nil {
+			return true
+		}
+		cp := &unstructured.Unstructured{}
+		cp.SetGroupVersionKind(controlPlane.GroupVersionKind())
+		if cached.Get(ctx, client.ObjectKeyFromObject(controlPlane), cp) != nil {
+			return false
+		}
+		v, _, _ := unstructured.NestedString(cp.Object, "status", "version")
+		return v == controlPlaneVersion
+	}, timeout, tick, "the Manager's cache holds the Cluster and its control plane")
+	return cluster
+}
+
+// newMachineSet is a MachineSet of cluster at version, as a MachineDeployment makes it.
+func newMachineSet(cluster *clusterv1.Cluster, name, version string) *clusterv1.MachineSet {
+	md := testenv.NewMachineDeployment(cluster, "md", 1)
+	md.Spec.Template.Spec.Version = version
+	return &clusterv1.MachineSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.Namespace, Name: name, Labels: md.Spec.Template.Labels},
+		Spec: clusterv1.MachineSetSpec{
+			ClusterName: cluster.Name,
+			Replicas:    ptr.To[int32](1),
+			Selector:    md.Spec.Selector,
+			Template:    md.Spec.Template,
+		},
+	}
+}
+
+// ignitionConfigTemplate is the MachineSets' bootstrap config template, with its apiVersion and
+// kind (the extension tells an IgnitionConfigTemplate by them, as Cluster API sends it).
+func ignitionConfigTemplate(ns, name string, source cabpiv1.KubernetesSource) *cabpiv1.IgnitionConfigTemplate {
+	t := &cabpiv1.IgnitionConfigTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	t.SetGroupVersionKind(cabpiv1.GroupVersion.WithKind("IgnitionConfigTemplate"))
+	t.Spec.Template.Spec.Kubernetes.Source = source
+	if source == cabpiv1.KubernetesSourceSysext {
+		t.Spec.Template.Spec.Kubernetes.Sysext = &cabpiv1.SysextSource{}
+	}
+	return t
+}
+
+func genericInfraMachineTemplate(t *testing.T, ns, name string) runtime.RawExtension {
+	t.Helper()
+	return runtime.RawExtension{Object: builder.InfrastructureMachineTemplate(ns, name).Build()}
+}
