@@ -2,13 +2,16 @@ package inplace_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
+	"github.com/blang/semver/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,39 +60,39 @@ func TestCabpiExtensionDiscovered(t *testing.T) {
 	assert.Equal(t, []string{"can-update-machineset.cabpi"}, names)
 }
 
-const (
-	currentVersion = "v1.34.1"
-	desiredVersion = "v1.34.2"
-)
-
 // TestCanUpdateMachineSet calls cabpi's CanUpdateMachineSet as Cluster API's MachineDeployment
 // reconciler does (CallExtension with the old MachineSet), for a MachineSet whose version
-// changes.
+// changes. The extension checks the version skew against the workload cluster's API server,
+// which for a Cluster with a kubeconfig Secret is the envtest API server (testenv's workload
+// cluster); without one the version is not known.
 func TestCanUpdateMachineSet(t *testing.T) {
+	apiServer := workloadAPIServerVersion(t)
+	previousMinor := fmt.Sprintf("v%d.%d.0", apiServer.Major, apiServer.Minor-1)
+	nextPatch := fmt.Sprintf("v%d.%d.%d", apiServer.Major, apiServer.Minor, apiServer.Patch+1)
 	for _, tc := range []struct {
 		name string
-		// controlPlaneVersion is the status.version of the Cluster's control plane; "" for a
-		// Cluster without controlPlaneRef.
-		controlPlaneVersion string
-		source              cabpiv1.KubernetesSource
-		wantPatch           bool
-		wantMessage         string
+		// workload: the Cluster has a workload cluster the ClusterCache reaches.
+		workload         bool
+		source           cabpiv1.KubernetesSource
+		current, desired string
+		wantPatch        bool
+		wantMessage      string
 	}{
 		{
-			name: "sysext, control plane at the desired version", controlPlaneVersion: desiredVersion,
-			source: cabpiv1.KubernetesSourceSysext, wantPatch: true, wantMessage: "cabpi updates this change in place",
+			name: "sysext, to the API server's version", workload: true, source: cabpiv1.KubernetesSourceSysext,
+			current: previousMinor, desired: "v" + apiServer.String(), wantPatch: true, wantMessage: "cabpi updates this change in place",
 		},
 		{
-			name: "sysext, no control plane", source: cabpiv1.KubernetesSourceSysext,
-			wantMessage: "control plane's version is not known",
+			name: "sysext, no workload cluster", source: cabpiv1.KubernetesSourceSysext,
+			current: previousMinor, desired: "v" + apiServer.String(), wantMessage: "control plane's version is not known",
 		},
 		{
-			name: "sysext, control plane behind the desired version", controlPlaneVersion: currentVersion,
-			source: cabpiv1.KubernetesSourceSysext, wantMessage: "newer than the control plane's " + currentVersion,
+			name: "sysext, newer than the API server", workload: true, source: cabpiv1.KubernetesSourceSysext,
+			current: previousMinor, desired: nextPatch, wantMessage: "is newer than the control plane's",
 		},
 		{
-			name: "image", controlPlaneVersion: desiredVersion,
-			source: cabpiv1.KubernetesSourceImage, wantMessage: `spec.kubernetes.source is "image"`,
+			name: "image", workload: true, source: cabpiv1.KubernetesSourceImage,
+			current: previousMinor, desired: "v" + apiServer.String(), wantMessage: `spec.kubernetes.source is "image"`,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,20 +100,20 @@ func TestCanUpdateMachineSet(t *testing.T) {
 			_, err := env.WaitForExtension(ctx, cabpiExtensionConfig, timeout)
 			require.NoError(t, err)
 			ns := env.CreateNamespace(t, "canupdate").Name
-			cluster := createCluster(t, ns, "c", tc.controlPlaneVersion)
+			cluster := createCluster(t, ns, "c", tc.workload)
 
-			oldMS := newMachineSet(cluster, "md-old", currentVersion)
-			newMS := newMachineSet(cluster, "md-new", desiredVersion)
+			oldMS := newMachineSet(cluster, "md-old", tc.current)
+			newMS := newMachineSet(cluster, "md-new", tc.desired)
 			template := ignitionConfigTemplate(ns, "md", tc.source)
 			req := &runtimehooksv1.CanUpdateMachineSetRequest{
 				Current: runtimehooksv1.CanUpdateMachineSetRequestObjects{
 					MachineSet:                    *oldMS,
-					InfrastructureMachineTemplate: genericInfraMachineTemplate(t, ns, "md"),
+					InfrastructureMachineTemplate: genericInfraMachineTemplate(ns, "md"),
 					BootstrapConfigTemplate:       runtime.RawExtension{Object: template},
 				},
 				Desired: runtimehooksv1.CanUpdateMachineSetRequestObjects{
 					MachineSet:                    *newMS,
-					InfrastructureMachineTemplate: genericInfraMachineTemplate(t, ns, "md"),
+					InfrastructureMachineTemplate: genericInfraMachineTemplate(ns, "md"),
 					BootstrapConfigTemplate:       runtime.RawExtension{Object: template.DeepCopy()},
 				},
 			}
@@ -131,55 +134,39 @@ func TestCanUpdateMachineSet(t *testing.T) {
 			require.NoError(t, json.Unmarshal(resp.MachineSetPatch.Patch, &patch))
 			version, _, err := unstructured.NestedString(patch, "spec", "template", "spec", "version")
 			require.NoError(t, err)
-			assert.Equal(t, desiredVersion, version, "the patch takes the version change")
+			assert.Equal(t, tc.desired, version, "the patch takes the version change")
 		})
 	}
 }
 
-// createCluster creates a Cluster and, with a controlPlaneVersion, its control plane: a
-// GenericControlPlane reporting, as an externally managed control plane does (the e2e suite's),
-// status.version controlPlaneVersion. It returns once the Manager's cache, which the extension
-// reads through, holds both.
-func createCluster(t *testing.T, ns, name, controlPlaneVersion string) *clusterv1.Cluster {
+// workloadAPIServerVersion is the version of the envtest API server, every Cluster's workload
+// cluster here.
+func workloadAPIServerVersion(t *testing.T) semver.Version {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	require.NoError(t, err)
+	info, err := dc.ServerVersion()
+	require.NoError(t, err)
+	v, err := semver.ParseTolerant(info.GitVersion)
+	require.NoError(t, err, "the envtest API server's version %q", info.GitVersion)
+	require.Positive(t, v.Minor)
+	return v
+}
+
+// createCluster creates a Cluster; with workload, one whose workload cluster (the envtest API
+// server, through its kubeconfig Secret) the ClusterCache has connected to, which the extension
+// asks for the API server's version.
+func createCluster(t *testing.T, ns, name string, workload bool) *clusterv1.Cluster {
 	t.Helper()
 	ctx := t.Context()
-	var controlPlane *unstructured.Unstructured
-	cluster, err := env.CreateCluster(ctx, ns, name, func(c *clusterv1.Cluster) {
-		if controlPlaneVersion != "" {
-			c.Spec.ControlPlaneRef = clusterv1.ContractVersionedObjectReference{
-				APIGroup: builder.ControlPlaneGroupVersion.Group, Kind: builder.GenericControlPlaneKind, Name: name,
-			}
-		}
-	})
-	require.NoError(t, err)
-	if controlPlaneVersion != "" {
-		controlPlane = builder.ControlPlane(ns, name).Build()
-		require.NoError(t, unstructured.SetNestedField(controlPlane.Object, controlPlaneVersion, "spec", "version"))
-		require.NoError(t, env.Client.Create(ctx, controlPlane))
-		require.NoError(t, unstructured.SetNestedMap(controlPlane.Object, map[string]any{
-			"externalManagedControlPlane": true,
-			"version":                     controlPlaneVersion,
-			"initialization":              map[string]any{"controlPlaneInitialized": true},
-		}, "status"))
-		require.NoError(t, env.Client.Status().Update(ctx, controlPlane))
+	if !workload {
+		cluster, err := env.CreateCluster(ctx, ns, name)
+		require.NoError(t, err)
+		return cluster
 	}
-
-	cached := env.Manager.GetClient()
-	require.Eventually(t, func() bool {
-		if cached.Get(ctx, client.ObjectKeyFromObject(cluster), &clusterv1.Cluster{}) != nil {
-			return false
-		}
-		if controlPlane == nil {
-			return true
-		}
-		cp := &unstructured.Unstructured{}
-		cp.SetGroupVersionKind(controlPlane.GroupVersionKind())
-		if cached.Get(ctx, client.ObjectKeyFromObject(controlPlane), cp) != nil {
-			return false
-		}
-		v, _, _ := unstructured.NestedString(cp.Object, "status", "version")
-		return v == controlPlaneVersion
-	}, timeout, tick, "the Manager's cache holds the Cluster and its control plane")
+	cluster, err := env.CreateJoinableCluster(ctx, ns, name)
+	require.NoError(t, err)
+	require.NoError(t, env.WaitForClusterCacheConnected(ctx, cluster, timeout))
 	return cluster
 }
 
@@ -210,7 +197,6 @@ func ignitionConfigTemplate(ns, name string, source cabpiv1.KubernetesSource) *c
 	return t
 }
 
-func genericInfraMachineTemplate(t *testing.T, ns, name string) runtime.RawExtension {
-	t.Helper()
+func genericInfraMachineTemplate(ns, name string) runtime.RawExtension {
 	return runtime.RawExtension{Object: builder.InfrastructureMachineTemplate(ns, name).Build()}
 }
