@@ -21,6 +21,8 @@ const (
 // ServerOptions are where the extension is served: its own HTTPS port, with a certificate of
 // its own (the ExtensionConfig's CA is injected from it).
 type ServerOptions struct {
+	// Host is the address to listen on; empty: every address (in a Pod).
+	Host    string
 	Port    int
 	CertDir string
 	TLSOpts []func(*tls.Config)
@@ -34,7 +36,7 @@ func AddToManager(mgr ctrl.Manager, h *Handlers, opts ServerOptions) error {
 	if err := runtimehooksv1.AddToCatalog(catalog); err != nil {
 		return fmt.Errorf("building the Runtime SDK catalog: %w", err)
 	}
-	srv, err := server.New(server.Options{Catalog: catalog, Port: opts.Port, CertDir: opts.CertDir, TLSOpts: opts.TLSOpts})
+	srv, err := server.New(server.Options{Catalog: catalog, Host: opts.Host, Port: opts.Port, CertDir: opts.CertDir, TLSOpts: opts.TLSOpts})
 	if err != nil {
 		return fmt.Errorf("creating the update extension's server: %w", err)
 	}

@@ -79,6 +79,9 @@ type Options struct {
 	// UpdateExtensionPort serves the in-place update extension (Cluster API's Runtime SDK, with
 	// the webhook server's certificate); 0 disables it.
 	UpdateExtensionPort int
+	// UpdateExtensionHost is the address the extension listens on; empty: every address. Tests
+	// set 127.0.0.1 (no flag: in a Pod every address is the Pod's).
+	UpdateExtensionHost string
 	// UpdateImage is the image the update Jobs run; empty: the manager's own (read from its Pod).
 	UpdateImage string
 

@@ -263,7 +263,7 @@ func run(m *testing.M) int {
 			if err != nil {
 				return err
 			}
-			opts.UpdateExtensionPort = port
+			opts.UpdateExtensionPort, opts.UpdateExtensionHost = port, "127.0.0.1"
 			opts.WebhookCertDir = e.TestEnv.WebhookInstallOptions.LocalServingCertDir
 			opts.UpdateImage = cabpiImage
 			if err := e.SetupCabpi(opts); err != nil {

@@ -64,7 +64,7 @@ func run(m *testing.M) int {
 		Keep: []**testenv.Environment{&env},
 		Setup: func(e *testenv.Environment) error {
 			opts := testenv.CabpiOptions()
-			opts.UpdateExtensionPort = port
+			opts.UpdateExtensionPort, opts.UpdateExtensionHost = port, "127.0.0.1"
 			opts.UpdateImage = updateImage
 			opts.WebhookCertDir = certDir
 			if err := e.SetupCabpi(opts); err != nil {
