@@ -264,10 +264,12 @@ func assertKept(t *testing.T, before []nodeBefore, after []clusterv1.Machine) {
 // assertKubernetesOnNode: kubeadm and the kubelet on the node say version.
 func assertKubernetesOnNode(t *testing.T, inst *provider.Instance, version string) {
 	t.Helper()
-	kubeadm, err := onNode(t, inst, "kubeadm", "version", "-o", "short")
+	// The node's PATH: the release binaries are in /opt/bin, the extension's in /usr/bin.
+	path := "PATH=/opt/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	kubeadm, err := onNode(t, inst, "env", path, "kubeadm", "version", "-o", "short")
 	require.NoError(t, err)
 	assert.Equal(t, version, strings.TrimSpace(kubeadm), "kubeadm on %s", inst.Name)
-	kubelet, err := onNode(t, inst, "kubelet", "--version")
+	kubelet, err := onNode(t, inst, "env", path, "kubelet", "--version")
 	require.NoError(t, err)
 	assert.Equal(t, "Kubernetes "+version, strings.TrimSpace(kubelet), "the kubelet on %s", inst.Name)
 }
