@@ -109,16 +109,7 @@ func inPlaceArgs(k cabpiv1.KubernetesSpec, version string) []string {
 		name := SysextImageName(version, kubernetesArch(k))
 		return []string{string(source), version, name, joinURL(base, name), joinURL(base, "kubernetes", "SHA256SUMS")}
 	}
-	base := cabpiv1.DefaultBinariesBaseURL
-	names := []string{"kubeadm", "kubelet"}
-	if k.Binaries != nil {
-		if k.Binaries.BaseURL != "" {
-			base = k.Binaries.BaseURL
-		}
-		if k.Binaries.Kubectl {
-			names = append(names, "kubectl")
-		}
-	}
+	base, names := releaseBinaries(k)
 	return append([]string{string(source), version, joinURL(base, version, "bin", "linux", string(kubernetesArch(k)))}, names...)
 }
 

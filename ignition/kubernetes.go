@@ -287,16 +287,7 @@ func sysextInstall(k cabpiv1.KubernetesSpec, version string, ver semver.Version)
 // unit and kubeadm's drop-in for it are written here, the unit enabled by the bootstrap only
 // after the check.
 func binariesInstall(k cabpiv1.KubernetesSpec, version string) (*kubernetesInstall, error) {
-	base := cabpiv1.DefaultBinariesBaseURL
-	names := []string{"kubeadm", "kubelet"}
-	if k.Binaries != nil {
-		if k.Binaries.BaseURL != "" {
-			base = k.Binaries.BaseURL
-		}
-		if k.Binaries.Kubectl {
-			names = append(names, "kubectl")
-		}
-	}
+	base, names := releaseBinaries(k)
 	arch := string(kubernetesArch(k))
 	stage := path.Join(binariesStage, version)
 	inst := &kubernetesInstall{owned: []string{binariesStage}}
@@ -383,4 +374,19 @@ func (k *kubernetesInstall) sources() []string {
 		out = append(out, f.source)
 	}
 	return out
+}
+
+// releaseBinaries is where source binaries' files come from (the release layout's base URL) and
+// which binaries are installed: at first boot and by an in-place update alike.
+func releaseBinaries(k cabpiv1.KubernetesSpec) (base string, names []string) {
+	base, names = cabpiv1.DefaultBinariesBaseURL, []string{"kubeadm", "kubelet"}
+	if k.Binaries != nil {
+		if k.Binaries.BaseURL != "" {
+			base = k.Binaries.BaseURL
+		}
+		if k.Binaries.Kubectl {
+			names = append(names, "kubectl")
+		}
+	}
+	return base, names
 }
