@@ -152,31 +152,28 @@ var (
 // configSide decodes a Machine's side of a request: its version and, when its bootstrap config is
 // an IgnitionConfig, that config's spec.
 func configSide(version string, raw runtime.RawExtension) (Side, error) {
-	side := Side{Version: version}
-	data, gvk, err := rawObject(raw)
-	if err != nil || gvk != configKind {
-		return side, err
-	}
-	config := &cabpiv1.IgnitionConfig{}
-	if err := json.Unmarshal(data, config); err != nil {
-		return side, fmt.Errorf("decoding the IgnitionConfig of the request: %w", err)
-	}
-	side.Config = &config.Spec
-	return side, nil
+	return decodeSide(version, raw, configKind, func(c *cabpiv1.IgnitionConfig) *cabpiv1.IgnitionConfigSpec { return &c.Spec })
 }
 
 // templateSide is configSide for a MachineSet's bootstrap config template.
 func templateSide(version string, raw runtime.RawExtension) (Side, error) {
+	return decodeSide(version, raw, templateKind, func(t *cabpiv1.IgnitionConfigTemplate) *cabpiv1.IgnitionConfigSpec {
+		return &t.Spec.Template.Spec
+	})
+}
+
+// decodeSide decodes raw as a T when it is of kind want, and takes the spec spec gives of it.
+func decodeSide[T any](version string, raw runtime.RawExtension, want schema.GroupVersionKind, spec func(*T) *cabpiv1.IgnitionConfigSpec) (Side, error) {
 	side := Side{Version: version}
 	data, gvk, err := rawObject(raw)
-	if err != nil || gvk != templateKind {
+	if err != nil || gvk != want {
 		return side, err
 	}
-	template := &cabpiv1.IgnitionConfigTemplate{}
-	if err := json.Unmarshal(data, template); err != nil {
-		return side, fmt.Errorf("decoding the IgnitionConfigTemplate of the request: %w", err)
+	obj := new(T)
+	if err := json.Unmarshal(data, obj); err != nil {
+		return side, fmt.Errorf("decoding the %s of the request: %w", want.Kind, err)
 	}
-	side.Config = &template.Spec.Template.Spec
+	side.Config = spec(obj)
 	return side, nil
 }
 
