@@ -47,6 +47,7 @@ var layerTable = []layer{
 	{folder: "internal/secretcache", rank: 4},           // infrastructure
 	{folder: "internal/ociimage", rank: 4},              // infrastructure: OCI images without an engine
 	{folder: "internal/convert", rank: 5},               // KubeadmConfig → IgnitionConfig
+	{folder: "internal/inplace", rank: 5},               // the in-place update extension (docs/adr/035)
 	{folder: "controllers", rank: 6},                    // the reconciler
 	{folder: "webhooks", rank: 6},                       // admission
 	{folder: "internal/setup", rank: 7},                 // the one wiring of manager and tests

@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
@@ -49,7 +49,7 @@ func (e *Environment) setupRuntimeSDK(ctx context.Context, ctrlOpts controller.O
 	}
 	e.RuntimeClient = rc
 
-	secretMetadata, err := ctrlcache.New(mgr.GetConfig(), ctrlcache.Options{
+	secretMetadata, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme:     mgr.GetScheme(),
 		Mapper:     mgr.GetRESTMapper(),
 		HTTPClient: mgr.GetHTTPClient(),
@@ -58,7 +58,7 @@ func (e *Environment) setupRuntimeSDK(ctx context.Context, ctrlOpts controller.O
 			if !ok || obj.GroupVersionKind() != corev1.SchemeGroupVersion.WithKind("Secret") {
 				return nil, fmt.Errorf("testenv: the ExtensionConfig reconciler's Secret cache got a %T", in)
 			}
-			return ctrlcache.TransformStripManagedFields()(obj)
+			return cache.TransformStripManagedFields()(obj)
 		},
 	})
 	if err != nil {
