@@ -277,10 +277,6 @@ func (n *inPlaceNode) breakStep(name string) {
 	n.write(filepath.Join(n.root, "fake", name), "", 0o644)
 }
 
-func (n *inPlaceNode) fix(name string) {
-	require.NoError(n.t, os.Remove(filepath.Join(n.root, "fake", name)))
-}
-
 func (n *inPlaceNode) run(t *testing.T, name string, args ...string) (string, error) {
 	t.Helper()
 	cmd := exec.Command(name, args...)
