@@ -142,7 +142,8 @@ func assertUpdateExtensionNamesTheComponents(t *testing.T, dir string, component
 	ec := ext[0].Object
 	svcName, _, _ := unstructured.NestedString(ec, "spec", "clientConfig", "service", "name")
 	svcNamespace, _, _ := unstructured.NestedString(ec, "spec", "clientConfig", "service", "namespace")
-	port, _, _ := unstructured.NestedInt64(ec, "spec", "clientConfig", "service", "port")
+	// Numbers decode as int64 or float64 depending on the decoder: compare them as text.
+	port := fmt.Sprint(ec["spec"].(map[string]any)["clientConfig"].(map[string]any)["service"].(map[string]any)["port"])
 	inject := ext[0].GetAnnotations()["runtime.cluster.x-k8s.io/inject-ca-from-secret"]
 
 	var service *unstructured.Unstructured
@@ -155,11 +156,11 @@ func assertUpdateExtensionNamesTheComponents(t *testing.T, dir string, component
 	ports, _, _ := unstructured.NestedSlice(service.Object, "spec", "ports")
 	var target any
 	for _, p := range ports {
-		if m := p.(map[string]any); m["port"] == port {
+		if m := p.(map[string]any); fmt.Sprint(m["port"]) == port {
 			target = m["targetPort"]
 		}
 	}
-	require.NotNil(t, target, "the Service has port %d", port)
+	require.NotNil(t, target, "the Service has port %s", port)
 	dep := byKind(components, "Deployment")
 	require.Len(t, dep, 1)
 	containers, _, _ := unstructured.NestedSlice(dep[0].Object, "spec", "template", "spec", "containers")
