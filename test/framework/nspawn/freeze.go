@@ -49,11 +49,20 @@ func (m *Machine) Freeze() error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, freezerState), []byte("FROZEN"), 0o644); err != nil {
-		return fmt.Errorf("freezing %s: %w", m.Name, err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
+	// The v1 freezer stays FREEZING when a task could not be frozen on the first pass (a busy
+	// host, a task between states); writing FROZEN again makes the kernel try the tasks left
+	// (Documentation/admin-guide/cgroup-v1/freezer-subsystem.rst), so it is written again
+	// every 100 ms until the group is FROZEN.
+	const within = 30 * time.Second
+	deadline := time.Now().Add(within)
+	var lastWrite time.Time
 	for {
+		if time.Since(lastWrite) >= 100*time.Millisecond {
+			if err := os.WriteFile(filepath.Join(dir, freezerState), []byte("FROZEN"), 0o644); err != nil {
+				return fmt.Errorf("freezing %s: %w", m.Name, err)
+			}
+			lastWrite = time.Now()
+		}
 		state, err := os.ReadFile(filepath.Join(dir, freezerState))
 		if err != nil {
 			return fmt.Errorf("reading the freezer state of %s: %w", m.Name, err)
@@ -62,7 +71,7 @@ func (m *Machine) Freeze() error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s is not frozen after 10s (%s)", m.Name, strings.TrimSpace(string(state)))
+			return fmt.Errorf("%s is not frozen after %s (%s)", m.Name, within, strings.TrimSpace(string(state)))
 		}
 		time.Sleep(time.Millisecond)
 	}
