@@ -71,7 +71,9 @@ func (m *Machine) Freeze() error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s is not frozen after %s (%s)", m.Name, within, strings.TrimSpace(string(state)))
+			// Not left half frozen: whoever cleans up after the failure finds a running machine.
+			thawErr := os.WriteFile(filepath.Join(dir, freezerState), []byte("THAWED"), 0o644)
+			return errors.Join(fmt.Errorf("%s is not frozen after %s (%s)", m.Name, within, strings.TrimSpace(string(state))), thawErr)
 		}
 		time.Sleep(time.Millisecond)
 	}
