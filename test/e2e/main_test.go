@@ -36,7 +36,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/cluster-api/util/kubeconfig"
 	"sigs.k8s.io/cluster-api/util/test/builder"
 
@@ -45,6 +44,7 @@ import (
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/nodeimage"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/nspawn"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/releaseserver"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/runtimesdk"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/workload"
 )
@@ -259,7 +259,7 @@ func run(m *testing.M) int {
 			opts.BootstrapTokenTTL = tokenTTL
 			// The update extension, with envtest's webhook serving certificate (for 127.0.0.1);
 			// its Jobs run cabpi's released image, which the in-place tests import into the nodes.
-			port, err := freeLoopbackPort()
+			port, err := runtimesdk.FreeLoopbackPort()
 			if err != nil {
 				return err
 			}
@@ -394,31 +394,14 @@ func setExternalControlPlaneStatus(ctx context.Context, c client.Client, cp *uns
 // cabpiImage is the image of the release make e2e builds (CABPI_RELEASE_DIR).
 const cabpiImage = "ghcr.io/cabpi/cluster-api-bootstrap-provider-ignition:" + cabpiVersion
 
-// freeLoopbackPort is a TCP port free on 127.0.0.1 now.
-func freeLoopbackPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // createUpdateExtensionConfig registers cabpi's update extension, served by the suite's cabpi
 // manager on port, as a user's ExtensionConfig does (config/extension), with the URL of the
 // in-process server and envtest's CA instead of a Service and an injected CA. Its namespace
 // selector picks the in-place namespace alone.
 func createUpdateExtensionConfig(ctx context.Context, e *testenv.Environment, port int) error {
-	ec := &runtimev1.ExtensionConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "cabpi-update-extension"},
-		Spec: runtimev1.ExtensionConfigSpec{
-			ClientConfig: runtimev1.ClientConfig{
-				URL:      fmt.Sprintf("https://127.0.0.1:%d", port),
-				CABundle: e.TestEnv.WebhookInstallOptions.LocalServingCAData,
-			},
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{inPlaceLabel: "true"}},
-		},
-	}
+	ec := runtimesdk.ExtensionConfigFor("cabpi-update-extension", fmt.Sprintf("https://127.0.0.1:%d", port),
+		e.TestEnv.WebhookInstallOptions.LocalServingCAData)
+	ec.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{inPlaceLabel: "true"}}
 	if err := e.Client.Create(ctx, ec); err != nil {
 		return fmt.Errorf("creating the update extension's ExtensionConfig: %w", err)
 	}
