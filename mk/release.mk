@@ -37,9 +37,11 @@ INFRA_TEMPLATES_azure := cluster-template-ignition-azure.yaml cluster-template-i
 INFRA_DEFAULT_VERSION_azure := $(CAPZ_VERSION)
 INFRA_TEMPLATES_gcp := cluster-template-ignition-gcp.yaml cluster-template-ignition-gcp-fcos.yaml
 INFRA_DEFAULT_VERSION_gcp := $(CAPG_VERSION)
+INFRA_TEMPLATES_openstack := cluster-template-ignition-openstack.yaml cluster-template-ignition-openstack-fcos.yaml
+INFRA_DEFAULT_VERSION_openstack := $(CAPO_VERSION)
 INFRA_TEMPLATES_vsphere := cluster-template-ignition-vsphere.yaml
 INFRA_DEFAULT_VERSION_vsphere := $(CAPV_VERSION)
-INFRA_PROVIDERS := docker aws azure gcp vsphere
+INFRA_PROVIDERS := docker aws azure gcp openstack vsphere
 INFRA_VERSION ?= $(INFRA_DEFAULT_VERSION_$(INFRA))
 
 .PHONY: release
@@ -66,7 +68,7 @@ release-manifests: $(KUSTOMIZE) ## Build the clusterctl release manifests into R
 	@echo "release assets for $(RELEASE_VERSION) in $(RELEASE_DIR)/"
 
 .PHONY: clusterctl-overrides
-clusterctl-overrides: ## Install templates/ as clusterctl overrides of INFRA (docker|aws|azure|gcp|vsphere) at INFRA_VERSION.
+clusterctl-overrides: ## Install templates/ as clusterctl overrides of INFRA (docker|aws|azure|gcp|openstack|vsphere) at INFRA_VERSION.
 	@if [ -z "$(INFRA_TEMPLATES_$(INFRA))" ]; then \
 		echo "INFRA=$(INFRA): templates/ has templates for $(INFRA_PROVIDERS) only"; exit 1; fi
 	@if [ -z "$(INFRA_VERSION)" ]; then echo "set INFRA_VERSION (the $(INFRA) provider version clusterctl uses)"; exit 1; fi

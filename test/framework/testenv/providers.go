@@ -19,18 +19,27 @@ type InfrastructureProvider struct {
 	Module, Version string
 	// CRDPath is where the module keeps its CRDs, relative to the module's directory.
 	CRDPath string
+	// PinnedIn, when set, is the module of the repository (a directory relative to its root)
+	// whose go.sum pins the provider's module, which the checksum database does not know: the
+	// download is verified against that go.sum (ModuleDirPinned).
+	PinnedIn string
 }
 
 // infrastructureProviders are the providers of hack/versions.env, by clusterctl name: the
-// variable holding the version, the module, and its CRD directory.
-var infrastructureProviders = map[string]struct{ variable, module, crds string }{
-	"aws":     {"CAPA_VERSION", "sigs.k8s.io/cluster-api-provider-aws/v2", "config/crd/bases"},
-	"azure":   {"CAPZ_VERSION", "sigs.k8s.io/cluster-api-provider-azure", "config/crd/bases"},
-	"gcp":     {"CAPG_VERSION", "sigs.k8s.io/cluster-api-provider-gcp", "config/crd/bases"},
-	"vsphere": {"CAPV_VERSION", "sigs.k8s.io/cluster-api-provider-vsphere", "config/default/crd/bases"},
+// variable holding the version, the module, its CRD directory, and the repository's module
+// whose go.sum pins it where the checksum database does not know it.
+var infrastructureProviders = map[string]struct{ variable, module, crds, pinnedIn string }{
+	"aws":   {"CAPA_VERSION", "sigs.k8s.io/cluster-api-provider-aws/v2", "config/crd/bases", ""},
+	"azure": {"CAPZ_VERSION", "sigs.k8s.io/cluster-api-provider-azure", "config/crd/bases", ""},
+	"gcp":   {"CAPG_VERSION", "sigs.k8s.io/cluster-api-provider-gcp", "config/crd/bases", ""},
+	// CAPO v0.13.0 is served by the module proxy, but the checksum database answers 404 for it:
+	// test/providers/openstack's go.sum pins it.
+	"openstack": {"CAPO_VERSION", "sigs.k8s.io/cluster-api-provider-openstack", "config/crd/bases", "test/providers/openstack"},
+	"vsphere":   {"CAPV_VERSION", "sigs.k8s.io/cluster-api-provider-vsphere", "config/default/crd/bases", ""},
 }
 
-// Infrastructure returns the provider called name (aws, azure, gcp, vsphere) at its pinned version.
+// Infrastructure returns the provider called name (aws, azure, gcp, openstack, vsphere) at its
+// pinned version.
 func Infrastructure(name string) (InfrastructureProvider, error) {
 	p, ok := infrastructureProviders[name]
 	if !ok {
@@ -44,11 +53,17 @@ func Infrastructure(name string) (InfrastructureProvider, error) {
 	if v == "" {
 		return InfrastructureProvider{}, fmt.Errorf("testenv: hack/versions.env does not set %s", p.variable)
 	}
-	return InfrastructureProvider{Name: name, Module: p.module, Version: v, CRDPath: p.crds}, nil
+	return InfrastructureProvider{Name: name, Module: p.module, Version: v, CRDPath: p.crds, PinnedIn: p.pinnedIn}, nil
 }
 
-// Dir downloads the provider's module (if needed) and returns its directory.
-func (p InfrastructureProvider) Dir() (string, error) { return ModuleDir(p.Module, p.Version) }
+// Dir downloads the provider's module (if needed), verified by the checksum database or by the
+// go.sum of PinnedIn, and returns its directory.
+func (p InfrastructureProvider) Dir() (string, error) {
+	if p.PinnedIn != "" {
+		return ModuleDirPinned(p.PinnedIn, p.Module, p.Version)
+	}
+	return ModuleDir(p.Module, p.Version)
+}
 
 // CRDFiles returns the files of the provider's CRDs named (e.g. "awsmachines"), whole paths in the
 // module's directory: a suite installs only the kinds it uses.

@@ -38,7 +38,13 @@ var (
 		"AZURE_LOCATION": "westeurope", "AZURE_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000001",
 		"AZURE_TENANT_ID": "00000000-0000-0000-0000-000000000002", "AZURE_CLIENT_ID": "00000000-0000-0000-0000-000000000003",
 	}
-	gcpVariables = map[string]string{"GCP_PROJECT": "cabpi-demo", "GCP_REGION": "europe-west4"}
+	gcpVariables       = map[string]string{"GCP_PROJECT": "cabpi-demo", "GCP_REGION": "europe-west4"}
+	openstackVariables = map[string]string{
+		// clouds.yaml, base64-encoded: "clouds: {}" (the Secret is only applied, never read).
+		"OPENSTACK_CLOUD_YAML_B64": "Y2xvdWRzOiB7fQo=", "OPENSTACK_EXTERNAL_NETWORK_ID": "00000000-0000-0000-0000-00000000000e",
+		"OPENSTACK_CONTROL_PLANE_MACHINE_FLAVOR": "m1.medium", "OPENSTACK_NODE_MACHINE_FLAVOR": "m1.medium",
+		"OPENSTACK_SSH_KEY_NAME": "cabpi-demo",
+	}
 )
 
 func with(m map[string]string, kv ...string) map[string]string {
@@ -81,6 +87,10 @@ var cloudFlavors = []cloudFlavor{
 		kinds: standalone("GCPCluster", "GCPMachine"), variant: cabpiv1.VariantFlatcar, hostnameUnit: "set-hostname.service"},
 	{infra: "gcp", flavor: "ignition-gcp-fcos", variables: gcpVariables,
 		kinds: standalone("GCPCluster", "GCPMachine"), variant: cabpiv1.VariantFCOS, hostnameUnit: "set-hostname.service"},
+	{infra: "openstack", flavor: "ignition-openstack", variables: openstackVariables,
+		kinds: standalone("OpenStackCluster", "OpenStackMachine", "Secret"), variant: cabpiv1.VariantFlatcar, nodeName: cabpiv1.MetadataPlatformOpenStack},
+	{infra: "openstack", flavor: "ignition-openstack-fcos", variables: openstackVariables,
+		kinds: standalone("OpenStackCluster", "OpenStackMachine", "Secret"), variant: cabpiv1.VariantFCOS, nodeName: cabpiv1.MetadataPlatformOpenStack},
 	{infra: "vsphere", flavor: "ignition-vsphere", variables: vsphereVariables,
 		kinds: standalone("VSphereCluster", "VSphereMachine", "Secret"), variant: cabpiv1.VariantFlatcar, hostnameUnit: "set-hostname.service"},
 }

@@ -29,7 +29,7 @@ const (
 )
 
 // cloudProviders are the infrastructure providers with cloud flavors, by clusterctl name.
-var cloudProviders = []string{"aws", "azure", "gcp", "vsphere"}
+var cloudProviders = []string{"aws", "azure", "gcp", "openstack", "vsphere"}
 
 var (
 	env *testenv.Environment
@@ -111,7 +111,7 @@ func run(m *testing.M) int {
 			KubeadmCRDs:             true,
 			KubeadmControlPlaneCRDs: true,
 			AdditionalCRDPaths: append([]string{capdCRDDir()},
-				infra["aws"].crdDir(), infra["azure"].crdDir(), infra["gcp"].crdDir(), infra["vsphere"].crdDir()),
+				infra["aws"].crdDir(), infra["azure"].crdDir(), infra["gcp"].crdDir(), infra["openstack"].crdDir(), infra["vsphere"].crdDir()),
 			// Every generated object is admitted by cabpi's webhooks too.
 			Webhooks: true,
 		},
