@@ -33,7 +33,7 @@ const (
 	PlatformGCP Platform = "gcp"
 	// PlatformHetzner is Hetzner Cloud or bare metal (CAPH): 32 KiB.
 	PlatformHetzner Platform = "hetzner"
-	// PlatformOpenStack is Nova user data (CAPO): 64 KiB once base64-encoded, 48 KiB raw.
+	// PlatformOpenStack is Nova user data (CAPO): 65,535 characters once base64-encoded, 49,149 bytes.
 	PlatformOpenStack Platform = "openstack"
 	// PlatformVSphere is a vSphere guestinfo value (CAPV): 64 KiB.
 	PlatformVSphere Platform = "vsphere"
@@ -67,8 +67,8 @@ type IgnitionConfigSpec struct {
 	IgnitionVersion string `json:"ignitionVersion,omitempty"`
 
 	// platform names the infrastructure that hands the data to the machine. It sets the
-	// user-data limit the data is checked against (aws 16 KiB, hetzner 32 KiB, openstack 48 KiB
-	// raw, azure 65,535 bytes, vsphere 64 KiB, gcp 256 KiB) and whether the data may be
+	// user-data limit the data is checked against (aws 16 KiB, hetzner 32 KiB, openstack 49,149
+	// bytes, azure 65,535 bytes, vsphere 64 KiB, gcp 256 KiB) and whether the data may be
 	// compressed: file contents are gzipped where that is shorter, and data over the limit is
 	// wrapped in a config carrying it gzipped (Ignition 3.1.0 and later). Nothing is ever cut; data
 	// still over the limit is reported on the DataSecretAvailable condition. docker (CAPD) has no

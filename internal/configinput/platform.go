@@ -19,15 +19,17 @@ func Platforms() []cabpiv1.Platform {
 }
 
 // userDataLimits are the platforms' user-data limits in raw bytes (the data as stored, before
-// any encoding the infrastructure provider adds). OpenStack's 64 KiB is counted after base64,
-// which leaves 48 KiB raw. Azure's custom data decodes to at most 65,535 bytes (the ARM API's
+// any encoding the infrastructure provider adds). OpenStack's is Nova's: CAPO hands it the data
+// base64-encoded, and Nova's API schema takes at most 65,535 characters of user_data, which are
+// 49,149 bytes of data (4 characters for every 3 bytes; 48 KiB would be 65,536 characters, one
+// over; test/providers/openstack). Azure's custom data decodes to at most 65,535 bytes (the ARM API's
 // osProfile.customData), GCP's is the 256 KiB of one metadata value (the user-data key CAPG
 // writes). Docker has none: CAPD reads the Secret. Where the data is not in the user data at
 // all (CAPA's S3), none applies (Delivery).
 var userDataLimits = map[cabpiv1.Platform]int{
 	cabpiv1.PlatformAWS:       16 << 10,
 	cabpiv1.PlatformHetzner:   32 << 10,
-	cabpiv1.PlatformOpenStack: 48 << 10,
+	cabpiv1.PlatformOpenStack: 65535 / 4 * 3,
 	cabpiv1.PlatformAzure:     64<<10 - 1,
 	cabpiv1.PlatformVSphere:   64 << 10,
 	cabpiv1.PlatformGCP:       256 << 10,

@@ -48,7 +48,7 @@ func TestPlatformLimits(t *testing.T) {
 	}{
 		{cabpiv1.PlatformAWS, 16384, true},
 		{cabpiv1.PlatformHetzner, 32768, true},
-		{cabpiv1.PlatformOpenStack, 49152, true}, // 64 KiB once base64-encoded
+		{cabpiv1.PlatformOpenStack, 49149, true}, // 65,535 characters once base64-encoded (Nova)
 		{cabpiv1.PlatformAzure, 65535, true},
 		{cabpiv1.PlatformVSphere, 65536, true},
 		{cabpiv1.PlatformGCP, 262144, true},
@@ -82,7 +82,7 @@ func TestBuildAppliesPlatform(t *testing.T) {
 		{"DockerMachine", "", "DockerMachine", false, 0},
 		{"AWSMachine", "", "AWSMachine", true, 16384},
 		{"spec.platform docker over AWSMachine", cabpiv1.PlatformDocker, "AWSMachine", false, 0},
-		{"spec.platform openstack over DockerMachine", cabpiv1.PlatformOpenStack, "DockerMachine", true, 49152},
+		{"spec.platform openstack over DockerMachine", cabpiv1.PlatformOpenStack, "DockerMachine", true, 49149},
 		{"unknown kind", "", "MetalMachine", true, 0},
 		{"nothing known", "", "", true, 0},
 	}
