@@ -131,14 +131,14 @@ test: tools clusterctl ## Run all tests (unit, under the race detector, and inte
 # The real-node suite is make e2e's alone: it boots machines as root.
 TEST_PKGS = $(shell go list ./... | grep -Ev '/test/e2e(/|$$)')
 
-# What CAPA, CAPZ and CAPG's own code hands an instance from cabpi's data Secret. Each provider
+# What CAPA, CAPZ, CAPG and CAPO's own code hands an instance from cabpi's data Secret. Each provider
 # is its own Go module under test/providers (each pins its own Cluster API), so ./... leaves
 # them out; they get the cabpi binary to render with and a kube-apiserver (envtest). make test
 # runs them after the packages; TEST_PROVIDERS= leaves them out (e.g. with TEST_PKGS=...).
-TEST_PROVIDERS ?= aws azure gcp
+TEST_PROVIDERS ?= aws azure gcp openstack
 
 .PHONY: test-providers
-test-providers: ## Hand cabpi's data Secret to the infrastructure providers' own code (CAPA, CAPZ, CAPG; test/providers).
+test-providers: ## Hand cabpi's data Secret to the infrastructure providers' own code (CAPA, CAPZ, CAPG, CAPO; test/providers).
 	go build -trimpath -o bin/cabpi .
 	@assets="$$(bash hack/envtest-assets.sh)"; status=0; \
 	for p in $(TEST_PROVIDERS); do \
