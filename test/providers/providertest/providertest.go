@@ -1,7 +1,7 @@
-// Package providertest is what the provider-code checks of test/providers/{aws,azure,gcp} share:
-// cabpi's real output (the cabpi binary), the data Secret as cabpi writes it, byte comparisons
-// that never print the data, and one kube-apiserver (envtest) per test package. It is a module of
-// its own that the three modules replace in from ../providertest: each of them pins its own
+// Package providertest is what the provider-code checks of test/providers/{aws,azure,gcp,openstack}
+// share: cabpi's real output (the cabpi binary), the data Secret as cabpi writes it, byte
+// comparisons that never print the data, and one kube-apiserver (envtest) per test package. It is
+// a module of its own that the four modules replace in from ../providertest: each of them pins its own
 // Cluster API and controller-runtime, and this module asks only for the oldest of them (CAPZ's),
 // so that each module's own versions win.
 package providertest
