@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -40,10 +41,27 @@ func TestProviderModulesPinVersionsEnv(t *testing.T) {
 		require.Equal(t, p.Version, requires[p.Module],
 			"test/providers/%s/go.mod requires %s at another version than hack/versions.env's %s",
 			dir, p.Module, infrastructureProviders[dir].variable)
+		if p.PinnedIn != "" {
+			requirePinned(t, root, p)
+		}
 		checked = append(checked, dir)
 	}
 	sort.Strings(checked)
-	require.Equal(t, []string{"aws", "azure", "gcp"}, checked, "the provider modules checked under test/providers")
+	require.Equal(t, []string{"aws", "azure", "gcp", "openstack"}, checked, "the provider modules checked under test/providers")
+}
+
+// requirePinned: a provider the checksum database does not know is downloaded in PinnedIn, whose
+// go.sum must hold the hashes of its module and go.mod at the pinned version, or go mod download
+// would ask the checksum database (and fail) instead of verifying against them.
+func requirePinned(t *testing.T, root string, p InfrastructureProvider) {
+	t.Helper()
+	sums, err := os.ReadFile(filepath.Join(root, p.PinnedIn, "go.sum"))
+	require.NoError(t, err, "the go.sum that pins %s", p.Module)
+	lines := strings.Split(string(sums), "\n")
+	for _, entry := range []string{p.Module + " " + p.Version + " h1:", p.Module + " " + p.Version + "/go.mod h1:"} {
+		require.True(t, slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, entry) }),
+			"%s/go.sum has no %q", p.PinnedIn, entry)
+	}
 }
 
 // goModRequires reads the require directives of a go.mod (single-line and block form) and
