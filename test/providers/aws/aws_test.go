@@ -228,8 +228,7 @@ func (a *awsCluster) storeSecret(t *testing.T, name string, value []byte) {
 // storeSecretWithFormat writes a data Secret whose format key says format.
 func (a *awsCluster) storeSecretWithFormat(t *testing.T, name string, value []byte, format string) {
 	t.Helper()
-	secret := providertest.DataSecret(a.ns, name, a.cluster.Name, value)
-	secret.Data["format"] = []byte(format)
+	secret := providertest.DataSecret(a.ns, name, a.cluster.Name, value, format)
 	require.NoError(t, a.c.Create(context.Background(), secret), "creating the data Secret")
 }
 

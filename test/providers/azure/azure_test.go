@@ -208,12 +208,7 @@ func (a *azureCluster) storeSecret(t *testing.T, name string, value []byte) {
 // storeSecretWithFormat writes a data Secret whose format key says format ("": no format key).
 func (a *azureCluster) storeSecretWithFormat(t *testing.T, name string, value []byte, format string) {
 	t.Helper()
-	secret := providertest.DataSecret(a.ns, name, a.cluster.Name, value)
-	if format == "" {
-		delete(secret.Data, "format")
-	} else {
-		secret.Data["format"] = []byte(format)
-	}
+	secret := providertest.DataSecret(a.ns, name, a.cluster.Name, value, format)
 	require.NoError(t, a.c.Create(context.Background(), secret), "creating the data Secret")
 }
 

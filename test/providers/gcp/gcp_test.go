@@ -96,12 +96,7 @@ func newGCPMachine(t *testing.T, value []byte, format string, controlPlane bool)
 	c := capgClient(t)
 	ns := providertest.NewNamespace(t, c)
 
-	secret := providertest.DataSecret(ns, "data", "cabpi", value)
-	if format == "" {
-		delete(secret.Data, "format")
-	} else {
-		secret.Data["format"] = []byte(format)
-	}
+	secret := providertest.DataSecret(ns, "data", "cabpi", value, format)
 	require.NoError(t, c.Create(ctx, secret), "creating the data Secret")
 
 	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "cabpi", Namespace: ns}}

@@ -182,12 +182,7 @@ func newOpenStackMachine(t *testing.T, value []byte, format string, controlPlane
 	c := capoClient(t)
 	ns := providertest.NewNamespace(t, c)
 
-	secret := providertest.DataSecret(ns, "data", "cabpi", value)
-	if format == "" {
-		delete(secret.Data, "format")
-	} else {
-		secret.Data["format"] = []byte(format)
-	}
+	secret := providertest.DataSecret(ns, "data", "cabpi", value, format)
 	require.NoError(t, c.Create(ctx, secret), "creating the data Secret")
 
 	cluster := &clusterv1.Cluster{

@@ -263,8 +263,13 @@ func RequireBase64Of(t *testing.T, want []byte, b64, what string) {
 }
 
 // DataSecret is the data Secret as cabpi's controller writes it (controllers/secret.go): type
-// cluster.x-k8s.io/secret, value the Ignition JSON, format "ignition".
-func DataSecret(namespace, name, clusterName string, value []byte) *corev1.Secret {
+// cluster.x-k8s.io/secret, the cluster-name label, value, and format ("ignition" as cabpi writes
+// it; another value, or "" for no format key, to show what a provider makes of it).
+func DataSecret(namespace, name, clusterName string, value []byte, format string) *corev1.Secret {
+	data := map[string][]byte{"value": value}
+	if format != "" {
+		data["format"] = []byte(format)
+	}
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
@@ -272,7 +277,7 @@ func DataSecret(namespace, name, clusterName string, value []byte) *corev1.Secre
 			Labels:    map[string]string{"cluster.x-k8s.io/cluster-name": clusterName},
 		},
 		Type: "cluster.x-k8s.io/secret",
-		Data: map[string][]byte{"value": value, "format": []byte("ignition")},
+		Data: data,
 	}
 }
 
