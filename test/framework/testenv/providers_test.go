@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -48,6 +49,55 @@ func TestProviderModulesPinVersionsEnv(t *testing.T) {
 	}
 	sort.Strings(checked)
 	require.Equal(t, []string{"aws", "azure", "gcp", "openstack"}, checked, "the provider modules checked under test/providers")
+}
+
+// sharedBuildModules are the provider modules that build their packages from the same module
+// versions, so that a cold build compiles Kubernetes' libraries, controller-runtime and Cluster
+// API once for all of them instead of once each (a different klog alone recompiles every
+// Kubernetes package): CAPA's, CAPG's and CAPO's code compiles against the Cluster API v1.13 line
+// (CAPO v0.13.0 asks for v1.11.1 at least; the check calls its controllers, whose handling of the
+// data Secret does not depend on the line). CAPZ v1.21.0 is left out: it imports Cluster API
+// v1.10's API packages, which later lines moved.
+var sharedBuildModules = []string{"aws", "gcp", "openstack"}
+
+// TestProviderModulesShareBuilds: every module that a package of two of sharedBuildModules
+// comes from is at one version in both, so the cold CI's build of them stays one build (README).
+func TestProviderModulesShareBuilds(t *testing.T) {
+	root, err := RepoRoot()
+	require.NoError(t, err)
+	versions := map[string]map[string]string{} // module path -> provider module -> version
+	for _, dir := range sharedBuildModules {
+		cmd := exec.Command("go", "list", "-deps", "-test", "-f", "{{with .Module}}{{.Path}} {{.Version}}{{end}}", "./...")
+		cmd.Dir = filepath.Join(root, "test", "providers", dir)
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		require.NoError(t, err, "go list in test/providers/%s: %s", dir, stderr.String())
+		for _, line := range strings.Split(string(out), "\n") {
+			path, version, ok := strings.Cut(line, " ")
+			if !ok || version == "" { // a module of this repository (replaced in)
+				continue
+			}
+			if versions[path] == nil {
+				versions[path] = map[string]string{}
+			}
+			versions[path][dir] = version
+		}
+	}
+	var differ []string
+	for path, byDir := range versions {
+		seen := map[string]bool{}
+		for _, v := range byDir {
+			seen[v] = true
+		}
+		if len(seen) > 1 {
+			differ = append(differ, fmt.Sprintf("%s %v", path, byDir))
+		}
+	}
+	sort.Strings(differ)
+	require.Empty(t, differ, "modules built at different versions in test/providers/{%s}: require the highest in each go.mod",
+		strings.Join(sharedBuildModules, ","))
 }
 
 // requirePinned: a provider the checksum database does not know is downloaded in PinnedIn, whose

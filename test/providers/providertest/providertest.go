@@ -2,8 +2,9 @@
 // share: cabpi's real output (the cabpi binary), the data Secret as cabpi writes it, byte
 // comparisons that never print the data, and one kube-apiserver (envtest) per test package. It is
 // a module of its own that the four modules replace in from ../providertest: each of them pins its own
-// Cluster API and controller-runtime, and this module asks only for the oldest of them (CAPZ's),
-// so that each module's own versions win.
+// Cluster API and controller-runtime (aws, gcp and openstack the same ones, so that a cold build
+// compiles them once: testenv's TestProviderModulesShareBuilds), and this module asks only for the
+// oldest of them (CAPZ's), so that each module's own versions win.
 package providertest
 
 import (
