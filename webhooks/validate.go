@@ -15,10 +15,6 @@ import (
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
 )
 
-// maxListedErrors bounds the field errors one response lists; the rest are counted in one
-// more ("and N more problems"), so a config with hundreds of bad files gets a readable answer.
-const maxListedErrors = 20
-
 // specCheck is one validation of an IgnitionConfigSpec.
 type specCheck struct {
 	spec *cabpiv1.IgnitionConfigSpec
@@ -45,7 +41,7 @@ type specCheck struct {
 // configuration that cannot be written, a pre- or post-kubeadm command that is not a complete
 // shell command, permissions that do not parse, paths written twice, ... What only the merged
 // configuration shows (paths that clash once the snippet is merged) is found once the parts
-// are clean. The errors listed are capped (maxListedErrors), the rest counted.
+// are clean. The errors listed are capped (configinput.MaxListedFindings), the rest counted.
 //
 // Content in Secrets and ConfigMaps is not read: a Butane document or Container Linux Config from
 // contentFrom is checked by the controller when it renders, and a file's Secret content is a
@@ -110,22 +106,7 @@ func validateSpec(chk specCheck) (field.ErrorList, admission.Warnings) {
 			}
 		}
 	}
-	return capErrors(errs, p), warnings
-}
-
-// capErrors lists the first maxListedErrors errors and counts the rest in one more, on the
-// spec as a whole.
-func capErrors(errs field.ErrorList, p *field.Path) field.ErrorList {
-	if len(errs) <= maxListedErrors {
-		return errs
-	}
-	more := len(errs) - maxListedErrors
-	noun := "problems"
-	if more == 1 {
-		noun = "problem"
-	}
-	return append(errs[:maxListedErrors:maxListedErrors],
-		field.Invalid(p, field.OmitValueType{}, fmt.Sprintf("and %d more %s, not listed", more, noun)))
+	return configinput.CapFieldErrors(errs, p), warnings
 }
 
 // warningText is a render warning as an admission warning: the field path of the document it
@@ -149,30 +130,15 @@ func renderErrors(work *cabpiv1.IgnitionConfigSpec, role ignition.Role, version 
 		}
 		return errs, out.Warnings
 	}
-	findings := ignition.Findings(err)
-	if len(findings) == 0 {
+	errs := configinput.FieldErrors(err, p)
+	if len(errs) == 0 {
 		return field.ErrorList{field.InternalError(p, fmt.Errorf("rendering the %s configuration: %w", role, err))}, nil
-	}
-	errs := make(field.ErrorList, 0, len(findings))
-	for _, f := range findings {
-		errs = append(errs, fieldError(f, p))
 	}
 	var rep *ignition.Report
 	if errors.As(err, &rep) {
 		return errs, rep.Warnings
 	}
 	return errs, nil
-}
-
-// fieldError is a finding of the render as a field error at its field path. The value is the
-// renderer's Value, which it sets only where the value cannot be secret: a document, a kubeadm
-// section, a file's content, a command or a URL with credentials may carry them.
-func fieldError(f *ignition.Error, p *field.Path) *field.Error {
-	var value any = field.OmitValueType{}
-	if f.Value != nil {
-		value = f.Value
-	}
-	return field.Invalid(f.Place.FieldPath(p), value, f.Detail())
 }
 
 // documentPath is the spec's section of a provisioning document: butane or containerLinuxConfig.

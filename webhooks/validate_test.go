@@ -222,16 +222,16 @@ func TestValidateRefusesBadInputs(t *testing.T) {
 	assert.Equal(t, "/usr/local/bin/tool", byField["spec.files[0].path"].BadValue)
 }
 
-// A spec with more problems than are listed gets the first maxListedErrors and a count of the
+// A spec with more problems than are listed gets the first configinput.MaxListedFindings and a count of the
 // rest, on the spec.
 func TestValidateCapsTheList(t *testing.T) {
 	spec := &cabpiv1.IgnitionConfigSpec{}
-	for i := range maxListedErrors + 3 {
+	for i := range configinput.MaxListedFindings + 3 {
 		spec.Files = append(spec.Files, cabpiv1.File{Path: fmt.Sprintf("relative/%d", i), Content: "x"})
 	}
 	errs, _ := validateSpec(specCheck{spec: spec, path: field.NewPath("spec"), kubernetesVersion: configinput.DefaultKubernetesVersion})
-	require.Len(t, errs, maxListedErrors+1)
-	last := errs[maxListedErrors]
+	require.Len(t, errs, configinput.MaxListedFindings+1)
+	last := errs[configinput.MaxListedFindings]
 	assert.Equal(t, "spec", last.Field)
 	assert.Contains(t, last.Detail, "and 3 more problems")
 }

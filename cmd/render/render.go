@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/cmd/internal/cliinput"
@@ -45,19 +47,20 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.BoolVar(&opts.Butane, "butane", false, "print the rendered config as a Butane document instead of Ignition JSON")
 	fs.StringVar(&opts.Platform, "platform", "", "platform the data is for, as spec.platform (aws, azure, gcp, hetzner, openstack, vsphere, docker); "+
 		"sets the user-data limit and whether the data may be compressed; default: the file's spec.platform, else none known (no limit, compressed)")
-	doc, err := cliinput.ParseArgs(fs, args, "Usage: cabpi render -f config.yaml [--name NAME] [--kubernetes-version v1.34.0] [--role worker|init|control-plane] [--platform aws|...|docker] [--butane]",
+	data, err := cliinput.ParseArgs(fs, args, "Usage: cabpi render -f config.yaml [--name NAME] [--kubernetes-version v1.34.0] [--role worker|init|control-plane] [--platform aws|...|docker] [--butane]",
 		&opts.File, stdin)
 	if err != nil {
 		return err
 	}
-	sel, err := selectConfig(doc, opts.Name)
+	sel, err := selectConfig(data, opts.Name)
 	if err != nil {
 		return err
 	}
-	spec, err := configinput.SpecFromYAML(sel.config)
+	doc, err := configinput.ReadDocument(sel.config)
 	if err != nil {
 		return err
 	}
+	spec := doc.Spec
 	if opts.Platform != "" {
 		if spec.Platform, err = configinput.ParsePlatform(opts.Platform); err != nil {
 			return fmt.Errorf("--platform: %w", err)
@@ -69,7 +72,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	out, err := configinput.RenderOfflineFor(context.Background(), spec, role, opts.KubernetesVersion, sel.delivery, stderr)
 	if err != nil {
-		return err
+		return refused(doc, err)
 	}
 	printSize(stderr, out, spec, sel.delivery)
 	printKubernetes(stderr, out, spec, opts.KubernetesVersion)
@@ -142,3 +145,42 @@ func printKubernetes(w io.Writer, out ignition.Output, spec *cabpiv1.IgnitionCon
 		fmt.Fprintf(w, "  %s\n", u)
 	}
 }
+
+// Refusal is every finding of a config that does not render, each at its field path, as
+// admission lists them (up to configinput.MaxListedFindings, the rest counted): one run of
+// `cabpi render` tells the user all that kubectl apply would refuse.
+type Refusal struct {
+	// Config names the config: "IgnitionConfigTemplate workers".
+	Config string
+	// Problems is how many findings there are; Errors lists them, capped.
+	Problems int
+	Errors   field.ErrorList
+}
+
+func (r *Refusal) Error() string {
+	var b strings.Builder
+	noun := "problems"
+	if r.Problems == 1 {
+		noun = "problem"
+	}
+	fmt.Fprintf(&b, "%s does not render: %d %s", r.Config, r.Problems, noun)
+	for _, e := range r.Errors {
+		b.WriteString("\n  " + e.Error())
+	}
+	return b.String()
+}
+
+// refused is the render's error as a Refusal listing its findings; an error that carries none
+// (not the input's) as it is.
+func refused(doc configinput.Document, err error) error {
+	errs := configinput.FieldErrors(err, doc.SpecPath)
+	if len(errs) == 0 {
+		return err
+	}
+	config := doc.Kind
+	if doc.Name != "" {
+		config += " " + doc.Name
+	}
+	return &Refusal{Config: config, Problems: len(errs), Errors: configinput.CapFieldErrors(errs, doc.SpecPath)}
+}
+

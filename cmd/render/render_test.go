@@ -179,7 +179,7 @@ func TestRenderRejectsBadInput(t *testing.T) {
 		{
 			name:    "invalid container linux config reports its line",
 			yaml:    "kind: IgnitionConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1alpha1\nspec:\n  containerLinuxConfig:\n    inline: |\n      storage:\n        files:\n          - path: /x\n            mode: rw\n",
-			wantErr: "containerLinuxConfig: the Container Linux Config does not transpile: yaml: unmarshal errors: line 4: cannot unmarshal",
+			wantErr: "spec.containerLinuxConfig.inline: Invalid value: the Container Linux Config does not transpile: yaml: unmarshal errors: line 4: cannot unmarshal",
 		},
 		{
 			name:    "butane and container linux config",
@@ -453,4 +453,45 @@ spec: {variant: ` + variant + `}
 	_, stderr, err = run(t, "-f", write(cluster("fcos", "      ignition: {version: \"2.3\", storageType: UnencryptedUserData}")), "--name", "demo-md-0")
 	require.NoError(t, err, stderr)
 	require.Contains(t, stderr, "platform aws (AWSMachineTemplate demo-md-0), limit 16384")
+}
+
+// The three independent mistakes of the renderer's and the webhook's tests, through the command:
+// one run names all three at their field paths, as admission would, and prints no config.
+func TestRenderListsEveryFinding(t *testing.T) {
+	out, _, err := run(t, "-f", filepath.Join("testdata", "three-mistakes.yaml"))
+	require.Error(t, err)
+	require.Empty(t, out, "nothing may be printed for bad input")
+	var refusal *Refusal
+	require.ErrorAs(t, err, &refusal)
+	require.Equal(t, 3, refusal.Problems)
+	var fields []string
+	for _, e := range refusal.Errors {
+		fields = append(fields, e.Field)
+	}
+	require.ElementsMatch(t, []string{"spec.template.spec.butane.inline", "spec.template.spec.files[0].path",
+		"spec.template.spec.joinConfiguration.discovery.tlsBootstrapToken"}, fields)
+	lines := strings.Split(err.Error(), "\n")
+	require.Equal(t, "IgnitionConfigTemplate workers does not render: 3 problems", lines[0])
+	require.Len(t, lines, 4, "one line per finding: %s", err)
+	for i, f := range fields {
+		require.True(t, strings.HasPrefix(lines[i+1], "  "+f+": "), "line %d names its field: %q", i+1, lines[i+1])
+	}
+}
+
+// More findings than admission lists: the same number listed, the rest counted on the spec.
+func TestRenderCapsTheFindings(t *testing.T) {
+	var files strings.Builder
+	for i := range configinput.MaxListedFindings + 3 {
+		fmt.Fprintf(&files, "  - {path: relative/%d, content: x}\n", i)
+	}
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("kind: IgnitionConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1alpha1\nmetadata: {name: c}\nspec:\n  files:\n"+files.String()), 0o644))
+	_, _, err := run(t, "-f", p)
+	var refusal *Refusal
+	require.ErrorAs(t, err, &refusal)
+	require.Equal(t, configinput.MaxListedFindings+3, refusal.Problems)
+	require.Len(t, refusal.Errors, configinput.MaxListedFindings+1)
+	last := refusal.Errors[configinput.MaxListedFindings]
+	require.Equal(t, "spec", last.Field)
+	require.Contains(t, last.Detail, "and 3 more problems")
 }

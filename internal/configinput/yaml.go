@@ -5,35 +5,52 @@ import (
 	"fmt"
 	"io"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
 
-// SpecFromYAML reads the spec of an IgnitionConfig or the template spec of an IgnitionConfigTemplate.
-func SpecFromYAML(doc []byte) (*cabpiv1.IgnitionConfigSpec, error) {
+// Document is an IgnitionConfig or IgnitionConfigTemplate read from YAML: its kind and name, and
+// the spec with its field path (spec, or spec.template.spec), where findings are reported.
+type Document struct {
+	Kind, Name string
+	Spec       *cabpiv1.IgnitionConfigSpec
+	SpecPath   *field.Path
+}
+
+// ReadDocument reads an IgnitionConfig or IgnitionConfigTemplate (strictly: an unknown field is
+// an error).
+func ReadDocument(doc []byte) (Document, error) {
 	var meta struct {
 		Kind string `json:"kind"`
 	}
 	if err := utilyaml.Unmarshal(doc, &meta); err != nil {
-		return nil, fmt.Errorf("reading the YAML: %w", err)
+		return Document{}, fmt.Errorf("reading the YAML: %w", err)
 	}
 	switch meta.Kind {
 	case "IgnitionConfig":
 		c := &cabpiv1.IgnitionConfig{}
 		if err := utilyaml.UnmarshalStrict(doc, c); err != nil {
-			return nil, fmt.Errorf("reading the IgnitionConfig: %w", err)
+			return Document{}, fmt.Errorf("reading the IgnitionConfig: %w", err)
 		}
-		return &c.Spec, nil
+		return Document{Kind: meta.Kind, Name: c.Name, Spec: &c.Spec, SpecPath: field.NewPath("spec")}, nil
 	case "IgnitionConfigTemplate":
 		t := &cabpiv1.IgnitionConfigTemplate{}
 		if err := utilyaml.UnmarshalStrict(doc, t); err != nil {
-			return nil, fmt.Errorf("reading the IgnitionConfigTemplate: %w", err)
+			return Document{}, fmt.Errorf("reading the IgnitionConfigTemplate: %w", err)
 		}
-		return &t.Spec.Template.Spec, nil
+		return Document{Kind: meta.Kind, Name: t.Name, Spec: &t.Spec.Template.Spec,
+			SpecPath: field.NewPath("spec", "template", "spec")}, nil
 	}
-	return nil, fmt.Errorf("kind %q is neither IgnitionConfig nor IgnitionConfigTemplate", meta.Kind)
+	return Document{}, fmt.Errorf("kind %q is neither IgnitionConfig nor IgnitionConfigTemplate", meta.Kind)
+}
+
+// SpecFromYAML reads the spec of an IgnitionConfig or the template spec of an IgnitionConfigTemplate.
+func SpecFromYAML(doc []byte) (*cabpiv1.IgnitionConfigSpec, error) {
+	d, err := ReadDocument(doc)
+	return d.Spec, err
 }
 
 // RenderOffline renders spec for role the way the controller would, with placeholder
