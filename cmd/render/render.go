@@ -183,4 +183,3 @@ func refused(doc configinput.Document, err error) error {
 	}
 	return &Refusal{Config: config, Problems: len(errs), Errors: configinput.CapFieldErrors(errs, doc.SpecPath)}
 }
-
