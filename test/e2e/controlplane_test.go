@@ -134,10 +134,11 @@ func (lc *lbCluster) answersOnNewConnections(t *testing.T, n int) error {
 	return nil
 }
 
-// waitMachines waits until every Machine has joined (Running, nodeRef, NodeHealthy).
+// waitMachines waits until every Machine has joined (Running, nodeRef, NodeHealthy); when they do
+// not in time, it logs each one's state and its node's diagnosis (dumpState).
 func waitMachines(t *testing.T, machines []*clusterv1.Machine, within time.Duration) {
 	t.Helper()
-	require.Eventually(t, func() bool {
+	joined := func() bool {
 		for _, m := range machines {
 			cur := &clusterv1.Machine{}
 			if mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(m), cur) != nil {
@@ -152,7 +153,19 @@ func waitMachines(t *testing.T, machines []*clusterv1.Machine, within time.Durat
 			cur.DeepCopyInto(m)
 		}
 		return true
-	}, within, time.Second, "control-plane Machines joined")
+	}
+	if assert.Eventually(t, joined, within, time.Second, "control-plane Machines joined") {
+		return
+	}
+	current := make([]clusterv1.Machine, 0, len(machines))
+	for _, m := range machines {
+		cur := &clusterv1.Machine{}
+		if mgmt.Client.Get(context.Background(), client.ObjectKeyFromObject(m), cur) == nil {
+			current = append(current, *cur)
+		}
+	}
+	dumpState(t, mgmt.Client, current)
+	t.FailNow()
 }
 
 // etcdClient is a client of an etcd whose CA is ca, with a client certificate of that CA.
@@ -185,7 +198,7 @@ func (lc *lbCluster) etcdMembers(t *testing.T, machines []*clusterv1.Machine) []
 	require.NoError(t, secret.Certificates{ca}.Lookup(t.Context(), mgmt.Client, client.ObjectKeyFromObject(lc.cluster)))
 	var endpoints []string
 	for _, m := range machines {
-		endpoints = append(endpoints, "https://"+net.JoinHostPort(instanceOf(m).Address.String(), "2379"))
+		endpoints = append(endpoints, "https://"+net.JoinHostPort(instanceOf(t, m).Address.String(), "2379"))
 	}
 	c := etcdClient(t, ca, endpoints...)
 	var names []string
@@ -290,7 +303,7 @@ func TestControlPlane(t *testing.T) {
 				// while kubeadm join still runs its last phases (etcd, marking the control plane);
 				// the taint and the sentinel follow within seconds (a warm CI run saw the check
 				// lose that race on a loaded host).
-				inst := instanceOf(m)
+				inst := instanceOf(t, m)
 				assert.EventuallyWithT(t, func(c *assert.CollectT) {
 					node, err := wc.CoreV1().Nodes().Get(t.Context(), m.Name, metav1.GetOptions{})
 					if !assert.NoError(c, err) {
@@ -345,7 +358,7 @@ func TestControlPlane(t *testing.T) {
 			}
 
 			// 5. One control-plane node's power cut: the endpoint still answers, a new worker joins.
-			down := instanceOf(machines[1])
+			down := instanceOf(t, machines[1])
 			require.NoError(t, down.Kill())
 			// Two rounds of the three backends: each new connection the load balancer tries on
 			// the powered-off node must go on to a live one.

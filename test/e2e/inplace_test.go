@@ -109,7 +109,7 @@ type nodeBefore struct {
 func prepareNode(t *testing.T, m *clusterv1.Machine) nodeBefore {
 	t.Helper()
 	ctx := t.Context()
-	inst := instanceOf(m)
+	inst := instanceOf(t, m)
 	require.NotNil(t, inst)
 	archive := filepath.Join(os.Getenv("CABPI_RELEASE_DIR"), "cabpi-image-"+cabpiVersion+".oci.tar")
 	file, err := os.Open(archive)
@@ -308,7 +308,7 @@ func TestInPlaceUpdate(t *testing.T) {
 				updated = waitUpdatedInPlace(t, deployment, kubernetesVersion, names(machines))
 				assertKept(t, before, updated)
 				for i := range updated {
-					inst := instanceOf(&updated[i])
+					inst := instanceOf(t, &updated[i])
 					tc.installed(t, inst, kubernetesVersion)
 					assertKubernetesOnNode(t, inst, kubernetesVersion)
 					assert.Equal(t, 1, kubeadmStarts(t, inst), "kubeadm.service ran once, at first boot")
@@ -319,7 +319,7 @@ func TestInPlaceUpdate(t *testing.T) {
 			t.Run("reboot after the update", func(t *testing.T) {
 				m := &updated[0]
 				testReboot(t, m)
-				inst := instanceOf(m)
+				inst := instanceOf(t, m)
 				tc.installed(t, inst, kubernetesVersion)
 				assertKubernetesOnNode(t, inst, kubernetesVersion)
 				node, err := workloadC.CoreV1().Nodes().Get(t.Context(), m.Status.NodeRef.Name, metav1.GetOptions{})
@@ -407,7 +407,7 @@ func TestInPlaceUpdateRefusesATamperedImage(t *testing.T) {
 	_, ready := nodeReady(node)
 	assert.True(t, ready, "and Ready")
 	assert.False(t, node.Spec.Unschedulable, "and takes Pods again")
-	inst := instanceOf(&m)
+	inst := instanceOf(t, &m)
 	assertSysextMerged(t, inst, previousKubernetesVersion)
 	assertKubernetesOnNode(t, inst, previousKubernetesVersion)
 	assert.False(t, exists(t, inst, "/opt/extensions/kubernetes/kubernetes-"+kubernetesVersion+"-x86-64.raw"),

@@ -191,8 +191,8 @@ func logKubeadm(t *testing.T, inst *provider.Instance) {
 // boot per point, then boots it once more for the bootstrap to finish.
 func interruptedBoots(t *testing.T, m *clusterv1.Machine, controlPlane bool, points ...cutPoint) *provider.Instance {
 	t.Helper()
-	require.Eventually(t, func() bool { return instanceOf(m) != nil }, 2*time.Minute, time.Second, "the node of %s is made", m.Name)
-	inst := instanceOf(m)
+	require.Eventually(t, func() bool { return instanceOf(t, m) != nil }, 2*time.Minute, time.Second, "the node of %s is made", m.Name)
+	inst := instanceOf(t, m)
 	for _, p := range points {
 		require.NoError(t, inst.Boot(t.Context()))
 		cutAt(t, inst, controlPlane, p)

@@ -61,7 +61,7 @@ func TestKubernetesFollowsTheMachineVersion(t *testing.T) {
 			ok := t.Run("joins at "+previousKubernetesVersion, func(t *testing.T) {
 				old = waitDeployment(t, tc.f, md, 1, nil, joinWithin)
 				assertWorkerJoined(t, &old[0], "v")
-				tc.installed(t, instanceOf(&old[0]), previousKubernetesVersion)
+				tc.installed(t, instanceOf(t, &old[0]), previousKubernetesVersion)
 			})
 			require.True(t, ok, "the worker did not join: nothing to upgrade")
 
@@ -81,7 +81,7 @@ func TestKubernetesFollowsTheMachineVersion(t *testing.T) {
 				upgraded := waitDeployment(t, tc.f, md, 1, names(old), joinWithin+time.Minute)
 				require.Equal(t, kubernetesVersion, upgraded[0].Spec.Version)
 				assertWorkerJoined(t, &upgraded[0], "v")
-				tc.installed(t, instanceOf(&upgraded[0]), kubernetesVersion)
+				tc.installed(t, instanceOf(t, &upgraded[0]), kubernetesVersion)
 				assertRemoved(t, old, nil)
 				for _, o := range templates {
 					cur := o.DeepCopyObject().(client.Object)
@@ -169,7 +169,7 @@ func TestTamperedReleaseBinaryNeverRuns(t *testing.T) {
 	t.Cleanup(func() { deleteAndWait(t, machine, 3*time.Minute) })
 
 	var inst *provider.Instance
-	require.Eventually(t, func() bool { inst = instanceOf(machine); return inst != nil && inst.Running() },
+	require.Eventually(t, func() bool { inst = instanceOf(t, machine); return inst != nil && inst.Running() },
 		3*time.Minute, time.Second, "the node of %s boots", name)
 	// Never a sentinel while kubeadm runs, nor after it failed.
 	requireKubeadmFailsWithoutSentinel(t, inst, "with a tampered kubelet")

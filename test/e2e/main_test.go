@@ -59,11 +59,21 @@ const kubernetesVersion = "v1.34.4"
 const previousKubernetesVersion = "v1.33.13"
 
 // runWrites is about what a run writes to the host's disk once the images are there: the
-// machines' upper layers and containerd copies (up to some 5 GiB at once), with room to spare.
+// machines' upper layers and containerd copies on their disks (up to some 5 GiB at once), with
+// room to spare.
 const runWrites = 8 << 30
+
+// nodeDiskSize is each node's disk, a sparse file of the host's (nspawn.Spec.DiskSize): what its
+// kubelet sees as its file system. A node writes 1 to 2 GiB (containerd's copy of the images
+// among it), far from the kubelet's eviction thresholds (10% and 15% free) and image garbage
+// collection (85% used).
+const nodeDiskSize = 16 << 30
 
 // suitePrefix is the /24 the suite owns: the bridge holds its first address, the nodes the next.
 var suitePrefix = netip.MustParsePrefix("10.213.87.0/24")
+
+// workPrefix begins the name of each run's work directory in the host's temporary directory.
+const workPrefix = "cabpi-e2e-"
 
 const (
 	namespace   = "e2e"
@@ -157,12 +167,17 @@ func run(m *testing.M) int {
 		return 1
 	}
 
-	// What machines of an earlier run left in the host's cgroups goes (nothing runs in it).
+	// What machines of an earlier run left in the host's cgroups goes (nothing runs in it), and
+	// the disks of a run killed before its clean-up.
 	if err := nspawn.RemoveStaleCgroups(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	work, err := os.MkdirTemp("", "cabpi-e2e-")
+	if err := nspawn.RemoveStaleDisks(filepath.Join(os.TempDir(), workPrefix)); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	work, err := os.MkdirTemp("", workPrefix)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -202,6 +217,7 @@ func run(m *testing.M) int {
 			KubeBinDir: kubeBin, EtcdBin: os.Getenv("CABPI_ETCD_BIN"), PauseBin: os.Getenv("CABPI_PAUSE_BIN")}},
 		Network:   network,
 		Dir:       filepath.Join(work, "nodes"),
+		DiskSize:  nodeDiskSize,
 		Artifacts: artifactsDir(),
 	}
 	// Every node is removed whatever happened (its journal kept in the artifacts), then what is
@@ -215,10 +231,10 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
-	// The nodes' kubelets count the host's free space as theirs: a run that would leave less than
-	// their eviction threshold fails here, saying so, rather than waiting for Machines that never
-	// become healthy. The images are built (and stale ones pruned) by now; the machines' layers
-	// and containerd copies are what the run still writes.
+	// The nodes' disks are sparse files: a host without room for what the run writes onto them
+	// fails here, saying so, rather than failing the nodes' writes. The images are built (and
+	// stale ones pruned) by now; the machines' layers and containerd copies are what the run
+	// still writes.
 	if err := nspawn.CheckHostDisk(work, runWrites); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1

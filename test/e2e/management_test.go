@@ -197,7 +197,7 @@ func bootManagementCluster(t *testing.T, f flavor) *managementCluster {
 		s.Butane = cabpiv1.ButaneSpec{Inline: kubeProxySnippet(t, f)}
 	})
 	waitMachines(t, []*clusterv1.Machine{node}, joinWithin+2*time.Minute)
-	inst := instanceOf(node)
+	inst := instanceOf(t, node)
 	require.NotNil(t, inst)
 	require.Eventually(t, func() bool {
 		out, _ := onNode(t, inst, "systemctl", "is-active", "kube-proxy.service")

@@ -74,6 +74,24 @@ func assertNoUnitFailed(t *testing.T, inst *provider.Instance, when string) {
 	}
 }
 
+// assertOwnDisk checks that the node's kubelet sees the node's own disk, not the host's: its
+// Node's ephemeral storage (the kubelet's nodefs) is about the size of the disk the test
+// infrastructure gave it, so what it counts as free is what the node left free, whatever the
+// host's other users do with the host's disk (docs/adr/036-nodes-with-disks-of-their-own.md).
+func assertOwnDisk(t *testing.T, node *corev1.Node, inst *provider.Instance) {
+	t.Helper()
+	size := inst.Spec.DiskSize
+	require.Positive(t, size, "the node of %s has a disk of its own", node.Name)
+	capacity := node.Status.Capacity[corev1.ResourceEphemeralStorage]
+	assert.LessOrEqual(t, capacity.Value(), size, "Node %s: the kubelet's file system is the node's disk (%d bytes), not the host's", node.Name, size)
+	assert.Greater(t, capacity.Value(), size*9/10, "Node %s: the kubelet's file system is the node's disk (%d bytes)", node.Name, size)
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeDiskPressure {
+			assert.Equal(t, corev1.ConditionFalse, c.Status, "Node %s has no DiskPressure: %s", node.Name, c.Message)
+		}
+	}
+}
+
 // assertWorkerJoined checks a joined worker from both ends: Cluster API's Machine, the Node the
 // node's kubelet registered, and the node itself (what cabpi's output made of it).
 func assertWorkerJoined(t *testing.T, m *clusterv1.Machine, release string) {
@@ -85,7 +103,7 @@ func assertWorkerJoined(t *testing.T, m *clusterv1.Machine, release string) {
 func assertWorkerJoinedIn(t *testing.T, c client.Client, m *clusterv1.Machine, release string) {
 	t.Helper()
 	ctx := t.Context()
-	inst := instanceOf(m)
+	inst := instanceOf(t, m)
 	require.NotNil(t, inst, "the node of Machine %s", m.Name)
 
 	// Cluster API's side.
@@ -101,6 +119,7 @@ func assertWorkerJoinedIn(t *testing.T, c client.Client, m *clusterv1.Machine, r
 	assert.Equal(t, m.Spec.ProviderID, node.Spec.ProviderID, "the Node reports the Machine's provider ID")
 	assert.Equal(t, m.Spec.Version, node.Status.NodeInfo.KubeletVersion, "the kubelet runs the Machine's version")
 	assert.Contains(t, node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: inst.Address.String()})
+	assertOwnDisk(t, node, inst)
 	registered := nodes.registered(m.Name)
 	require.NotNil(t, registered, "the suite saw Node %s registered", m.Name)
 	assert.Contains(t, registered.Spec.Taints, corev1.Taint{Key: ignition.UninitializedTaintKey, Effect: corev1.TaintEffect(ignition.UninitializedTaintEffect)},
@@ -167,7 +186,7 @@ func recordTiming(t *testing.T, f flavor, m *clusterv1.Machine) {
 	if mgmt.Client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name}, nm) == nil && nm.Status.BootTime != nil {
 		row.boot = since(nm.Status.BootTime.Time)
 	}
-	if inst := instanceOf(m); inst != nil {
+	if inst := instanceOf(t, m); inst != nil {
 		if v, err := onNode(t, inst, "systemctl", "show", "kubeadm.service", "--value", "-p", "ExecMainExitTimestamp", "--timestamp=us+utc"); err == nil {
 			if at, err := time.Parse("Mon 2006-01-02 15:04:05.000000 MST", v); err == nil {
 				row.kubeadmExit = since(at)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -234,7 +235,8 @@ func waitDeploymentIn(t *testing.T, c client.Client, ns, md string, want int, no
 	return machines
 }
 
-// dumpState logs what a failed wait needs: each Machine's, config's and NspawnMachine's conditions.
+// dumpState logs what a failed wait needs: each Machine's, config's and NspawnMachine's
+// conditions, and its node's diagnosis.
 func dumpState(t *testing.T, c client.Client, machines []clusterv1.Machine) {
 	t.Helper()
 	for _, m := range machines {
@@ -247,17 +249,45 @@ func dumpState(t *testing.T, c client.Client, machines []clusterv1.Machine) {
 		if err := c.Get(t.Context(), types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name}, nm); err == nil {
 			t.Logf("NspawnMachine %s: %+v", nm.Name, nm.Status.Conditions)
 		}
-		// A node without a Node: what its bootstrap and kubelet said (CI keeps no artifacts).
-		if inst := instanceOf(&m); inst != nil && !m.Status.NodeRef.IsDefined() && inst.Booted() {
-			journal, err := onNode(t, inst, "journalctl", "--no-pager", "-b", "-u", "kubeadm", "-u", "kubelet", "-n", "80", "-o", "short-monotonic")
-			t.Logf("the last of the journal of kubeadm and the kubelet on %s (%v):\n%s", inst.Name, err, journal)
+		// Not instanceOf: this is the diagnosis, now.
+		inst := instances.Get(types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name})
+		if inst != nil && inst.Booted() {
+			t.Logf("diagnosis of the node %s:\n%s", inst.Name, inst.Diagnosis(t.Context()))
 		}
 	}
 }
 
-// instanceOf is the Machine's node, nil when it has none (never made, or removed).
-func instanceOf(m *clusterv1.Machine) *provider.Instance {
-	return instances.Get(types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name})
+// instanceOf is the Machine's node, nil when it has none (never made, or removed). The test that
+// asks for a node logs the node's diagnosis if it fails.
+func instanceOf(t *testing.T, m *clusterv1.Machine) *provider.Instance {
+	inst := instances.Get(types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name})
+	if inst != nil {
+		diagnoseOnFailure(t, inst)
+	}
+	return inst
+}
+
+// diagnosing holds the nodes each test logs the diagnosis of if it fails, once each.
+var diagnosing sync.Map
+
+// diagnoseOnFailure logs the node's diagnosis (nspawn.Machine.Diagnosis: units failed or still
+// starting or stopping, queued jobs, the end of its journal) when the test ends failed, so that a
+// wait on a node that timed out says why, in CI's output too (CI keeps no artifacts).
+func diagnoseOnFailure(t *testing.T, inst *provider.Instance) {
+	type key struct {
+		t    *testing.T
+		inst *provider.Instance
+	}
+	if _, seen := diagnosing.LoadOrStore(key{t, inst}, true); seen {
+		return
+	}
+	t.Cleanup(func() {
+		defer diagnosing.Delete(key{t, inst})
+		if t.Failed() {
+			// The test's context is done by now.
+			t.Logf("diagnosis of the node %s:\n%s", inst.Name, inst.Diagnosis(context.Background()))
+		}
+	})
 }
 
 // scale sets the MachineDeployment's replicas.

@@ -137,7 +137,7 @@ func topologyVersionUpgrade(t *testing.T, ns string, inPlace bool) {
 		recordTiming(t, f, &old[0])
 		require.Equal(t, previousKubernetesVersion, old[0].Spec.Version)
 		assertWorkerJoined(t, &old[0], "class")
-		assertSysextMerged(t, instanceOf(&old[0]), previousKubernetesVersion)
+		assertSysextMerged(t, instanceOf(t, &old[0]), previousKubernetesVersion)
 	})
 	require.True(t, ok, "the worker did not join: nothing to upgrade")
 
@@ -160,14 +160,14 @@ func topologyVersionUpgrade(t *testing.T, ns string, inPlace bool) {
 		if inPlace {
 			updated := waitUpdatedInPlace(t, deployment, kubernetesVersion, names(old))
 			assertKept(t, []nodeBefore{kept}, updated)
-			assertSysextMerged(t, instanceOf(&updated[0]), kubernetesVersion)
-			assertKubernetesOnNode(t, instanceOf(&updated[0]), kubernetesVersion)
+			assertSysextMerged(t, instanceOf(t, &updated[0]), kubernetesVersion)
+			assertKubernetesOnNode(t, instanceOf(t, &updated[0]), kubernetesVersion)
 		} else {
 			upgraded := waitDeploymentIn(t, mgmt.Client, ns, deployment.Name, 1, names(old), joinWithin+2*time.Minute)
 			recordTiming(t, f, &upgraded[0])
 			require.Equal(t, kubernetesVersion, upgraded[0].Spec.Version)
 			assertWorkerJoined(t, &upgraded[0], "class")
-			assertSysextMerged(t, instanceOf(&upgraded[0]), kubernetesVersion)
+			assertSysextMerged(t, instanceOf(t, &upgraded[0]), kubernetesVersion)
 			assertRemoved(t, old, nil)
 		}
 		for _, o := range templates {

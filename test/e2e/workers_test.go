@@ -101,7 +101,7 @@ func assertRemoved(t *testing.T, before []clusterv1.Machine, kept []string) {
 		if slices.Contains(kept, m.Name) {
 			continue
 		}
-		assert.Nil(t, instanceOf(m), "the node of the removed Machine %s is powered off and removed", m.Name)
+		assert.Nil(t, instanceOf(t, m), "the node of the removed Machine %s is powered off and removed", m.Name)
 		assert.Eventually(t, func() bool { return nodeGone(t.Context(), m.Name) }, 2*time.Minute, time.Second,
 			"Cluster API deletes the Node of the removed Machine %s", m.Name)
 	}
@@ -111,7 +111,7 @@ func assertRemoved(t *testing.T, before []clusterv1.Machine, kept []string) {
 // run again, the kubelet comes back with the client certificate it got at join, and the Node is
 // Ready again.
 func testReboot(t *testing.T, m *clusterv1.Machine) {
-	inst := instanceOf(m)
+	inst := instanceOf(t, m)
 	require.NotNil(t, inst)
 	certBefore, err := onNode(t, inst, "sha256sum", "/var/lib/kubelet/pki/kubelet-client-current.pem")
 	require.NoError(t, err)
@@ -170,7 +170,7 @@ func TestLostJoinToken(t *testing.T) {
 				return mgmt.Client.Get(ctx, client.ObjectKeyFromObject(machine), cur) == nil &&
 					ptr.Deref(cur.Status.Initialization.InfrastructureProvisioned, false)
 			}, 2*time.Minute, time.Second, "Machine %s provisioned", name)
-			inst := instanceOf(machine)
+			inst := instanceOf(t, machine)
 			require.NotNil(t, inst)
 			tokenID := tokenOnNode(t, filepath.Join(inst.Root(), ignition.KubeadmConfigPath))
 			require.NoError(t, workloadC.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, "bootstrap-token-"+tokenID, metav1.DeleteOptions{}))
@@ -256,7 +256,7 @@ func TestInfrastructureRefusesOtherBootstrapFormats(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == infrav1.BootstrapDataInvalidReason &&
 			strings.Contains(c.Message, `format "cloud-config"`)
 	}, time.Minute, time.Second, "NspawnMachine %s reports BootstrapDataInvalid", name)
-	assert.Nil(t, instanceOf(machine), "no instance")
+	assert.Nil(t, instanceOf(t, machine), "no instance")
 	cur := &clusterv1.Machine{}
 	require.NoError(t, mgmt.Client.Get(ctx, client.ObjectKeyFromObject(machine), cur))
 	assert.False(t, ptr.Deref(cur.Status.Initialization.InfrastructureProvisioned, false), "the Machine is not provisioned")

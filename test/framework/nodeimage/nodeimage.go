@@ -292,8 +292,8 @@ const keepUnused = 2 * time.Hour
 
 // pruneSiblings removes the images of dir's kind (its name but the key: flavor, role, version)
 // that no run has used for keepUnused. Each change of an image's content is a new key: without
-// this the cache would grow by a set of images (some 3 GiB) for each such change, and the
-// nodes' kubelets count the host's free space as theirs (nspawn.CheckHostDisk).
+// this the cache would grow by a set of images (some 3 GiB) for each such change, until the host
+// has no room left for what a run writes (nspawn.CheckHostDisk).
 func (b Builder) pruneSiblings(dir string) {
 	name := filepath.Base(dir)
 	i := strings.LastIndex(name, "-")

@@ -50,36 +50,20 @@ func RaiseHostLimits() (restore func() error, err error) {
 	return restore, nil
 }
 
-// kubeletMinFreeFraction is the kubelet's default hard eviction threshold for its image file
-// system (imagefs.available<15%; nodefs is 10%), the stricter of the two.
-const kubeletMinFreeFraction = 0.15
-
-// CheckHostDisk makes sure the file system that holds dir stays above the kubelets' eviction
-// threshold once a run has written need bytes to it. A machine's file systems are the host's:
-// every node's kubelet counts the host's free space as its own, and below 15% free it reports
-// DiskPressure (Cluster API's NodeHealthy is then false) and tries to evict its pods, the
-// control plane's static pods among them. Failing here says so; a run would otherwise time out
-// waiting for Machines that never become healthy.
+// CheckHostDisk makes sure the file system that holds dir has room for what a run writes (need
+// bytes). The machines' disks are sparse files there (disk.go): each node's kubelet sees its own
+// disk, so how full the host is means nothing to its eviction thresholds, but every block a node
+// writes is one of the host's, and a host that runs out fails the nodes' writes (I/O errors on
+// their disks). Failing here says so, with the numbers, before any node boots.
 func CheckHostDisk(dir string, need uint64) error {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return fmt.Errorf("statfs %s: %w", dir, err)
 	}
-	size, free := st.Blocks*uint64(st.Bsize), st.Bavail*uint64(st.Bsize)
-	if short := diskShortfall(size, free, need); short > 0 {
-		return fmt.Errorf("the file system of %s has %d MiB free of %d MiB: the nodes' kubelets see it as theirs and "+
-			"report DiskPressure below %.0f%% free, and the run writes about %d MiB; free at least %d MiB more",
-			dir, free>>20, size>>20, kubeletMinFreeFraction*100, need>>20, short>>20)
+	free := st.Bavail * uint64(st.Bsize)
+	if free < need {
+		return fmt.Errorf("the file system of %s has %d MiB free, and the run writes about %d MiB onto its nodes' disks: "+
+			"free at least %d MiB more", dir, free>>20, need>>20, (need-free)>>20)
 	}
 	return nil
-}
-
-// diskShortfall is how many bytes a file system of size bytes with free bytes free lacks to stay
-// above the kubelets' threshold after need more are written; 0 when it does not.
-func diskShortfall(size, free, need uint64) uint64 {
-	floor := uint64(float64(size)*kubeletMinFreeFraction) + need
-	if free >= floor {
-		return 0
-	}
-	return floor - free
 }

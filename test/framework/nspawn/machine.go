@@ -53,6 +53,10 @@ type Spec struct {
 	// systemd (exec); empty lets systemd-nspawn find systemd (--boot). Either way systemd is
 	// PID 1 and the machine powers off on SIGRTMIN+3, as on --boot.
 	Init string
+	// DiskSize gives the machine a disk of its own of that many bytes (disk.go): a sparse file
+	// beside Dir, mounted at Dir, so that everything the machine writes, and what its kubelet
+	// reads of its free space, is on it. 0 leaves the machine on the host's file system.
+	DiskSize int64
 	// LoopDevices gives the machine /dev/loop-control and that many loop devices (/dev/loop0 on),
 	// which systemd-sysext attaches extension images to; systemd-nspawn gives a machine none. The
 	// kernel's loop devices are shared with the host: each machine that merges an image holds one
@@ -76,6 +80,8 @@ type Machine struct {
 	mu      sync.Mutex
 	boot    *boot
 	cgroups *machineCgroups
+	// disk is the machine's own disk (Spec.DiskSize), nil on the host's file system.
+	disk *disk
 }
 
 // cgroupName names the machine's own cgroups (cgroups.go): its name, and its directory's hash
@@ -117,14 +123,21 @@ func (m *Machine) up() *boot {
 // the initramfs applies it. Boot boots it.
 func Prepare(ctx context.Context, s Spec) (*Machine, error) {
 	m := &Machine{Spec: s, root: filepath.Join(s.Dir, "root")}
+	if s.DiskSize > 0 {
+		d, err := createDisk(ctx, s.Dir+diskSuffix, s.Dir, s.DiskSize)
+		if err != nil {
+			return nil, fmt.Errorf("the disk of %s: %w", s.Name, err)
+		}
+		m.disk = d
+	}
 	for _, d := range []string{"upper", "work", "root"} {
 		if err := os.MkdirAll(filepath.Join(s.Dir, d), 0o755); err != nil {
-			return nil, err
+			return nil, errors.Join(err, m.Remove(ctx))
 		}
 	}
 	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", s.Image, filepath.Join(s.Dir, "upper"), filepath.Join(s.Dir, "work"))
 	if err := syscall.Mount("overlay", m.root, "overlay", 0, opts); err != nil {
-		return nil, fmt.Errorf("mounting the root of %s: %w", s.Name, err)
+		return nil, errors.Join(fmt.Errorf("mounting the root of %s: %w", s.Name, err), m.Remove(ctx))
 	}
 	if err := m.provide(); err != nil {
 		_ = m.Remove(ctx)
@@ -397,8 +410,8 @@ func (m *Machine) Kill() error {
 	return waitLinkGone(veth, 30*time.Second)
 }
 
-// Remove powers the machine off if needed, removes its cgroups, unmounts its root and deletes
-// its directory.
+// Remove powers the machine off if needed, removes its cgroups, unmounts its root and its disk
+// and deletes its directory.
 func (m *Machine) Remove(ctx context.Context) error {
 	errs := []error{m.PowerOff(30 * time.Second)}
 	m.mu.Lock()
@@ -411,9 +424,58 @@ func (m *Machine) Remove(ctx context.Context) error {
 	if err := syscall.Unmount(m.root, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
 		errs = append(errs, fmt.Errorf("unmounting the root of %s: %w", m.Name, err))
 	}
+	if m.disk != nil {
+		// Its file goes whole: nothing on it is deleted file by file.
+		errs = append(errs, m.disk.remove())
+	}
 	errs = append(errs, os.RemoveAll(m.Dir))
 	return errors.Join(errs...)
 }
 
 // Root is the machine's root as the host sees it (for reading what is on the node).
 func (m *Machine) Root() string { return m.root }
+
+// diagnosisLines bounds the journal a Diagnosis carries.
+const diagnosisLines = 150
+
+// Diagnosis is what a test that gave up waiting on the machine logs, so that a failure says why
+// without the artifacts (CI keeps none): while it runs, the units that are not where they should
+// be (failed, or still starting or stopping), systemd's queued jobs and the end of this boot's
+// journal; once powered off (a shutdown that hung and was cut), the end of its persistent
+// journal, which says which stop job held it. Nothing it fails to read stops it: it says so.
+func (m *Machine) Diagnosis(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var b strings.Builder
+	section := func(title string, out []byte, err error) {
+		fmt.Fprintf(&b, "--- %s of %s", title, m.Name)
+		if err != nil {
+			fmt.Fprintf(&b, " (%v)", err)
+		}
+		b.WriteString(":\n")
+		b.Write(bytes.TrimSpace(out))
+		b.WriteString("\n")
+	}
+	if !m.Running() {
+		out, err := m.JournalOffline(ctx)
+		section("powered off; the end of its journal", tail(out, diagnosisLines), err)
+		return b.String()
+	}
+	out, err := m.Exec(ctx, "systemctl", "list-units", "--all", "--no-pager", "--plain", "--no-legend",
+		"--state=failed,activating,deactivating,reloading")
+	section("units failed, starting or stopping", out, err)
+	out, err = m.Exec(ctx, "systemctl", "list-jobs", "--no-pager", "--plain", "--no-legend")
+	section("systemd's queued jobs", out, err)
+	out, err = m.Exec(ctx, "journalctl", "--no-pager", "-b", "-o", "short-monotonic", "-n", strconv.Itoa(diagnosisLines))
+	section("the end of this boot's journal", out, err)
+	return b.String()
+}
+
+// tail is the last n lines of out.
+func tail(out []byte, n int) []byte {
+	lines := bytes.Split(bytes.TrimRight(out, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return bytes.Join(lines, []byte("\n"))
+}

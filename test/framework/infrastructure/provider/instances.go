@@ -33,8 +33,11 @@ type Instances struct {
 	Kubernetes nodeimage.Kubernetes
 	// Network is the suite's bridge; instances get its machine addresses in order.
 	Network nspawn.Network
-	// Dir holds the instances' roots.
+	// Dir holds the instances' roots, each on a disk of its own.
 	Dir string
+	// DiskSize is the size of each instance's disk (nspawn.Spec.DiskSize): a sparse file in Dir,
+	// so the host pays only for what the node writes.
+	DiskSize int64
 	// Artifacts receives each instance's console and, when it is removed, the journal of
 	// kubeadm and the kubelet.
 	Artifacts string
@@ -151,6 +154,7 @@ func (s *Instances) Create(ctx context.Context, key types.NamespacedName, spec I
 		Ignition: spec.Ignition, Console: console,
 		CopiedDirs: []string{nodeimage.ContainerdDir},
 		Init:       nodeimage.Init,
+		DiskSize:   s.DiskSize,
 		// A stock image gets Kubernetes from its bootstrap data, the system extension among the
 		// ways: systemd-sysext needs a loop device to attach the image to.
 		LoopDevices: stockLoopDevices(spec.Flavor),
