@@ -142,7 +142,7 @@ func build(ctx context.Context, o buildOptions) (v1.ImageIndex, error) {
 			Entrypoint: []string{binaryPath},
 			User:       o.user,
 			Labels:     map[string]string{"org.opencontainers.image.version": o.version},
-			Created: o.created,
+			Created:    o.created,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("the image for %s: %w", p, err)
