@@ -5,11 +5,11 @@
 # (test/framework/bootcheck, ADR 029); gettext-base (envsubst), which the cloud providers' Flatcar
 # pattern runs in the bootstrap script make test runs; util-linux (nsenter) and
 # systemd-container (systemd-nspawn) and debootstrap for the real-node suite (make e2e), plus
-# iproute2 for its bridge and squashfs-tools (mksquashfs) for the Kubernetes system extension
-# images it serves its nodes.
+# iproute2 for its bridge, squashfs-tools (mksquashfs) for the Kubernetes system extension
+# images it serves its nodes and e2fsprogs (mkfs.ext4) for each node's own disk (ADR 036).
 set -euo pipefail
 
-packages=(libblkid-dev systemd util-linux gettext-base systemd-container debootstrap iproute2 squashfs-tools)
+packages=(libblkid-dev systemd util-linux gettext-base systemd-container debootstrap iproute2 squashfs-tools e2fsprogs)
 
 missing=()
 for p in "${packages[@]}"; do

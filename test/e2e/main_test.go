@@ -169,7 +169,7 @@ func run(m *testing.M) int {
 
 	// What machines of an earlier run left in the host's cgroups goes (nothing runs in it), and
 	// the disks of a run killed before its clean-up.
-	if err := nspawn.RemoveStaleCgroups(); err != nil {
+	if err := nspawn.RemoveStaleCgroups(""); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
@@ -222,7 +222,7 @@ func run(m *testing.M) int {
 	}
 	// Every node is removed whatever happened (its journal kept in the artifacts), then what is
 	// left of the machines' cgroups (undo runs in reverse).
-	undo = append(undo, nspawn.RemoveStaleCgroups)
+	undo = append(undo, func() error { return nspawn.RemoveStaleCgroups("") })
 	undo = append(undo, func() error { return instances.Close(context.Background()) })
 	// The images are built (or found in the cache) before any Machine asks.
 	for _, f := range []infrav1.Flavor{infrav1.FlavorFlatcar, infrav1.FlavorFCOS, infrav1.FlavorFlatcarStock, infrav1.FlavorFCOSStock} {

@@ -195,8 +195,10 @@ const machineCgroupPrefix = "cabpi-machine-"
 
 // RemoveStaleCgroups removes the groups machines of an earlier run left below this process's
 // groups (a run that was killed, or a machine whose processes took longer than
-// cgroupsEmptyWithin to go); a group with processes in it stays.
-func RemoveStaleCgroups() error {
+// cgroupsEmptyWithin to go), those whose machine's name begins with prefix ("" for every
+// machine's: the real-node suite, of which one runs at a time); a group with processes in it
+// stays.
+func RemoveStaleCgroups(prefix string) error {
 	hs, err := ownHierarchies()
 	if err != nil {
 		return fmt.Errorf("finding the suite's cgroups: %w", err)
@@ -209,7 +211,7 @@ func RemoveStaleCgroups() error {
 			continue
 		}
 		for _, e := range entries {
-			if e.IsDir() && strings.HasPrefix(e.Name(), machineCgroupPrefix) {
+			if e.IsDir() && strings.HasPrefix(e.Name(), machineCgroupPrefix+prefix) {
 				if err := removeCgroupTree(filepath.Join(h.dir, e.Name())); err != nil && !errors.Is(err, syscall.EBUSY) {
 					errs = append(errs, err)
 				}

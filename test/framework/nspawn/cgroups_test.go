@@ -21,7 +21,7 @@ func TestMachineCgroups(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, hs, "the suite is in at least one mounted hierarchy")
 
-	name := "cabpi-test-" + filepath.Base(t.TempDir())
+	name := uniqueName(t, "cabpi-test")
 	groups, err := newMachineCgroups(name)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = groups.remove() })
@@ -69,18 +69,25 @@ func cgroupPaths(t *testing.T, data string) map[string]string {
 
 // Groups an earlier run's machines left are removed, with what is below them; others stay.
 func TestRemoveStaleCgroups(t *testing.T) {
-	stale, err := newMachineCgroups(machineCgroupPrefix + "stale-" + filepath.Base(t.TempDir()))
+	prefix := uniqueName(t, "stale")
+	stale, err := newMachineCgroups(machineCgroupPrefix + prefix + "-a")
 	require.NoError(t, err)
-	other, err := newMachineCgroups("cabpi-other-" + filepath.Base(t.TempDir()))
+	// A machine's, of another suite (another prefix): left alone.
+	another, err := newMachineCgroups(machineCgroupPrefix + uniqueName(t, "another"))
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = stale.remove(); _ = other.remove() })
+	other, err := newMachineCgroups(uniqueName(t, "cabpi-other"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = stale.remove(); _ = another.remove(); _ = other.remove() })
 	for _, d := range stale.dirs {
 		require.NoError(t, os.Mkdir(filepath.Join(d, "init.scope"), 0o755))
 	}
 
-	require.NoError(t, RemoveStaleCgroups())
+	require.NoError(t, RemoveStaleCgroups(prefix))
 	for _, d := range stale.dirs {
 		assert.NoDirExists(t, d)
+	}
+	for _, d := range another.dirs {
+		assert.DirExists(t, d, "another suite's machine")
 	}
 	for _, d := range other.dirs {
 		assert.DirExists(t, d, "not a machine's")

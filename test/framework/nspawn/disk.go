@@ -171,7 +171,8 @@ func (d *disk) remove() error {
 }
 
 // attached says whether the disk's loop device still holds its file: false once the file system
-// is unmounted everywhere (autoclear). For tests of the clean-up.
+// is unmounted everywhere (autoclear), whatever file the device was given since (another disk's,
+// of another run). For tests of the clean-up.
 func (d *disk) attached() (bool, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/sys/block/loop%d/loop/backing_file", d.index))
 	if errors.Is(err, os.ErrNotExist) {
@@ -180,7 +181,8 @@ func (d *disk) attached() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return strings.TrimSpace(string(data)) != "", nil
+	// A file deleted while attached is named with " (deleted)" after it.
+	return strings.TrimSuffix(strings.TrimSpace(string(data)), " (deleted)") == d.image, nil
 }
 
 // waitDetached waits up to timeout for the disk's loop device to let its file go.

@@ -267,6 +267,9 @@ func (m *Machine) systemdGroupDir() (string, error) {
 // link whose index host0 names as its peer; "" for a machine without one.
 func (m *Machine) hostVeth() (string, error) {
 	iflink, err := m.NodePath("/sys/class/net/host0/iflink")
+	if errors.Is(err, errNoInit) {
+		return "", nil // no init, no network namespace of its own: nothing to wait for
+	}
 	if err != nil {
 		return "", err
 	}

@@ -1,12 +1,12 @@
 package nspawn
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -140,10 +140,11 @@ func TestKillThawsSelfFrozenGroups(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(container, freezerState), []byte("FROZEN"), 0o644))
 
 	require.NoError(t, m.Kill())
-	require.NoError(t, syscall.Kill(child, syscall.SIGKILL))
+	// Dead: gone, or a zombie until whoever inherited it reaps it (this test's PID 1 may reap
+	// orphans only every few seconds, or never).
 	require.Eventually(t, func() bool {
-		_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(child)))
-		return err != nil
+		st, err := ReadProcessState(child)
+		return err != nil || st.State == 'Z'
 	}, 10*time.Second, 10*time.Millisecond, "the process of the self-frozen group dies")
 	require.NoError(t, groups.remove())
 }
@@ -152,10 +153,17 @@ func TestKillThawsSelfFrozenGroups(t *testing.T) {
 // removed when the test ends: the test starts a plain process in them.
 func machineInOwnCgroups(t *testing.T, name string) (*Machine, *machineCgroups) {
 	t.Helper()
-	m := &Machine{Spec: Spec{Name: name + "-" + filepath.Base(t.TempDir())}}
+	m := &Machine{Spec: Spec{Name: uniqueName(t, name)}}
 	groups, err := newMachineCgroups(m.cgroupName())
 	require.NoError(t, err)
 	m.cgroups = groups
 	t.Cleanup(func() { _ = groups.remove() })
 	return m, groups
+}
+
+// uniqueName is name made unique to the test and the process: two go test processes (or two
+// tests of one) never share a machine's cgroups. t.TempDir's parent is named after the test
+// and made unique by os.MkdirTemp.
+func uniqueName(t *testing.T, name string) string {
+	return fmt.Sprintf("%s-%d-%s", name, os.Getpid(), filepath.Base(filepath.Dir(t.TempDir())))
 }

@@ -265,6 +265,10 @@ func (m *Machine) start(argv []string) error {
 	return nil
 }
 
+// errNoInit: systemd-nspawn runs, but has not started the machine's init yet (or it has gone):
+// the machine has no namespaces of its own at that moment.
+var errNoInit = errors.New("no init yet")
+
 // pid1 is the host PID of the machine's systemd: the one child of systemd-nspawn.
 func (m *Machine) pid1() (int, error) {
 	b := m.up()
@@ -277,7 +281,7 @@ func (m *Machine) pid1() (int, error) {
 	}
 	fields := strings.Fields(string(data))
 	if len(fields) == 0 {
-		return 0, fmt.Errorf("%s has no init yet", m.Name)
+		return 0, fmt.Errorf("%s: %w", m.Name, errNoInit)
 	}
 	return strconv.Atoi(fields[0])
 }
