@@ -14,13 +14,19 @@ fi
 CACHE_ROOT="${CABPI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cabpi}"
 dest="$CACHE_ROOT/tools/ignition-${IGNITION_VER}"
 
-if [[ -x "$dest/ignition" && -L "$dest/ignition-apply" ]]; then
+cached() { [[ -x "$dest/ignition" && -L "$dest/ignition-apply" ]]; }
+if cached; then
   echo "$dest/ignition-apply"
   exit 0
 fi
 
+mkdir -p "$(dirname "$dest")"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+# The build goes into a directory next to $dest (the same file system), renamed into place once
+# complete: a run never sees half a build, and never removes one another run may be using.
+stage="$(mktemp -d "$dest.build.XXXXXX")"
+trap 'rm -rf "$work" "$stage"' EXIT
+chmod 755 "$stage" # mktemp's 700 would be the cached directory's mode
 export CGO_ENABLED=1 GOWORK=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
 echo "building ignition ${IGNITION_VER} into $dest (once; a few minutes)" >&2
@@ -31,12 +37,19 @@ echo "building ignition ${IGNITION_VER} into $dest (once; a few minutes)" >&2
   # Ignition reports its version from this variable; without it the binary says "was not built properly".
   go build -trimpath \
     -ldflags "-s -w -X github.com/coreos/ignition/v2/internal/version.Raw=${IGNITION_VER}" \
-    -o "$work/out/ignition" github.com/coreos/ignition/v2/internal
+    -o "$stage/ignition" github.com/coreos/ignition/v2/internal
 )
-ln -s ignition "$work/out/ignition-apply"
+ln -s ignition "$stage/ignition-apply"
 
-# Move into place only after a complete build, so a failed run never looks cached.
-mkdir -p "$(dirname "$dest")"
-rm -rf "$dest.tmp" "$dest"
-mv "$work/out" "$dest.tmp" && mv "$dest.tmp" "$dest"
+# rename(2) of a directory fails when $dest exists and is not empty: a concurrent run finished
+# first, and its build stands (ours goes with the trap). An incomplete $dest (left by an older
+# version of this script) is moved aside first; no run uses it.
+if ! mv -T "$stage" "$dest" 2>/dev/null; then
+  if ! cached; then
+    aside="$(mktemp -u "$dest.broken.XXXXXX")"
+    mv -T "$dest" "$aside" 2>/dev/null && rm -rf "$aside"
+    mv -T "$stage" "$dest" 2>/dev/null || true
+  fi
+  cached || { echo "cannot move the build into $dest" >&2; exit 1; }
+fi
 echo "$dest/ignition-apply"

@@ -14,6 +14,8 @@ import (
 	runtimecatalog "sigs.k8s.io/cluster-api/api/runtime/catalog"
 	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
 	"sigs.k8s.io/cluster-api/exp/runtime/server"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv/freeport"
 )
 
 // Extension is a test's Runtime Extension: Cluster API's extension server
@@ -95,15 +97,12 @@ func (e *Extension) Stop() error {
 	return errors.Join(err, os.RemoveAll(e.dir))
 }
 
-// FreeLoopbackPort is a loopback port nothing listens on at the time of the call (the
-// extension server takes a port number, not a listener).
+// FreeLoopbackPort is a loopback port nothing listens on, and that nothing else takes before a
+// server of the caller's listens on it (the extension server takes a port number, not a
+// listener): see package freeport.
 func FreeLoopbackPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Loopback()
 	if err != nil {
-		return 0, fmt.Errorf("runtimesdk: finding a free port: %w", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
 		return 0, fmt.Errorf("runtimesdk: finding a free port: %w", err)
 	}
 	return port, nil

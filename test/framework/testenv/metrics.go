@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -17,17 +18,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv/freeport"
 )
 
-// FreeLocalAddress returns 127.0.0.1:<port> with a port nobody listens on now, for a server
-// (the manager's metrics endpoint) that takes an address rather than a listener.
+// FreeLocalAddress returns 127.0.0.1:<port> with a port nobody listens on, for a server (the
+// manager's metrics endpoint) that takes an address rather than a listener: a port of package
+// freeport, which nothing else takes before the server listens on it.
 func FreeLocalAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Loopback()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("testenv: a free local address: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil
 }
 
 // ServiceAccountToken creates the ServiceAccount namespace/name (unless it exists) and returns

@@ -31,8 +31,12 @@ func TestNoChurnAfterConvergence(t *testing.T) {
 		fx.WaitForCondition(t, f.Namespace, name, cabpiv1.ReadyCondition, metav1.ConditionTrue, cabpiv1.ReadyReason)
 	}
 	joinNode(t, joined)
-	// Let the reconciles the join caused settle.
-	time.Sleep(time.Second)
+	// The reconciles the join caused, and a token check that read the Machine before it, have
+	// written by the time both configs, their data and the joined node's token have gone a check
+	// interval unwritten. (The waiting node's token is refreshed every interval, by design.)
+	joinedData, _ := fx.DataSecret(t, f.Namespace, "joined")
+	joinedID := joinedData.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
+	quiet(t, checkInterval, append(configObjects(f.Namespace, "joined", joinedID), configObjects(f.Namespace, "waiting", "")...)...)
 
 	type snapshot struct {
 		configs, dataSecrets map[string]string // name → resourceVersion
@@ -79,8 +83,6 @@ func TestNoChurnAfterConvergence(t *testing.T) {
 	assert.Equal(t, before.configs, after.configs, "no config writes")
 	assert.Equal(t, before.dataSecrets, after.dataSecrets, "no data Secret writes")
 	require.Len(t, after.tokens, 2)
-	joinedData, _ := fx.DataSecret(t, f.Namespace, "joined")
-	joinedID := joinedData.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 	for id, tok := range after.tokens {
 		was := before.tokens[id]
 		if id == joinedID {

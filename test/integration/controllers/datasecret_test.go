@@ -32,6 +32,11 @@ func TestDeletedDataSecret(t *testing.T) {
 		fx.WaitForCondition(t, f.Namespace, name, cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 	}
 	joinNode(t, joined)
+	// A reconcile of the joined config that read its Machine before the join would take the
+	// deleted data for data to render again: none is under way once the config, its data and its
+	// token have gone a check interval unwritten (its token would otherwise have been refreshed).
+	joinedData, _ := fx.DataSecret(t, f.Namespace, "joined")
+	quiet(t, checkInterval, configObjects(f.Namespace, "joined", joinedData.Annotations[cabpiv1.BootstrapTokenIDAnnotation])...)
 
 	pending, _ := fx.DataSecret(t, f.Namespace, "pending")
 	for _, name := range []string{"pending", "joined"} {

@@ -114,6 +114,14 @@ func TestLostJoinToken(t *testing.T) {
 		patch := client.MergeFrom(latest.DeepCopy())
 		latest.Spec.ProviderID = "test:///w0"
 		require.NoError(t, env.Client.Patch(ctx, latest, patch))
+		// The controller reads Machines from the manager's cache: a reconcile that does not see
+		// the providerID yet takes the Machine for not provisioned, and renders new data once the
+		// token is gone.
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			cached := &clusterv1.Machine{}
+			assert.NoError(c, env.Manager.GetClient().Get(ctx, client.ObjectKeyFromObject(m), cached))
+			assert.Equal(c, "test:///w0", cached.Spec.ProviderID, "cabpi's manager cache has the providerID")
+		}, eventually, tick)
 		before, _ := fx.DataSecret(t, f.Namespace, "w0")
 		id := before.Annotations[cabpiv1.BootstrapTokenIDAnnotation]
 		deleteToken(t, id)

@@ -2,6 +2,8 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,7 +64,10 @@ func fileIn(t *testing.T, data []byte, path string) string {
 }
 
 // joinNode plays the machine's node joining: the Node exists and CAPI has set the Machine's
-// nodeRef.
+// nodeRef. It returns once cabpi's manager cache has the nodeRef too: the controller reads
+// Machines from that cache, and a reconcile that reads the Machine without it takes the node for
+// not joined (refreshes its token, renders deleted data again). A reconcile that read it before
+// may still be under way: quiet waits that out.
 func joinNode(t *testing.T, machine *clusterv1.Machine) {
 	t.Helper()
 	_, err := env.MarkMachineNodeJoined(t.Context(), machine)
@@ -70,8 +75,59 @@ func joinNode(t *testing.T, machine *clusterv1.Machine) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		m := &clusterv1.Machine{}
 		assert.NoError(c, env.Client.Get(t.Context(), client.ObjectKeyFromObject(machine), m))
-		assert.True(c, m.Status.NodeRef.IsDefined())
+		assert.True(c, m.Status.NodeRef.IsDefined(), "the Machine has a nodeRef")
+		cached := &clusterv1.Machine{}
+		assert.NoError(c, env.Manager.GetClient().Get(t.Context(), client.ObjectKeyFromObject(machine), cached))
+		assert.True(c, cached.Status.NodeRef.IsDefined(), "cabpi's manager cache has the Machine's nodeRef")
 	}, eventually, tick)
+}
+
+// checkInterval is how often the controller looks at the join token of delivered data (every
+// TTL/3), with a margin for a reconcile under way when the interval ends. Within it, the token
+// of a node that has not joined is refreshed (less than 5/6 of the TTL is left by then).
+const checkInterval = tokenTTL/3 + 2*time.Second
+
+// quiet waits until none of objs has been written for period (their resourceVersions stay the
+// same that long); objs give the objects' types, namespaces and names, and are not changed. A
+// reconcile that read the world before the test changed it (a join, an annotation) and writes
+// after shows up as a write, which starts the period again. With a period of checkInterval the
+// controller's periodic token check has also looked at the objects in it: a token it would
+// refresh is not quiet.
+func quiet(t *testing.T, period time.Duration, objs ...client.Object) {
+	t.Helper()
+	last, since := "", time.Now()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		versions := make([]string, 0, len(objs))
+		for _, o := range objs {
+			got := o.DeepCopyObject().(client.Object)
+			if !assert.NoError(c, env.Client.Get(t.Context(), client.ObjectKeyFromObject(o), got)) {
+				return
+			}
+			versions = append(versions, fmt.Sprintf("%T %s %s", o, client.ObjectKeyFromObject(o), got.GetResourceVersion()))
+		}
+		if now := strings.Join(versions, ", "); now != last {
+			last, since = now, time.Now()
+		}
+		assert.GreaterOrEqual(c, time.Since(since), period, "written within the last %s: %s", period, last)
+	}, period+eventually, tick, "the objects keep being written")
+}
+
+// configObjects are the IgnitionConfig ns/name, its data Secret and, when tokenID is not "",
+// its join token Secret: what a reconcile of the config writes (for quiet).
+func configObjects(ns, name, tokenID string) []client.Object {
+	objs := []client.Object{
+		&cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+	}
+	if tokenID != "" {
+		objs = append(objs, tokenObject(tokenID))
+	}
+	return objs
+}
+
+// tokenObject is the join token Secret of tokenID (for quiet).
+func tokenObject(tokenID string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + tokenID}}
 }
 
 // eventsFor are the events regarding the config ns/name with reason.

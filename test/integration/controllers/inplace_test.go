@@ -114,10 +114,14 @@ func TestInPlaceUpdate(t *testing.T) {
 		settled(t, &cabpiv1.IgnitionConfig{}, client.ObjectKey{Namespace: f.Namespace, Name: name})
 		setInPlaceUpdate(t, f.Namespace, name, true, func(s *cabpiv1.IgnitionConfigSpec) { s.Kubernetes.Sysext.BaseURL = mirrorB })
 	}
+	// A reconcile that read the config before the annotation has written by now: a token refresh
+	// writes the token Secret alone, so the configs, their data and their tokens go a whole token
+	// check interval unwritten (the periodic check would have refreshed the tokens in it).
+	var written []client.Object
 	for _, name := range []string{"provisioned", "early"} {
-		// A reconcile that read the config before the annotation has written by now.
-		settled(t, &cabpiv1.IgnitionConfig{}, client.ObjectKey{Namespace: f.Namespace, Name: name})
+		written = append(written, configObjects(f.Namespace, name, delivered[name].tokenID)...)
 	}
+	quiet(t, checkInterval, written...)
 	before := map[string]seen{"provisioned": look("provisioned"), "early": look("early")}
 	setVersion(t, provisioned, "v1.34.1")
 	setVersion(t, early, "v1.34.1")

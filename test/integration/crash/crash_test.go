@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -133,19 +134,22 @@ func TestCrashConsistency(t *testing.T) {
 	for i := range kills {
 		m := startManager(t, kubeconfig, filepath.Join(logDir, fmt.Sprintf("run-%03d.log", i)))
 		createBatch(batch)
+		// The kill moment is counted from when the manager works, not from when it was started:
+		// however long a loaded machine takes to start it, it is killed at work.
+		m.waitUntilWorking(t)
+		if i == kills-1 {
+			// And at least one of the killed managers rendered something: should none of the
+			// others have, the last one is killed only once it did.
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				assert.Positive(c, configsWithData(c, ns), "the manager renders nothing (log in %s)", m.log)
+			}, 3*time.Minute, 100*time.Millisecond)
+		}
 		time.Sleep(time.Duration(50+rnd.IntN(1500)) * time.Millisecond)
 		m.kill(t)
 	}
 	createBatch(len(pending))
 	// The kills interrupted a manager at work, not only managers starting up.
-	rendered := &cabpiv1.IgnitionConfigList{}
-	require.NoError(t, env.Client.List(ctx, rendered, client.InNamespace(ns)))
-	done := 0
-	for _, cfg := range rendered.Items {
-		if ptr.Deref(cfg.Status.Initialization.DataSecretCreated, false) {
-			done++
-		}
-	}
+	done := configsWithData(t, ns)
 	t.Logf("%d of %d configs had data when the kills ended", done, len(names))
 	if kills > 0 {
 		require.Positive(t, done, "the killed managers rendered nothing: kill later")
@@ -203,9 +207,23 @@ func TestCrashConsistency(t *testing.T) {
 	assert.Len(t, perConfig, workers+controlPlanes-1+1, "every join (workers, control-plane joins, the pool) has its token")
 }
 
+// configsWithData counts the configs in ns whose status says their data Secret was created.
+func configsWithData(t require.TestingT, ns string) int {
+	list := &cabpiv1.IgnitionConfigList{}
+	require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(ns)))
+	n := 0
+	for _, cfg := range list.Items {
+		if ptr.Deref(cfg.Status.Initialization.DataSecretCreated, false) {
+			n++
+		}
+	}
+	return n
+}
+
 // manager is one run of the cabpi binary.
 type manager struct {
 	cmd  *exec.Cmd
+	log  string // where its output goes
 	done chan struct{}
 }
 
@@ -217,9 +235,37 @@ func startManager(t *testing.T, kubeconfig, logFile string) *manager {
 		"--diagnostics-address=0", "--health-probe-bind-address=0", "--concurrency=10")
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
-	m := &manager{cmd: cmd, done: make(chan struct{})}
+	m := &manager{cmd: cmd, log: logFile, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); _ = out.Close(); close(m.done) }()
 	return m
+}
+
+// workersStarted is what controller-runtime logs (JSON, the manager's default) once a
+// controller's caches have synced and its workers start taking reconciles; the IgnitionConfig
+// controller is named ignitionconfig.
+var workersStarted = regexp.MustCompile(`"msg":"Starting workers".*"controller":"ignitionconfig"`)
+
+// waitUntilWorking waits until the manager's IgnitionConfig controller reconciles, as its log
+// says (workersStarted).
+func (m *manager) waitUntilWorking(t *testing.T) {
+	t.Helper()
+	const timeout = 3 * time.Minute
+	for deadline := time.Now().Add(timeout); ; {
+		out, err := os.ReadFile(m.log)
+		require.NoError(t, err)
+		if workersStarted.Match(out) {
+			return
+		}
+		select {
+		case <-m.done:
+			// The test's temporary directory goes with the test, and CI keeps nothing: the end
+			// of the log says why.
+			out, _ = os.ReadFile(m.log)
+			require.Fail(t, "the manager exited before its IgnitionConfig controller started", "its log ends:\n%s", out[max(len(out)-4096, 0):])
+		case <-time.After(20 * time.Millisecond):
+		}
+		require.True(t, time.Now().Before(deadline), "the manager's IgnitionConfig controller did not start its workers within %s (log in %s)", timeout, m.log)
+	}
 }
 
 // kill sends SIGKILL: the process gets no chance to finish anything it started.

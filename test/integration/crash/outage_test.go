@@ -58,7 +58,19 @@ func TestAPIServerOutage(t *testing.T) {
 		}
 	}
 	add(10)
-	time.Sleep(300 * time.Millisecond) // some of them are being reconciled
+	// The cut is to hit a manager at work: it has connections through the proxy and has written
+	// to some of the configs.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Positive(c, proxy.liveConnections(), "the manager has no connection through the proxy")
+		written := 0
+		for _, name := range names {
+			cfg := &cabpiv1.IgnitionConfig{}
+			if assert.NoError(c, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cfg)) && len(cfg.Status.Conditions) > 0 {
+				written++
+			}
+		}
+		assert.Positive(c, written, "the manager has written no condition yet (log in %s)", m.log)
+	}, 2*time.Minute, 20*time.Millisecond)
 	proxy.cut()
 	add(10) // arrive while the API server is away from the manager
 	time.Sleep(3 * time.Second)
@@ -128,6 +140,11 @@ func (p *tcpProxy) serve(l net.Listener) {
 					_, _ = io.Copy(pair[0], pair[1])
 					pair[0].Close()
 					pair[1].Close()
+					// Closed: no longer live (nor counted when the proxy is cut).
+					p.mu.Lock()
+					delete(p.conns, pair[0])
+					delete(p.conns, pair[1])
+					p.mu.Unlock()
 				}()
 			}
 		}
@@ -160,6 +177,14 @@ func (p *tcpProxy) restore(t *testing.T) {
 	p.serve(l)
 }
 
+// liveConnections counts the manager's connections the proxy forwards now.
+func (p *tcpProxy) liveConnections() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns) / 2 // each is the manager's end and the API server's
+}
+
+// cutConnections counts the connections (each end) that cuts broke.
 func (p *tcpProxy) cutConnections() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()

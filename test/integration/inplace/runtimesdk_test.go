@@ -18,6 +18,7 @@ import (
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/cluster-api/exp/runtime/server"
 	"sigs.k8s.io/cluster-api/feature"
+	"sigs.k8s.io/cluster-api/util/conditions"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/runtimesdk"
 )
@@ -116,7 +117,23 @@ func TestExtensionConfigDiscoveryFails(t *testing.T) {
 	require.NoError(t, env.Client.Create(ctx, ec))
 	t.Cleanup(func() { _ = client.IgnoreNotFound(env.Client.Delete(context.Background(), ec)) })
 
-	_, err = env.WaitForExtension(ctx, "untrusted", 3*time.Second)
+	// However long the reconciler takes to get to it: its verdict on this generation, whatever it
+	// is, then that it is a failure, and why.
+	var discovered *metav1.Condition
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got := &runtimev1.ExtensionConfig{}
+		if !assert.NoError(c, env.Client.Get(ctx, client.ObjectKeyFromObject(ec), got)) {
+			return
+		}
+		discovered = conditions.Get(got, runtimev1.ExtensionConfigDiscoveredCondition)
+		if assert.NotNil(c, discovered, "condition Discovered not written yet") {
+			assert.Equal(c, got.Generation, discovered.ObservedGeneration, "condition Discovered not written for this generation yet")
+		}
+	}, timeout, tick)
+	assert.Equal(t, metav1.ConditionFalse, discovered.Status, "Discovered: %s", discovered.Message)
+	assert.Contains(t, discovered.Message, "certificate")
+	// WaitForExtension says so too: its first look already sees the verdict.
+	_, err = env.WaitForExtension(ctx, "untrusted", time.Second)
 	require.ErrorContains(t, err, "discovery failed")
 	require.ErrorContains(t, err, "certificate")
 	assert.Empty(t, env.RuntimeClient.Registered("untrusted"))
