@@ -152,6 +152,10 @@ E2E_KUBERNETES_VERSION ?= $(KUBERNETES_VERSION)
 E2E_ETCD_VERSION ?= $(ETCD_VERSION)
 E2E_KUBERNETES_PREVIOUS ?= $(KUBERNETES_PREVIOUS)
 E2E_TIMEOUT ?= 60m
+# How many of the real-node tests run at once (go test -parallel): they mostly wait (for
+# kubelets, kubeadm, Cluster API), so more than the cores, within the memory of the machine
+# (docs/nodes-in-tests.md, "How long it takes").
+E2E_PARALLEL ?= 6
 
 .PHONY: e2e
 e2e: deps envtest-assets ignition-apply kustomize clusterctl ## Boot real nodes (systemd-nspawn, real kubeadm and kubelet) from cabpi's output; builds the node image and Kubernetes binaries once (cached).
@@ -168,7 +172,7 @@ e2e: deps envtest-assets ignition-apply kustomize clusterctl ## Boot real nodes 
 	CABPI_CAPI_IMAGE="$(CAPI_IMAGE_ARCHIVE)" \
 	CABPI_CLUSTERCTL="$$(bash hack/clusterctl.sh)" \
 	CABPI_KUSTOMIZE="$(KUSTOMIZE)" \
-		go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) ./test/e2e/...
+		go test $(GO_TEST_FLAGS) -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) ./test/e2e/...
 
 # The release make e2e installs with clusterctl (its image imported into the management
 # cluster's node), and Cluster API's core manager as the image its release names, packed once

@@ -225,8 +225,10 @@ func (lc *lbCluster) etcdMembers(t *testing.T, machines []*clusterv1.Machine) []
 // Secrets the user made; the node comes up with no etcd of its own and the cluster's data is in
 // the external etcd.
 func TestExternalEtcd(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavors {
 		t.Run(string(f.name), func(t *testing.T) {
+			t.Parallel()
 			lc := createLBCluster(t, "xe-"+string(f.name))
 			owner := metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: lc.cluster.Name, UID: lc.cluster.UID}
 			key := client.ObjectKeyFromObject(lc.cluster)
@@ -279,8 +281,10 @@ func TestExternalEtcd(t *testing.T) {
 //  5. one control-plane node powered off: the API still answers through the load balancer, and
 //     a worker created now joins.
 func TestControlPlane(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavors {
 		t.Run(string(f.name), func(t *testing.T) {
+			t.Parallel()
 			lc := createLBCluster(t, "cp-"+string(f.name))
 			var machines []*clusterv1.Machine
 			for i := range 3 {

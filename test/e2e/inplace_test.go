@@ -281,6 +281,7 @@ func assertKubernetesOnNode(t *testing.T, inst *provider.Instance, version strin
 // to date. A node rebooted after its update comes back on the new version without kubeadm. On the
 // flatcar-like nodes, a Butane change afterwards is declined and rolled out by replacement.
 func TestInPlaceUpdate(t *testing.T) {
+	t.Parallel()
 	inPlaceCluster(t)
 	for _, tc := range []struct {
 		f          flavor
@@ -352,6 +353,7 @@ func TestInPlaceUpdate(t *testing.T) {
 // image before anything runs it, stays on the old version and Ready, the Machine's events say
 // why, and nothing is deleted.
 func TestInPlaceUpdateRefusesATamperedImage(t *testing.T) {
+	t.Parallel()
 	inPlaceCluster(t)
 	f := stockFlatcar
 	md := "tampered-inplace"

@@ -234,6 +234,7 @@ func agentSnippet(f flavor, release string) string {
 // far as the next point before its own cut), then left to finish: a chain, because each control-
 // plane node takes a join of its own and adds an etcd member to its cluster.
 func TestInterruptedFirstBoot(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavors {
 		t.Run(string(f.name), func(t *testing.T) {
 			t.Parallel()

@@ -31,6 +31,7 @@ var (
 // ones, no template edited. The Kubernetes system extension on the flatcar-like image (merged by
 // systemd-sysext, not copied), the release binaries on the fcos-like one; side by side.
 func TestKubernetesFollowsTheMachineVersion(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		f          flavor
 		kubernetes func() cabpiv1.KubernetesSpec
@@ -157,6 +158,7 @@ func commandPath(t *testing.T, inst *provider.Instance) string {
 // before kubeadm, with no sentinel at any 200 ms look, nothing installed in /opt/bin, no kubelet
 // enabled, and no Node.
 func TestTamperedReleaseBinaryNeverRuns(t *testing.T) {
+	t.Parallel()
 	f := stockFCOS
 	ctx := t.Context()
 	name := "tampered-binary"

@@ -68,6 +68,7 @@ func poolNodesReady(t *testing.T, wc kubernetes.Interface, pool *infrav1.NspawnM
 // cluster's token cleaner removes it; then a third replica, created from the data as it is now,
 // joins: with the rotated token, the only one left.
 func TestMachinePool(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavors {
 		t.Run(string(f.name), func(t *testing.T) {
 			t.Parallel()

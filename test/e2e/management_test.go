@@ -112,6 +112,7 @@ func managementScheme(t *testing.T) *runtime.Scheme {
 //  7. clusterctl move of the workload Cluster to the suite's envtest management cluster: nothing
 //     renders again, no token is replaced, the Machines stay; a scale-up there joins.
 func TestManagementCluster(t *testing.T) {
+	t.Parallel()
 	f := flavors[0]
 	mc := bootManagementCluster(t, f)
 	repo := newLocalRepository(t)

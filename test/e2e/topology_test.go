@@ -35,6 +35,7 @@ import (
 // it runs is v1.34.4 throughout; kubelets of both versions are within its skew), and stores the
 // cluster's certificates and kubeconfig, as a control-plane provider does.
 func TestTopologyVersionUpgradesWorkers(t *testing.T) {
+	t.Parallel()
 	topologyVersionUpgrade(t, namespace, false)
 }
 
@@ -42,6 +43,7 @@ func TestTopologyVersionUpgradesWorkers(t *testing.T) {
 // (inplace_test.go): changing spec.topology.version takes the same in-place path as a
 // MachineDeployment's version, and the worker is kept, at the new version.
 func TestTopologyVersionUpdatesWorkersInPlace(t *testing.T) {
+	t.Parallel()
 	inPlaceCluster(t)
 	topologyVersionUpgrade(t, inPlaceNamespace, true)
 }

@@ -33,6 +33,7 @@ const joinWithin = 4 * time.Minute
 // Cluster API: a MachineDeployment of two joins (1), a node is rebooted (5), scaled to three and
 // back to one (2), rolled out through a new template (3). The flavors run side by side.
 func TestWorkerLifecycle(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavors {
 		t.Run(string(f.name), func(t *testing.T) {
 			t.Parallel()
@@ -151,6 +152,7 @@ func testReboot(t *testing.T, m *clusterv1.Machine) {
 // any moment, the kubeadm config stays, the Machine gets no nodeRef, and the IgnitionConfig
 // says why (JoinTokenLost).
 func TestLostJoinToken(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavors {
 		t.Run(string(f.name), func(t *testing.T) {
 			t.Parallel()
@@ -229,6 +231,7 @@ func tokenOnNode(t *testing.T, path string) string {
 // whose data Secret is not Ignition gets no instance, and its NspawnMachine's Ready condition
 // (which Cluster API mirrors into the Machine) says why.
 func TestInfrastructureRefusesOtherBootstrapFormats(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	const name = "cloud-config-data"
 	labels := map[string]string{clusterv1.ClusterNameLabel: clusterName}
