@@ -59,7 +59,15 @@ const (
 )
 
 // cutAt waits on the node's running boot until p, stops the node there and cuts its power.
-func cutAt(t *testing.T, inst *provider.Instance, controlPlane bool, p cutPoint) {
+// afterCut says the boot follows a cut: its bootstrap said what it found of the interrupted
+// attempt.
+//
+// What the boot journaled is on the node's disk before the cut: the start of kubeadm.service and,
+// after a cut, the bootstrap's decision (assertFinishedAfterCuts counts them over every boot). A
+// power cut loses what journald has not read from its sockets yet, as on a real machine, and on
+// a loaded host journald can be seconds behind; so kubeadm (or the script) is held with SIGSTOP at
+// the point, and the cut waits until journald has those lines.
+func cutAt(t *testing.T, inst *provider.Instance, controlPlane bool, p cutPoint, afterCut bool) {
 	t.Helper()
 	// Lstat: a link on the node (kubelet-client-current.pem) names a node path, not the host's.
 	has := func(name string) bool {
@@ -108,7 +116,10 @@ func cutAt(t *testing.T, inst *provider.Instance, controlPlane bool, p cutPoint)
 
 	switch p {
 	case cutInPreflight:
-		until("kubeadm runs", func() bool { return kubeadm() != nil })
+		var k *nspawn.Process
+		until("kubeadm runs", func() bool { k = kubeadm(); return k != nil })
+		stop(k.PID)
+		waitJournaled(t, inst, afterCut)
 		require.NoError(t, inst.Freeze())
 		for _, f := range []string{bootstrapKubeletConf, kubeletConfigFile, apiServerCert, kubeletConfig} {
 			require.False(t, has(f), "cut %s: kubeadm has written nothing yet, yet %s is there", p, f)
@@ -119,6 +130,7 @@ func cutAt(t *testing.T, inst *provider.Instance, controlPlane bool, p cutPoint)
 			stop(k.PID)
 		}
 		require.False(t, has(kubeletConfig), "cut %s: the kubelet has no kubelet.conf yet", p)
+		waitJournaled(t, inst, afterCut)
 		require.NoError(t, inst.Freeze())
 	case cutAfterKubeletConf:
 		// kubelet.conf written whole (the kubelet creates it, then writes it) and the client
@@ -133,6 +145,8 @@ func cutAt(t *testing.T, inst *provider.Instance, controlPlane bool, p cutPoint)
 				k = kubeadm()
 				return k != nil && has(etcdMemberDir) && bootstrapped()
 			})
+			// Its kubelet has bootstrapped: kubeadm is held there.
+			stop(k.PID)
 		} else {
 			// A worker's kubelet bootstraps through the cluster's endpoint: kubeadm is stopped
 			// while the kubelet finishes its TLS bootstrap on its own.
@@ -142,6 +156,7 @@ func cutAt(t *testing.T, inst *provider.Instance, controlPlane bool, p cutPoint)
 			stop(k.PID)
 			until("kubelet.conf", bootstrapped)
 		}
+		waitJournaled(t, inst, afterCut)
 		require.NoError(t, inst.Freeze())
 		st, err := nspawn.ReadProcessState(k.PID)
 		require.NoError(t, err, "cut %s: kubeadm has not exited", p)
@@ -166,6 +181,7 @@ func cutAt(t *testing.T, inst *provider.Instance, controlPlane bool, p cutPoint)
 			logKubeadm(t, inst)
 		}
 		require.Equal(t, 0, code, "cut %s: kubeadm exited %d", p, code)
+		waitJournaled(t, inst, afterCut)
 		require.NoError(t, inst.Freeze())
 		sentinel, err := inst.NodePath(ignition.SentinelPath)
 		require.NoError(t, err)
@@ -174,6 +190,33 @@ func cutAt(t *testing.T, inst *provider.Instance, controlPlane bool, p cutPoint)
 	require.NoError(t, inst.Kill(), "cutting the power of %s %s", inst.Name, p)
 	t.Logf("%s: power cut %s", inst.Name, p)
 }
+
+// waitJournaled waits until journald on the node has written this boot's start of
+// kubeadm.service and, on a boot after a cut, the bootstrap's decision (what cutAt explains).
+func waitJournaled(t *testing.T, inst *provider.Instance, afterCut bool) {
+	t.Helper()
+	want := []string{"Starting " + ignition.KubeadmUnitName}
+	if afterCut {
+		want = append(want, interruptedAttemptFound)
+	}
+	var journal string
+	ok := assert.Eventually(t, func() bool {
+		journal, _ = onNode(t, inst, "journalctl", "--no-pager", "--boot=0", "-u", ignition.KubeadmUnitName, "-o", "cat")
+		for _, w := range want {
+			if !strings.Contains(journal, w) {
+				return false
+			}
+		}
+		return true
+	}, 2*time.Minute, 100*time.Millisecond, "journald on %s has this boot's %q", inst.Name, want)
+	if !ok {
+		t.Logf("this boot's journal of kubeadm.service on %s:\n%s", inst.Name, journal)
+		t.FailNow()
+	}
+}
+
+// interruptedAttemptFound begins the line the bootstrap journals on a boot after a cut.
+const interruptedAttemptFound = "cabpi: interrupted attempt found: "
 
 // logKubeadm logs the node's kubeadm journal of every boot, read from its disk when it is off.
 func logKubeadm(t *testing.T, inst *provider.Instance) {
@@ -193,9 +236,9 @@ func interruptedBoots(t *testing.T, m *clusterv1.Machine, controlPlane bool, poi
 	t.Helper()
 	require.Eventually(t, func() bool { return instanceOf(t, m) != nil }, 2*time.Minute, time.Second, "the node of %s is made", m.Name)
 	inst := instanceOf(t, m)
-	for _, p := range points {
+	for i, p := range points {
 		require.NoError(t, inst.Boot(t.Context()))
-		cutAt(t, inst, controlPlane, p)
+		cutAt(t, inst, controlPlane, p, i > 0)
 	}
 	require.NoError(t, inst.Boot(t.Context()))
 	return inst
@@ -366,7 +409,7 @@ func assertFinishedAfterCuts(t *testing.T, inst *provider.Instance, cuts int) {
 	journal, _ := onNode(t, inst, "journalctl", "--no-pager", "--boot=all", "-u", ignition.KubeadmUnitName, "-o", "cat")
 	decisions := 0
 	for _, d := range []string{"kubeadm had succeeded", "the kubelet has its certificate: joined", "etcd data here: resuming kubeadm", "resetting with kubeadm reset"} {
-		decisions += strings.Count(journal, "cabpi: interrupted attempt found: "+d)
+		decisions += strings.Count(journal, interruptedAttemptFound+d)
 	}
 	assert.Equal(t, cuts, decisions, "each boot after a cut found the interrupted attempt and said what it does")
 	assert.False(t, exists(t, inst, ignition.KubeadmConfigPath), "the token-bearing kubeadm config is removed")

@@ -46,7 +46,10 @@ func poolNodesReady(t *testing.T, wc kubernetes.Interface, pool *infrav1.NspawnM
 	t.Helper()
 	require.Eventually(t, func() bool {
 		cur := &infrav1.NspawnMachinePool{}
-		if mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(pool), cur) != nil || len(cur.Spec.ProviderIDList) != replicas {
+		// The provider writes the spec's provider IDs and the status's instances in two patches:
+		// both must have every replica, or a stale status would leave the newest out of the check.
+		if mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(pool), cur) != nil ||
+			len(cur.Spec.ProviderIDList) != replicas || len(cur.Status.Instances) != replicas {
 			return false
 		}
 		for i, name := range cur.Status.Instances {
