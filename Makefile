@@ -111,7 +111,8 @@ NO_APISERVER := $(CURDIR)/.no-kube-apiserver-in-unit-tests
 # turns it off) but for the packages whose tests run their code on one goroutine, the suites
 # without it.
 RACE ?= -race
-export RACE GO_TEST_FLAGS TEST_TIMEOUT INTEGRATION_PKGS
+TEST_PACKAGES_AT_ONCE ?= 4
+export RACE GO_TEST_FLAGS TEST_TIMEOUT INTEGRATION_PKGS TEST_PACKAGES_AT_ONCE
 
 .PHONY: test-unit
 test-unit: ignition-apply ## Run the unit tests under the race detector: no kube-apiserver (renderer, inputs, webhook and controller logic, commands, the rendered units and bootstrap script).
@@ -152,10 +153,10 @@ E2E_KUBERNETES_VERSION ?= $(KUBERNETES_VERSION)
 E2E_ETCD_VERSION ?= $(ETCD_VERSION)
 E2E_KUBERNETES_PREVIOUS ?= $(KUBERNETES_PREVIOUS)
 E2E_TIMEOUT ?= 60m
-# How many of the real-node tests run at once (go test -parallel): they mostly wait (for
-# kubelets, kubeadm, Cluster API), so more than the cores, within the memory of the machine
-# (docs/nodes-in-tests.md, "How long it takes").
-E2E_PARALLEL ?= 6
+# How many of the real-node tests run at once (go test -parallel). Four keeps two cores busy
+# throughout; six starved the nodes' etcd and API servers (requests timed out, kubeadm failed)
+# and was no faster (docs/nodes-in-tests.md, "How long it takes").
+E2E_PARALLEL ?= 4
 
 .PHONY: e2e
 e2e: deps envtest-assets ignition-apply kustomize clusterctl ## Boot real nodes (systemd-nspawn, real kubeadm and kubelet) from cabpi's output; builds the node image and Kubernetes binaries once (cached).

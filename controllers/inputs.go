@@ -254,9 +254,10 @@ func (a *apiResolver) ConfigMapKey(ctx context.Context, field configinput.RefFie
 }
 
 // delivery reads how the owner's infrastructure machine hands the data to its instance. Only
-// kinds whose spec decides it (CAPA's: spec.ignition) are read, from the API server (unstructured
-// objects are not cached), at the version the API server prefers; for any other kind the kind
-// says it all. A machine not there yet, or a kind not installed, is waited for.
+// kinds whose spec decides it (CAPA's: spec.ignition) are read, from the API server (APIReader:
+// past any cache, whatever the manager caches, so no informer is started for a provider's kind),
+// at the version the API server prefers; for any other kind the kind says it all. A machine not
+// there yet, or a kind not installed, is waited for.
 func (r *Reconciler) delivery(ctx context.Context, s *scope) (configinput.Delivery, *notStored, error) {
 	ref := s.infrastructureRef()
 	if !configinput.DeliveryNeedsSpec(ref.Kind) {
@@ -272,7 +273,11 @@ func (r *Reconciler) delivery(ctx context.Context, s *scope) (configinput.Delive
 	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(mapping.GroupVersionKind)
-	err = r.Client.Get(ctx, client.ObjectKey{Namespace: s.config.Namespace, Name: ref.Name}, obj)
+	var reader client.Reader = r.Client
+	if r.APIReader != nil {
+		reader = r.APIReader
+	}
+	err = reader.Get(ctx, client.ObjectKey{Namespace: s.config.Namespace, Name: ref.Name}, obj)
 	if apierrors.IsNotFound(err) {
 		return configinput.Delivery{}, waitingForInfrastructureMachine(what + ": its spec says how the data reaches the instance"), nil
 	}

@@ -11,6 +11,9 @@
 #   - the suites that start a kube-apiserver (INTEGRATION_PKGS, the Makefile's: test/integration,
 #     test/release, test/e2e) without it: their time is the API server's and the controllers', which it would slow several times
 #     over, within the suites' own waits.
+# The second group runs TEST_PACKAGES_AT_ONCE test binaries at once (go test -p; default 4, twice
+# the cores here): its suites spend most of their time waiting on their own API servers and
+# controllers, so two at a time leave the cores idle half the time.
 # GO_TEST_FLAGS and TEST_TIMEOUT are go test's. Every group runs, whatever failed before; the
 # status is 1 when any failed.
 set -uo pipefail
@@ -37,5 +40,5 @@ run() {
   go test ${GO_TEST_FLAGS:-} $1 -timeout "${TEST_TIMEOUT:-20m}" $2 || status=1
 }
 run "${RACE--race}" "$raced"
-run "" "$(echo $plain $apiserver)"
+run "-p ${TEST_PACKAGES_AT_ONCE:-4}" "$(echo $plain $apiserver)"
 exit "$status"

@@ -62,9 +62,11 @@ func Image(files []File, cfg Config) (v1.Image, error) {
 		return nil, errors.New("an image needs at least one file")
 	}
 	created := cfg.Created.UTC()
+	// The compressed layer is kept once made: its digest, the manifest and the archive each read
+	// it, and gzip of a manager binary is most of an image's build.
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return layerTar(files, created)
-	}, tarball.WithMediaType(types.OCILayer))
+	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressedCaching)
 	if err != nil {
 		return nil, fmt.Errorf("the layer: %w", err)
 	}

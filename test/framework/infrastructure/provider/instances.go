@@ -58,7 +58,7 @@ func (s *Instances) LoadBalancer(key types.NamespacedName) (*LoadBalancer, error
 	if lb := s.lbs[key]; lb != nil {
 		return lb, nil
 	}
-	lb, err := StartLoadBalancer(s.Network.HostAddr())
+	lb, err := StartLoadBalancer(s.Network.HostAddr(), WithReadyz())
 	if err != nil {
 		return nil, err
 	}

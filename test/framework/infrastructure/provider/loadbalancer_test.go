@@ -1,10 +1,15 @@
 package provider
 
 import (
+	"crypto/tls"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,4 +109,72 @@ func TestLoadBalancerClosesWithASilentBackend(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close waits for a backend that never answers")
 	}
+}
+
+// apiServer is a TLS server like a kube-apiserver's: GET /readyz answers 200 while ready says
+// so and 500 before; GET /name answers its name.
+func apiServer(t *testing.T, name string, ready *atomic.Bool) string {
+	t.Helper()
+	s := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/readyz":
+			if !ready.Load() {
+				http.Error(w, "[-]informer-sync failed", http.StatusInternalServerError)
+				return
+			}
+			_, _ = io.WriteString(w, "ok")
+		default:
+			_, _ = io.WriteString(w, name)
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s.Listener.Addr().String()
+}
+
+// askTLS asks the load balancer's endpoint for the answering backend's name, on a new connection.
+func askTLS(t *testing.T, lb *LoadBalancer) string {
+	t.Helper()
+	host, port := lb.Endpoint()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DisableKeepAlives: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the test's own server
+	resp, err := client.Get("https://" + net.JoinHostPort(host, itoa(port)) + "/name")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// With the API servers' health checked, connections go to the ready ones while there are any: an
+// API server that accepts connections before its informers have synced answers a bootstrap
+// token's join with Unauthorized. Before any is ready, and once all are again, every backend
+// takes its turn.
+func TestLoadBalancerPrefersReadyAPIServers(t *testing.T) {
+	var aReady, bReady atomic.Bool
+	a, b := apiServer(t, "a", &aReady), apiServer(t, "b", &bReady)
+	lb, err := StartLoadBalancer(netip.MustParseAddr("127.0.0.1"), WithReadyz())
+	require.NoError(t, err)
+	defer lb.Close()
+	lb.SetBackends([]string{a, b})
+
+	seen := map[string]bool{}
+	for range 4 {
+		seen[askTLS(t, lb)] = true
+	}
+	assert.Equal(t, map[string]bool{"a": true, "b": true}, seen, "none ready: round robin over all")
+
+	aReady.Store(true)
+	require.Eventually(t, func() bool { return slices.Equal(lb.Ready(), []string{a}) }, 10*time.Second, 50*time.Millisecond,
+		"a's /readyz passes the check")
+	for range 6 {
+		assert.Equal(t, "a", askTLS(t, lb), "b is not ready: only a answers")
+	}
+
+	bReady.Store(true)
+	require.Eventually(t, func() bool { return len(lb.Ready()) == 2 }, 10*time.Second, 50*time.Millisecond)
+	seen = map[string]bool{}
+	for range 4 {
+		seen[askTLS(t, lb)] = true
+	}
+	assert.Equal(t, map[string]bool{"a": true, "b": true}, seen, "both ready: round robin")
 }
