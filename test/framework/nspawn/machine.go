@@ -331,9 +331,12 @@ func (m *Machine) WaitBooted(ctx context.Context) (string, error) {
 	}
 }
 
-// Journal is the machine's journal of units (journalctl -u each), for a test's artifacts.
+// Journal is the machine's journal of units (journalctl -u each), for a test's artifacts: of
+// every boot, whatever machine ID each had (--merge). A first boot's machine ID is transient
+// until systemd commits it; a boot whose power was cut before that wrote its journal under an
+// ID the next boot does not have, and journalctl shows only the current ID's files by default.
 func (m *Machine) Journal(ctx context.Context, units ...string) ([]byte, error) {
-	args := []string{"--no-pager", "--boot=all"}
+	args := []string{"--no-pager", "--merge"} // every boot
 	for _, u := range units {
 		args = append(args, "-u", u)
 	}
