@@ -89,23 +89,40 @@ var (
 		Help:      "Reconciles that ended with a failure a user can fix, by the DataSecretAvailable condition's reason.",
 	}, []string{"reason"})
 
-	rerenders = prometheus.NewCounter(prometheus.CounterOpts{
+	// A vector without labels: one series, as a plain counter's, that can be reset with the
+	// others (reset).
+	rerenders = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace,
 		Name:      "rerenders_total",
 		Help:      "Bootstrap data rendered again, in place, before the machine first booted from it.",
-	})
+	}, nil)
 )
 
 func init() {
 	crmetrics.Registry.MustRegister(renderDuration, renderedBytes, dataSecretsWritten, joinTokens, failures, rerenders)
-	// The operations exist from the start, at zero: a rate over them is defined before the
-	// first write, and an alert on "no creates" can tell a quiet manager from a missing series.
+	startSeries()
+}
+
+// startSeries makes the series that exist from the start, at zero: a rate over the operations
+// is defined before the first write, and an alert on "no creates" can tell a quiet manager from
+// a missing series.
+func startSeries() {
 	for _, op := range []SecretOperation{SecretCreate, SecretUpdate} {
 		dataSecretsWritten.WithLabelValues(string(op))
 	}
 	for _, op := range []TokenOperation{TokenCreate, TokenRefresh, TokenRotate} {
 		joinTokens.WithLabelValues(string(op))
 	}
+	rerenders.WithLabelValues()
+}
+
+// reset brings every series back to its start (tests count from zero, under go test -count
+// too, as a new process does).
+func reset() {
+	for _, v := range []interface{ Reset() }{renderDuration, renderedBytes, dataSecretsWritten, joinTokens, failures, rerenders} {
+		v.Reset()
+	}
+	startSeries()
 }
 
 // ObserveRender records a render whose data was stored: how long it took and how large the
@@ -133,5 +150,5 @@ func Failure(reason string) {
 
 // Rerender counts bootstrap data rendered again before its machine first booted.
 func Rerender() {
-	rerenders.Inc()
+	rerenders.WithLabelValues().Inc()
 }
