@@ -406,8 +406,7 @@ func waitBootstrapFinished(t *testing.T, inst *provider.Instance) {
 func assertFinishedAfterCuts(t *testing.T, inst *provider.Instance, cuts int) {
 	t.Helper()
 	if !assert.Equal(t, cuts+1, kubeadmStarts(t, inst), "kubeadm.service started on each boot until the bootstrap finished") {
-		dirs, _ := onNode(t, inst, "ls", "-l", "/var/log/journal")
-		t.Logf("the journals of %s, one directory per machine ID:\n%s", inst.Name, dirs)
+		logJournalDirs(t, inst)
 		logKubeadm(t, inst)
 	}
 	journal, _ := onNode(t, inst, "journalctl", "--no-pager", "--merge", "-u", ignition.KubeadmUnitName, "-o", "cat")

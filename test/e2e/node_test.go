@@ -54,12 +54,19 @@ func kubeadmStarts(t *testing.T, inst *provider.Instance) int {
 	// journalctl --grep exits 1 when nothing matches, saying so or not depending on its version.
 	if err != nil && (out == "" || strings.Contains(out, "-- No entries --")) {
 		boots, _ := onNode(t, inst, "journalctl", "--no-pager", "--list-boots")
-		dirs, _ := onNode(t, inst, "ls", "-l", "/var/log/journal")
-		t.Logf("no start of kubeadm.service in the journal of %s; the boots of its machine ID:\n%s\nits journals:\n%s", inst.Name, boots, dirs)
+		t.Logf("no start of kubeadm.service in the journal of %s; the boots of its machine ID:\n%s", inst.Name, boots)
+		logJournalDirs(t, inst)
 		return 0
 	}
 	require.NoError(t, err)
 	return strings.Count(out, "Starting kubeadm.service")
+}
+
+// logJournalDirs logs the node's journal directories, one per machine ID it had.
+func logJournalDirs(t *testing.T, inst *provider.Instance) {
+	t.Helper()
+	dirs, _ := onNode(t, inst, "ls", "-l", "/var/log/journal")
+	t.Logf("the journals of %s, one directory per machine ID:\n%s", inst.Name, dirs)
 }
 
 // assertNoUnitFailed checks that systemd on the node has started up with no failed unit, and

@@ -34,6 +34,8 @@ type LoadBalancer struct {
 	next     int
 	conns    sync.WaitGroup
 	closed   chan struct{}
+	// stopChecks ends a health check under way when the load balancer closes.
+	stopChecks context.CancelFunc
 }
 
 // dialTimeout bounds a try of one backend: a powered-off node does not answer at all.
@@ -97,23 +99,19 @@ func StartLoadBalancer(addr netip.Addr, opts ...LoadBalancerOption) (*LoadBalanc
 		lb.serve()
 	}()
 	if lb.check != nil {
+		var ctx context.Context
+		ctx, lb.stopChecks = context.WithCancel(context.Background())
 		lb.conns.Add(1)
 		go func() {
 			defer lb.conns.Done()
-			lb.checkHealth()
+			lb.checkHealth(ctx)
 		}()
 	}
 	return lb, nil
 }
 
 // checkHealth checks every backend each checkInterval until the load balancer closes.
-func (lb *LoadBalancer) checkHealth() {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		<-lb.closed
-		cancel()
-	}()
+func (lb *LoadBalancer) checkHealth(ctx context.Context) {
 	tick := time.NewTicker(checkInterval)
 	defer tick.Stop()
 	for {
@@ -177,6 +175,9 @@ func (lb *LoadBalancer) Backends() []string {
 // Close stops listening and waits for the open connections to end.
 func (lb *LoadBalancer) Close() error {
 	close(lb.closed)
+	if lb.stopChecks != nil {
+		lb.stopChecks()
+	}
 	err := lb.listener.Close()
 	lb.conns.Wait()
 	return err
