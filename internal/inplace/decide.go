@@ -89,6 +89,18 @@ func Decide(current, desired Side, controlPlaneVersion string) Verdict {
 	return v
 }
 
+// NeedsControlPlaneVersion reports whether Decide reads the control plane's version for current
+// and desired: a version change of a source updated in place, which the version skew policy
+// bounds.
+func NeedsControlPlaneVersion(current, desired Side) bool {
+	if current.Config == nil || desired.Config == nil || current.Version == desired.Version {
+		return false
+	}
+	source := current.Config.Kubernetes.Source
+	inPlace := source == cabpiv1.KubernetesSourceSysext || source == cabpiv1.KubernetesSourceBinaries
+	return inPlace && desired.Config.Kubernetes.Source == source
+}
+
 // versionDeclined says why a kubelet at from cannot be moved to to in place in a cluster whose
 // control plane runs controlPlane; "" when it can.
 func versionDeclined(from, to, controlPlane string) string {

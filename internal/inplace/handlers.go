@@ -24,6 +24,9 @@ import (
 type Handlers struct {
 	// Client reads the management cluster: Machines, Clusters and their control planes.
 	Client client.Client
+	// APIReader reads the management cluster past any cache: what UpdateMachine acts on is
+	// read at the moment of the call (gather.go). Client when nil.
+	APIReader client.Reader
 	// ClusterCache reaches the workload clusters, where the update runs.
 	ClusterCache clustercache.ClusterCache
 	// Recorder tells a Machine's events why its update failed.
@@ -36,15 +39,15 @@ type Handlers struct {
 // MachineSet against its old one.
 func (h *Handlers) DoCanUpdateMachineSet(ctx context.Context, req *runtimehooksv1.CanUpdateMachineSetRequest, resp *runtimehooksv1.CanUpdateMachineSetResponse) {
 	ms := &req.Desired.MachineSet
-	cp := h.controlPlaneVersion(ctx, ms.Namespace, ms.Spec.ClusterName)
-	canUpdateMachineSet(req, resp, cp)
+	canUpdateMachineSet(req, resp, func() (string, error) { return h.controlPlaneVersion(ctx, ms.Namespace, ms.Spec.ClusterName) })
 	ctrl.LoggerFrom(ctx).WithValues("MachineSet", client.ObjectKeyFromObject(ms)).Info("CanUpdateMachineSet",
 		"machineSetPatch", resp.MachineSetPatch.IsDefined(), "bootstrapConfigTemplatePatch", resp.BootstrapConfigTemplatePatch.IsDefined(),
 		"message", resp.Message)
 }
 
-// canUpdateMachineSet answers CanUpdateMachineSet for a control plane at controlPlaneVersion.
-func canUpdateMachineSet(req *runtimehooksv1.CanUpdateMachineSetRequest, resp *runtimehooksv1.CanUpdateMachineSetResponse, controlPlaneVersion string) {
+// canUpdateMachineSet answers CanUpdateMachineSet; controlPlaneVersion reads the version of the
+// workload cluster's API server, when the decision needs it.
+func canUpdateMachineSet(req *runtimehooksv1.CanUpdateMachineSetRequest, resp *runtimehooksv1.CanUpdateMachineSetResponse, controlPlaneVersion func() (string, error)) {
 	current, err := templateSide(req.Current.MachineSet.Spec.Template.Spec.Version, req.Current.BootstrapConfigTemplate)
 	if err != nil {
 		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, err.Error()
@@ -55,7 +58,12 @@ func canUpdateMachineSet(req *runtimehooksv1.CanUpdateMachineSetRequest, resp *r
 		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, err.Error()
 		return
 	}
-	verdict := Decide(current, desired, controlPlaneVersion)
+	cp, err := controlPlaneVersionFor(current, desired, controlPlaneVersion)
+	if err != nil {
+		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, err.Error()
+		return
+	}
+	verdict := Decide(current, desired, cp)
 	resp.Status, resp.Message = runtimehooksv1.ResponseStatusSuccess, verdict.Message()
 	if verdict.Version {
 		resp.MachineSetPatch = mergePatch(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"version": desired.Version}}}})
@@ -68,14 +76,13 @@ func canUpdateMachineSet(req *runtimehooksv1.CanUpdateMachineSetRequest, resp *r
 // DoCanUpdateMachine implements the CanUpdateMachine hook: one Machine against what it should be.
 func (h *Handlers) DoCanUpdateMachine(ctx context.Context, req *runtimehooksv1.CanUpdateMachineRequest, resp *runtimehooksv1.CanUpdateMachineResponse) {
 	m := &req.Desired.Machine
-	cp := h.controlPlaneVersion(ctx, m.Namespace, m.Spec.ClusterName)
-	canUpdateMachine(req, resp, cp)
+	canUpdateMachine(req, resp, func() (string, error) { return h.controlPlaneVersion(ctx, m.Namespace, m.Spec.ClusterName) })
 	ctrl.LoggerFrom(ctx).WithValues("Machine", client.ObjectKeyFromObject(m)).Info("CanUpdateMachine",
 		"machinePatch", resp.MachinePatch.IsDefined(), "bootstrapConfigPatch", resp.BootstrapConfigPatch.IsDefined(), "message", resp.Message)
 }
 
-// canUpdateMachine answers CanUpdateMachine for a control plane at controlPlaneVersion.
-func canUpdateMachine(req *runtimehooksv1.CanUpdateMachineRequest, resp *runtimehooksv1.CanUpdateMachineResponse, controlPlaneVersion string) {
+// canUpdateMachine answers CanUpdateMachine, as canUpdateMachineSet.
+func canUpdateMachine(req *runtimehooksv1.CanUpdateMachineRequest, resp *runtimehooksv1.CanUpdateMachineResponse, controlPlaneVersion func() (string, error)) {
 	current, err := configSide(req.Current.Machine.Spec.Version, req.Current.BootstrapConfig)
 	if err != nil {
 		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, err.Error()
@@ -86,7 +93,12 @@ func canUpdateMachine(req *runtimehooksv1.CanUpdateMachineRequest, resp *runtime
 		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, err.Error()
 		return
 	}
-	verdict := Decide(current, desired, controlPlaneVersion)
+	cp, err := controlPlaneVersionFor(current, desired, controlPlaneVersion)
+	if err != nil {
+		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, err.Error()
+		return
+	}
+	verdict := Decide(current, desired, cp)
 	resp.Status, resp.Message = runtimehooksv1.ResponseStatusSuccess, verdict.Message()
 	if verdict.Version {
 		resp.MachinePatch = mergePatch(map[string]any{"spec": map[string]any{"version": desired.Version}})
@@ -96,19 +108,24 @@ func canUpdateMachine(req *runtimehooksv1.CanUpdateMachineRequest, resp *runtime
 	}
 }
 
-// DoUpdateMachine implements the UpdateMachine hook: it moves the Machine's node to the desired
-// version (update.go), answering with a retry interval while the update runs.
+// DoUpdateMachine implements the UpdateMachine hook: it moves the Machine's node to the version
+// of the Machine as the API server has it (update.go), answering with a retry interval while the
+// update runs. The request only names the Machine (gather.go). Cluster API's retry semantics:
+// Failure is final for this attempt (it reports InPlaceUpdateFailed and backs off), so it is
+// answered only for a request the extension refuses and for an update that the node side
+// failed; a passing error (a read, a conflict, a workload cluster not connected yet) is answered
+// Success with a retry interval.
 func (h *Handlers) DoUpdateMachine(ctx context.Context, req *runtimehooksv1.UpdateMachineRequest, resp *runtimehooksv1.UpdateMachineResponse) {
-	log := ctrl.LoggerFrom(ctx).WithValues("Machine", client.ObjectKeyFromObject(&req.Desired.Machine))
-	desired, err := configSide(req.Desired.Machine.Spec.Version, req.Desired.BootstrapConfig)
-	var p progress
-	if err == nil {
-		p, err = h.update(ctx, &req.Desired.Machine, desired)
-	}
+	key := client.ObjectKeyFromObject(&req.Desired.Machine)
+	log := ctrl.LoggerFrom(ctx).WithValues("Machine", key)
+	p, err := h.updateMachine(ctx, key)
 	switch {
+	case isRefusal(err):
+		log.Info("UpdateMachine refused", "reason", err.Error())
+		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, "cabpi refuses to update in place: "+err.Error()
 	case err != nil:
-		log.Error(err, "UpdateMachine")
-		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, err.Error()
+		log.Error(err, "UpdateMachine: retrying", "retryAfterSeconds", retrySoon)
+		resp.Status, resp.Message, resp.RetryAfterSeconds = runtimehooksv1.ResponseStatusSuccess, err.Error()+" (retrying)", retrySoon
 	case p.failed:
 		log.Info("UpdateMachine failed", "message", p.message)
 		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, p.message
@@ -118,29 +135,46 @@ func (h *Handlers) DoUpdateMachine(ctx context.Context, req *runtimehooksv1.Upda
 	}
 }
 
-// controlPlaneVersion is the version of the workload cluster's API server ("" when it cannot be
-// reached): what a kubelet may not be newer than. Read from the API server itself rather than
-// the control-plane object's status.version, which would need RBAC on every control-plane
-// provider's kinds (a wildcard).
-func (h *Handlers) controlPlaneVersion(ctx context.Context, namespace, clusterName string) string {
+// updateMachine gathers what the update of the Machine key acts on, then runs it.
+func (h *Handlers) updateMachine(ctx context.Context, key client.ObjectKey) (progress, error) {
+	in, err := h.gatherUpdate(ctx, key)
+	if err != nil {
+		return progress{}, err
+	}
+	return h.update(ctx, in)
+}
+
+// controlPlaneVersion is the version of the workload cluster's API server: what a kubelet may
+// not be newer than. Read from the API server itself rather than the control-plane object's
+// status.version, which would need RBAC on every control-plane provider's kinds (a wildcard).
+func (h *Handlers) controlPlaneVersion(ctx context.Context, namespace, clusterName string) (string, error) {
 	if h.ClusterCache == nil {
-		return ""
+		return "", fmt.Errorf("the workload cluster %s/%s cannot be reached: no cluster cache", namespace, clusterName)
 	}
 	cfg, err := h.ClusterCache.GetRESTConfig(ctx, client.ObjectKey{Namespace: namespace, Name: clusterName})
 	if err != nil {
-		ctrl.LoggerFrom(ctx).V(1).Info("the workload cluster's API server is not reachable: its version is not known", "error", err.Error())
-		return ""
+		return "", fmt.Errorf("the workload cluster %s/%s cannot be reached yet to read its API server's version: %w", namespace, clusterName, err)
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return ""
+		return "", fmt.Errorf("a discovery client for the workload cluster %s/%s: %w", namespace, clusterName, err)
 	}
 	info, err := dc.ServerVersion()
 	if err != nil {
-		ctrl.LoggerFrom(ctx).V(1).Info("reading the workload cluster's API server version", "error", err.Error())
-		return ""
+		return "", fmt.Errorf("reading the API server version of the workload cluster %s/%s: %w", namespace, clusterName, err)
 	}
-	return info.GitVersion
+	return info.GitVersion, nil
+}
+
+// controlPlaneVersionFor reads the control plane's version when the decision over current and
+// desired needs it (NeedsControlPlaneVersion), and "" when it does not. A CanUpdate hook whose
+// inputs cannot be read answers Failure: Cluster API keeps a "cannot" answer for a day and
+// replaces the Machines, an error it asks again.
+func controlPlaneVersionFor(current, desired Side, read func() (string, error)) (string, error) {
+	if !NeedsControlPlaneVersion(current, desired) {
+		return "", nil
+	}
+	return read()
 }
 
 // ignitionGroupKinds are the bootstrap kinds this extension reads.

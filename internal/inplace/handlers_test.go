@@ -2,6 +2,7 @@ package inplace
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
@@ -79,7 +81,7 @@ func TestCanUpdateMachineSet(t *testing.T) {
 			req.Current.BootstrapConfigTemplate = templateRaw(t, tt.currentSpec)
 			req.Desired.BootstrapConfigTemplate = templateRaw(t, tt.desSpec)
 			resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
-			canUpdateMachineSet(req, resp, cp)
+			canUpdateMachineSet(req, resp, func() (string, error) { return cp, nil })
 			require.Equal(t, runtimehooksv1.ResponseStatusSuccess, resp.Status, resp.Message)
 			assert.Contains(t, resp.Message, tt.messageContains)
 
@@ -105,10 +107,67 @@ func TestCanUpdateMachineOtherBootstrap(t *testing.T) {
 	other := []byte(`{"apiVersion":"bootstrap.cluster.x-k8s.io/v1beta2","kind":"KubeadmConfig","metadata":{"name":"x"},"spec":{}}`)
 	req.Current.BootstrapConfig, req.Desired.BootstrapConfig = runtime.RawExtension{Raw: other}, runtime.RawExtension{Raw: other}
 	resp := &runtimehooksv1.CanUpdateMachineResponse{}
-	canUpdateMachine(req, resp, "v1.34.4")
+	// Its workload cluster cannot be reached: that does not matter to a config cabpi does not own.
+	canUpdateMachine(req, resp, func() (string, error) { return "", errors.New("not connected") })
 	assert.Equal(t, runtimehooksv1.ResponseStatusSuccess, resp.Status)
 	assert.False(t, resp.MachinePatch.IsDefined())
 	assert.Contains(t, resp.Message, "not an IgnitionConfig")
+}
+
+// A CanUpdate hook whose inputs cannot be read answers Failure, which Cluster API asks again,
+// never a "cannot" without a patch, which it keeps for a day and answers by replacing every
+// Machine; and it reads the control plane's version only for a version change it could take.
+func TestCanUpdateMachineSetControlPlaneNotReachable(t *testing.T) {
+	notConnected := func() (string, error) { return "", errors.New("the workload cluster is not connected yet") }
+	tests := []struct {
+		name                 string
+		current, desired     string
+		currentSpec, desSpec *cabpiv1.IgnitionConfigSpec
+		wantStatus           runtimehooksv1.ResponseStatus
+	}{
+		{"a version change: the skew cannot be checked", "v1.33.13", "v1.34.4", sysextSpec(""), sysextSpec(""), runtimehooksv1.ResponseStatusFailure},
+		{"the mirror alone: no version to check", "v1.34.4", "v1.34.4", sysextSpec("https://a.example/ext"), sysextSpec(""), runtimehooksv1.ResponseStatusSuccess},
+		{"image source: declined whatever the version", "v1.33.13", "v1.34.4", &cabpiv1.IgnitionConfigSpec{}, &cabpiv1.IgnitionConfigSpec{}, runtimehooksv1.ResponseStatusSuccess},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := &runtimehooksv1.CanUpdateMachineSetRequest{}
+			req.Current.MachineSet, req.Desired.MachineSet = machineSet(tt.current), machineSet(tt.desired)
+			req.Current.BootstrapConfigTemplate = templateRaw(t, tt.currentSpec)
+			req.Desired.BootstrapConfigTemplate = templateRaw(t, tt.desSpec)
+			resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
+			canUpdateMachineSet(req, resp, notConnected)
+			assert.Equal(t, tt.wantStatus, resp.Status, resp.Message)
+			if tt.wantStatus == runtimehooksv1.ResponseStatusFailure {
+				assert.Contains(t, resp.Message, "not connected yet")
+				assert.False(t, resp.MachineSetPatch.IsDefined())
+				assert.False(t, resp.BootstrapConfigTemplatePatch.IsDefined())
+			}
+		})
+	}
+}
+
+// Cluster API's marks of an update it runs: both are needed, whatever else is pending.
+func TestUpdateRequested(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		want        bool
+	}{
+		{"none", nil, false},
+		{"in progress, no hook pending", map[string]string{clusterv1.UpdateInProgressAnnotation: ""}, false},
+		{"hook pending, not in progress", map[string]string{runtimev1.PendingHooksAnnotation: "UpdateMachine"}, false},
+		{"both", map[string]string{clusterv1.UpdateInProgressAnnotation: "", runtimev1.PendingHooksAnnotation: "UpdateMachine"}, true},
+		{"among other hooks", map[string]string{clusterv1.UpdateInProgressAnnotation: "", runtimev1.PendingHooksAnnotation: "AfterClusterUpgrade, UpdateMachine"}, true},
+		{"another hook only", map[string]string{clusterv1.UpdateInProgressAnnotation: "", runtimev1.PendingHooksAnnotation: "UpdateMachineSet,CanUpdateMachine"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &clusterv1.Machine{}
+			m.Annotations = tt.annotations
+			assert.Equal(t, tt.want, updateRequested(m))
+		})
+	}
 }
 
 // The update Job: one per node whatever its name's length, pinned to it, the node side's

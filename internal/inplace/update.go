@@ -15,8 +15,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 )
@@ -60,20 +58,14 @@ type progress struct {
 	failed     bool
 }
 
-// update moves the node of machine (the desired Machine of the request, without status) to
-// desired.Version.
-func (h *Handlers) update(ctx context.Context, desiredMachine *clusterv1.Machine, desired Side) (progress, error) {
-	if desired.Config == nil {
-		return progress{}, fmt.Errorf("the bootstrap config of Machine %s is not an IgnitionConfig: cabpi updates only its own", desiredMachine.Name)
-	}
+// update moves the node of the Machine in to the Machine's version, with the source its
+// IgnitionConfig names: both as the API server has them (gatherUpdate).
+func (h *Handlers) update(ctx context.Context, in updateInputs) (progress, error) {
+	machine, desired := in.machine, in.desired()
 	version := desired.Version
 	args, err := updateNodeArgs(desired.Config.Kubernetes, version)
 	if err != nil {
-		return progress{}, err
-	}
-	machine := &clusterv1.Machine{}
-	if err := h.Client.Get(ctx, client.ObjectKeyFromObject(desiredMachine), machine); err != nil {
-		return progress{}, fmt.Errorf("reading Machine %s: %w", desiredMachine.Name, err)
+		return progress{}, refuse("Machine %s: %v", machine.Name, err)
 	}
 	if !machine.Status.NodeRef.IsDefined() {
 		return progress{retryAfter: retrySoon, message: "waiting for the Machine's Node"}, nil
@@ -113,6 +105,15 @@ func (h *Handlers) update(ctx context.Context, desiredMachine *clusterv1.Machine
 				return progress{}, err
 			}
 			return progress{message: fmt.Sprintf("Node %s runs %s", node.Name, version)}, nil
+		}
+		// The rule of the CanUpdate hooks, again, from the node as it is: its kubelet's version
+		// to the Machine's, within the control plane's skew.
+		cp, err := h.controlPlaneVersion(ctx, machine.Namespace, machine.Spec.ClusterName)
+		if err != nil {
+			return progress{}, err
+		}
+		if why := versionDeclined(node.Status.NodeInfo.KubeletVersion, version, cp); why != "" {
+			return progress{}, refuse("Node %s runs %s: %s", node.Name, node.Status.NodeInfo.KubeletVersion, why)
 		}
 		if err := u.cordon(ctx); err != nil {
 			return progress{}, err

@@ -37,6 +37,7 @@ func SetupUpdateExtension(ctx context.Context, mgr ctrl.Manager, cc clustercache
 	}
 	h := &inplace.Handlers{
 		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
 		ClusterCache: cc,
 		Recorder:     mgr.GetEventRecorder("cabpi-update-extension"),
 		Image:        image,

@@ -76,7 +76,11 @@ func TestCanUpdateMachineSet(t *testing.T) {
 		source           cabpiv1.KubernetesSource
 		current, desired string
 		wantPatch        bool
-		wantMessage      string
+		// wantFailure: the extension cannot read what it decides from and answers Failure, which
+		// Cluster API asks again (a "cannot" without a patch it keeps for a day, and replaces
+		// the Machines).
+		wantFailure bool
+		wantMessage string
 	}{
 		{
 			name: "sysext, to the API server's version", workload: true, source: cabpiv1.KubernetesSourceSysext,
@@ -84,7 +88,7 @@ func TestCanUpdateMachineSet(t *testing.T) {
 		},
 		{
 			name: "sysext, no workload cluster", source: cabpiv1.KubernetesSourceSysext,
-			current: previousMinor, desired: "v" + apiServer.String(), wantMessage: "control plane's version is not known",
+			current: previousMinor, desired: "v" + apiServer.String(), wantFailure: true, wantMessage: "cannot be reached yet",
 		},
 		{
 			name: "sysext, newer than the API server", workload: true, source: cabpiv1.KubernetesSourceSysext,
@@ -118,9 +122,15 @@ func TestCanUpdateMachineSet(t *testing.T) {
 				},
 			}
 			resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
-			require.NoError(t, env.RuntimeClient.CallExtension(ctx, runtimehooksv1.CanUpdateMachineSet, oldMS,
-				"can-update-machineset."+cabpiExtensionConfig, req, resp))
-
+			err = env.RuntimeClient.CallExtension(ctx, runtimehooksv1.CanUpdateMachineSet, oldMS,
+				"can-update-machineset."+cabpiExtensionConfig, req, resp)
+			if tc.wantFailure {
+				// Cluster API's runtime client (and the suite's) makes a Failure an error.
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.wantMessage)
+				return
+			}
+			require.NoError(t, err)
 			assert.Equal(t, runtimehooksv1.ResponseStatusSuccess, resp.GetStatus())
 			assert.Contains(t, resp.GetMessage(), tc.wantMessage)
 			assert.False(t, resp.BootstrapConfigTemplatePatch.IsDefined(), "the baseURL did not change")
