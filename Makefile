@@ -4,7 +4,10 @@ SHELL := /usr/bin/env bash -o pipefail
 .DEFAULT_GOAL := help
 
 export GOTOOLCHAIN ?= local
-export GOFLAGS ?= -buildvcs=false
+# -trimpath leaves the checkout's directory out of every compile's cache key: a fresh clone
+# (CI's) reuses what another clone of the same code compiled, instead of compiling each of its
+# packages again, plain and under the race detector (docs/adr/037-ci-time-on-two-cores.md).
+export GOFLAGS ?= -buildvcs=false -trimpath
 
 # Everything built from the Go module proxy is cached outside the repository, keyed by version,
 # so a fresh clone (and CI) on a machine that has built once pays nothing.
@@ -140,8 +143,8 @@ TEST_PROVIDERS ?= aws azure gcp openstack
 
 .PHONY: test-providers
 test-providers: ## Hand cabpi's data Secret to the infrastructure providers' own code (CAPA, CAPZ, CAPG, CAPO; test/providers).
-	@# Built as the test binaries are (no -trimpath, cgo as it is): a fresh machine compiles
-	@# cabpi's dependencies once for both, not a second time for this binary.
+	@# Built as the test binaries are (GOFLAGS, cgo as it is): a fresh machine compiles cabpi's
+	@# dependencies once for both, not a second time for this binary.
 	go build -o bin/cabpi .
 	@assets="$$(bash hack/envtest-assets.sh)"; status=0; \
 	for p in $(TEST_PROVIDERS); do \
