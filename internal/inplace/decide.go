@@ -6,6 +6,8 @@ import (
 
 	"github.com/blang/semver/v4"
 
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
@@ -21,6 +23,9 @@ type Side struct {
 	// Config is the IgnitionConfig spec (or the IgnitionConfigTemplate's template spec); nil when
 	// the bootstrap config is not cabpi's.
 	Config *cabpiv1.IgnitionConfigSpec
+	// ControlPlane: the Machine (or the MachineSet's template) has Cluster API's control-plane
+	// label.
+	ControlPlane bool
 }
 
 // Verdict is what the extension takes over, and why it declines the rest.
@@ -60,6 +65,13 @@ func Decide(current, desired Side, controlPlaneVersion string) Verdict {
 		}
 		return v
 	}
+	if current.ControlPlane || desired.ControlPlane {
+		// cabpi renders a control-plane join from the label, and the node side updates a
+		// worker's kubelet alone (kubeadm upgrade node on a control plane also upgrades its
+		// static Pods and etcd, one member at a time, which is the control plane provider's).
+		decline("the Machines have the %s label: control-plane nodes are not updated in place", clusterv1.MachineControlPlaneLabel)
+		return v
+	}
 	cur, des := current.Config, desired.Config
 	source := cur.Kubernetes.Source
 	inPlace := source == cabpiv1.KubernetesSourceSysext || source == cabpiv1.KubernetesSourceBinaries
@@ -93,7 +105,7 @@ func Decide(current, desired Side, controlPlaneVersion string) Verdict {
 // and desired: a version change of a source updated in place, which the version skew policy
 // bounds.
 func NeedsControlPlaneVersion(current, desired Side) bool {
-	if current.Config == nil || desired.Config == nil || current.Version == desired.Version {
+	if current.Config == nil || desired.Config == nil || current.Version == desired.Version || current.ControlPlane || desired.ControlPlane {
 		return false
 	}
 	source := current.Config.Kubernetes.Source
@@ -123,9 +135,10 @@ func versionDeclined(from, to, controlPlane string) string {
 	switch {
 	case err != nil:
 		return fmt.Sprintf("spec.version %s: the control plane's version %q is not a semantic version", to, controlPlane)
-	case t.Major != cp.Major || t.Minor > cp.Minor || (t.Minor == cp.Minor && t.Patch > cp.Patch):
-		return fmt.Sprintf("spec.version %s is newer than the control plane's %s: a kubelet must not be newer than the API server; "+
-			"upgrade the control plane first", to, controlPlane)
+	case t.Major != cp.Major || t.Minor > cp.Minor:
+		// The policy bounds minor versions: a newer patch of the API server's minor is within it.
+		return fmt.Sprintf("spec.version %s is newer than the control plane's %s: a kubelet must not be of a newer minor version than "+
+			"the API server; upgrade the control plane first", to, controlPlane)
 	case t.Minor+supportedSkewMinors < cp.Minor:
 		return fmt.Sprintf("spec.version %s is more than %d minor versions behind the control plane's %s (Kubernetes' version skew policy)",
 			to, supportedSkewMinors, controlPlane)

@@ -70,6 +70,9 @@ func (h *Handlers) gatherUpdate(ctx context.Context, key client.ObjectKey) (upda
 		return updateInputs{}, refuse("Cluster API is not updating Machine %s in place (it lacks the %s annotation or a pending %s hook)",
 			key, clusterv1.UpdateInProgressAnnotation, updateMachineHook)
 	}
+	if isControlPlane(machine.Labels) {
+		return updateInputs{}, refuse("Machine %s is a control-plane Machine (%s): control-plane nodes are not updated in place", key, clusterv1.MachineControlPlaneLabel)
+	}
 	ref := machine.Spec.Bootstrap.ConfigRef
 	if ref.APIGroup != cabpiv1.GroupVersion.Group || ref.Kind != configKind.Kind || ref.Name == "" {
 		return updateInputs{}, refuse("the bootstrap config of Machine %s is a %s.%s, not an IgnitionConfig: cabpi updates only its own", key, ref.Kind, ref.APIGroup)

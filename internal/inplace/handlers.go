@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/blang/semver/v4"
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 
@@ -58,6 +61,8 @@ func canUpdateMachineSet(req *runtimehooksv1.CanUpdateMachineSetRequest, resp *r
 		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, err.Error()
 		return
 	}
+	current.ControlPlane = isControlPlane(req.Current.MachineSet.Spec.Template.Labels)
+	desired.ControlPlane = isControlPlane(req.Desired.MachineSet.Spec.Template.Labels)
 	cp, err := controlPlaneVersionFor(current, desired, controlPlaneVersion)
 	if err != nil {
 		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, err.Error()
@@ -69,42 +74,12 @@ func canUpdateMachineSet(req *runtimehooksv1.CanUpdateMachineSetRequest, resp *r
 		resp.MachineSetPatch = mergePatch(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"version": desired.Version}}}})
 	}
 	if verdict.BaseURL {
-		resp.BootstrapConfigTemplatePatch = mergePatch(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": baseURLPatch(desired.Config.Kubernetes)}}})
-	}
-}
-
-// DoCanUpdateMachine implements the CanUpdateMachine hook: one Machine against what it should be.
-func (h *Handlers) DoCanUpdateMachine(ctx context.Context, req *runtimehooksv1.CanUpdateMachineRequest, resp *runtimehooksv1.CanUpdateMachineResponse) {
-	m := &req.Desired.Machine
-	canUpdateMachine(req, resp, func() (string, error) { return h.controlPlaneVersion(ctx, m.Namespace, m.Spec.ClusterName) })
-	ctrl.LoggerFrom(ctx).WithValues("Machine", client.ObjectKeyFromObject(m)).Info("CanUpdateMachine",
-		"machinePatch", resp.MachinePatch.IsDefined(), "bootstrapConfigPatch", resp.BootstrapConfigPatch.IsDefined(), "message", resp.Message)
-}
-
-// canUpdateMachine answers CanUpdateMachine, as canUpdateMachineSet.
-func canUpdateMachine(req *runtimehooksv1.CanUpdateMachineRequest, resp *runtimehooksv1.CanUpdateMachineResponse, controlPlaneVersion func() (string, error)) {
-	current, err := configSide(req.Current.Machine.Spec.Version, req.Current.BootstrapConfig)
-	if err != nil {
-		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, err.Error()
-		return
-	}
-	desired, err := configSide(req.Desired.Machine.Spec.Version, req.Desired.BootstrapConfig)
-	if err != nil {
-		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, err.Error()
-		return
-	}
-	cp, err := controlPlaneVersionFor(current, desired, controlPlaneVersion)
-	if err != nil {
-		resp.Status, resp.Message = runtimehooksv1.ResponseStatusFailure, err.Error()
-		return
-	}
-	verdict := Decide(current, desired, cp)
-	resp.Status, resp.Message = runtimehooksv1.ResponseStatusSuccess, verdict.Message()
-	if verdict.Version {
-		resp.MachinePatch = mergePatch(map[string]any{"spec": map[string]any{"version": desired.Version}})
-	}
-	if verdict.BaseURL {
-		resp.BootstrapConfigPatch = mergePatch(map[string]any{"spec": baseURLPatch(desired.Config.Kubernetes)})
+		spec, err := baseURLPatch(current.Config.Kubernetes, desired.Config.Kubernetes)
+		if err != nil {
+			resp.Status, resp.Message, resp.MachineSetPatch = runtimehooksv1.ResponseStatusFailure, err.Error(), runtimehooksv1.Patch{}
+			return
+		}
+		resp.BootstrapConfigTemplatePatch = mergePatch(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": spec}}})
 	}
 }
 
@@ -144,10 +119,48 @@ func (h *Handlers) updateMachine(ctx context.Context, key client.ObjectKey) (pro
 	return h.update(ctx, in)
 }
 
-// controlPlaneVersion is the version of the workload cluster's API server: what a kubelet may
-// not be newer than. Read from the API server itself rather than the control-plane object's
-// status.version, which would need RBAC on every control-plane provider's kinds (a wildcard).
+// controlPlaneVersion is the version a kubelet of the cluster may not be of a newer minor than:
+// the lowest spec.version among the cluster's control-plane Machines, read from the API server
+// (during a control-plane rollout the load balancer may send a read to either side, and the
+// older servers are the bound). A cluster whose control plane has no Machines (a hosted one) is
+// bounded by its API server's own version. Read from the Machines and the API server rather
+// than the control-plane object's status.version, which would need RBAC on every control-plane
+// provider's kinds (a wildcard).
 func (h *Handlers) controlPlaneVersion(ctx context.Context, namespace, clusterName string) (string, error) {
+	machines := &clusterv1.MachineList{}
+	if err := h.apiReader().List(ctx, machines, client.InNamespace(namespace),
+		client.MatchingLabels{clusterv1.ClusterNameLabel: clusterName}, client.HasLabels{clusterv1.MachineControlPlaneLabel}); err != nil {
+		return "", fmt.Errorf("listing the control-plane Machines of cluster %s/%s: %w", namespace, clusterName, err)
+	}
+	if lowest, err := lowestVersion(machines.Items); err != nil || lowest != "" {
+		return lowest, err
+	}
+	return h.apiServerVersion(ctx, namespace, clusterName)
+}
+
+// lowestVersion is the lowest spec.version among machines ("" for none); an error for one that
+// is not a semantic version, which Cluster API's validation does not let through.
+func lowestVersion(machines []clusterv1.Machine) (string, error) {
+	var lowest string
+	var lowestV semver.Version
+	for i := range machines {
+		m := &machines[i]
+		if m.Spec.Version == "" || !m.DeletionTimestamp.IsZero() {
+			continue
+		}
+		v, err := semver.ParseTolerant(m.Spec.Version)
+		if err != nil {
+			return "", fmt.Errorf("control-plane Machine %s has spec.version %q, not a semantic version: %w", m.Name, m.Spec.Version, err)
+		}
+		if lowest == "" || v.LT(lowestV) {
+			lowest, lowestV = m.Spec.Version, v
+		}
+	}
+	return lowest, nil
+}
+
+// apiServerVersion is the version of the workload cluster's API server.
+func (h *Handlers) apiServerVersion(ctx context.Context, namespace, clusterName string) (string, error) {
 	if h.ClusterCache == nil {
 		return "", fmt.Errorf("the workload cluster %s/%s cannot be reached: no cluster cache", namespace, clusterName)
 	}
@@ -177,19 +190,20 @@ func controlPlaneVersionFor(current, desired Side, read func() (string, error)) 
 	return read()
 }
 
+// isControlPlane: labels have Cluster API's control-plane label (its value is empty).
+func isControlPlane(labels map[string]string) bool {
+	_, ok := labels[clusterv1.MachineControlPlaneLabel]
+	return ok
+}
+
 // ignitionGroupKinds are the bootstrap kinds this extension reads.
 var (
 	configKind   = cabpiv1.GroupVersion.WithKind("IgnitionConfig")
 	templateKind = cabpiv1.GroupVersion.WithKind("IgnitionConfigTemplate")
 )
 
-// configSide decodes a Machine's side of a request: its version and, when its bootstrap config is
-// an IgnitionConfig, that config's spec.
-func configSide(version string, raw runtime.RawExtension) (Side, error) {
-	return decodeSide(version, raw, configKind, func(c *cabpiv1.IgnitionConfig) *cabpiv1.IgnitionConfigSpec { return &c.Spec })
-}
-
-// templateSide is configSide for a MachineSet's bootstrap config template.
+// templateSide decodes a MachineSet's side of a request: its version and, when its bootstrap
+// config template is an IgnitionConfigTemplate, that template's spec.
 func templateSide(version string, raw runtime.RawExtension) (Side, error) {
 	return decodeSide(version, raw, templateKind, func(t *cabpiv1.IgnitionConfigTemplate) *cabpiv1.IgnitionConfigSpec {
 		return &t.Spec.Template.Spec
@@ -240,22 +254,35 @@ func mergePatch(patch map[string]any) runtimehooksv1.Patch {
 	return runtimehooksv1.Patch{PatchType: runtimehooksv1.JSONMergePatchType, Patch: data}
 }
 
-// baseURLPatch sets the source's struct (sysext or binaries) to the desired one, null when the
-// desired has none: the only field in it that may differ is baseURL (ChangedOutsideInPlace),
-// and Cluster API compares the objects as JSON, where an empty struct is not an absent one.
-func baseURLPatch(k cabpiv1.KubernetesSpec) map[string]any {
-	if k.Source == cabpiv1.KubernetesSourceBinaries {
-		var binaries any
-		if k.Binaries != nil {
-			binaries = k.Binaries
-		}
-		return map[string]any{"kubernetes": map[string]any{"binaries": binaries}}
+// baseURLPatch is the merge patch (RFC 7386) of the spec that turns current's source struct
+// (sysext or binaries) into desired's: the only field in it that may differ is baseURL
+// (ChangedOutsideInPlace). Derived from both sides, so that a field desired clears is set to
+// null: a merge patch merges nested objects, and one that only set desired's struct would keep
+// a baseURL desired no longer has, which Cluster API then sees as a difference and answers by
+// replacing the Machine. An absent struct is null, an empty one {}: Cluster API compares the
+// objects as JSON.
+func baseURLPatch(current, desired cabpiv1.KubernetesSpec) (map[string]any, error) {
+	field, cur, des := "sysext", any(current.Sysext), any(desired.Sysext)
+	if desired.Source == cabpiv1.KubernetesSourceBinaries {
+		field, cur, des = "binaries", any(current.Binaries), any(desired.Binaries)
 	}
-	var sysext any
-	if k.Sysext != nil {
-		sysext = k.Sysext
+	curJSON, err := json.Marshal(map[string]any{"kubernetes": map[string]any{field: cur}})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the current spec.kubernetes.%s: %w", field, err)
 	}
-	return map[string]any{"kubernetes": map[string]any{"sysext": sysext}}
+	desJSON, err := json.Marshal(map[string]any{"kubernetes": map[string]any{field: des}})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the desired spec.kubernetes.%s: %w", field, err)
+	}
+	data, err := jsonpatch.CreateMergePatch(curJSON, desJSON)
+	if err != nil {
+		return nil, fmt.Errorf("the merge patch of spec.kubernetes.%s: %w", field, err)
+	}
+	patch := map[string]any{}
+	if err := json.Unmarshal(data, &patch); err != nil {
+		return nil, fmt.Errorf("decoding the merge patch of spec.kubernetes.%s: %w", field, err)
+	}
+	return patch, nil
 }
 
 // nodeReady reports the Node's Ready condition.

@@ -5,10 +5,14 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -26,6 +30,15 @@ func templateRaw(t *testing.T, spec *cabpiv1.IgnitionConfigSpec) runtime.RawExte
 	data, err := json.Marshal(tpl)
 	require.NoError(t, err)
 	return runtime.RawExtension{Raw: data}
+}
+
+// withKubectl has the binaries source install kubectl too.
+func withKubectl(spec *cabpiv1.IgnitionConfigSpec) *cabpiv1.IgnitionConfigSpec {
+	if spec.Kubernetes.Binaries == nil {
+		spec.Kubernetes.Binaries = &cabpiv1.BinariesSource{}
+	}
+	spec.Kubernetes.Binaries.Kubectl = true
+	return spec
 }
 
 func machineSet(version string) clusterv1.MachineSet {
@@ -70,6 +83,9 @@ func TestCanUpdateMachineSet(t *testing.T) {
 		{"version", "v1.33.13", "v1.34.4", sysextSpec(""), sysextSpec(""), true, "in place"},
 		{"version and mirror", "v1.33.13", "v1.34.4", sysextSpec("https://a.example/ext"), sysextSpec("https://b.example/ext"), true, "in place"},
 		{"mirror to the default", "v1.34.4", "v1.34.4", binariesSpec("https://a.example/r"), binariesSpec(""), true, "in place"},
+		// A merge patch merges nested objects: a baseURL cleared beside a field kept is set to null.
+		{"mirror cleared, kubectl kept", "v1.34.4", "v1.34.4", withKubectl(binariesSpec("https://a.example/r")), withKubectl(binariesSpec("")), true, "in place"},
+		{"mirror set, kubectl kept", "v1.33.13", "v1.34.4", withKubectl(binariesSpec("")), withKubectl(binariesSpec("https://b.example/r")), true, "in place"},
 		{"butane", "v1.33.13", "v1.34.4", sysextSpec("https://b.example/ext"), butane, false, "spec.butane"},
 		{"image source", "v1.33.13", "v1.34.4", &cabpiv1.IgnitionConfigSpec{}, &cabpiv1.IgnitionConfigSpec{}, false, "image"},
 		{"newer than the control plane", "v1.34.4", "v1.35.0", sysextSpec(""), sysextSpec(""), false, "newer than the control plane"},
@@ -100,18 +116,34 @@ func TestCanUpdateMachineSet(t *testing.T) {
 	}
 }
 
-// A bootstrap config that is not cabpi's is not cabpi's to update.
-func TestCanUpdateMachineOtherBootstrap(t *testing.T) {
-	req := &runtimehooksv1.CanUpdateMachineRequest{}
-	req.Current.Machine.Spec.Version, req.Desired.Machine.Spec.Version = "v1.33.13", "v1.34.4"
-	other := []byte(`{"apiVersion":"bootstrap.cluster.x-k8s.io/v1beta2","kind":"KubeadmConfig","metadata":{"name":"x"},"spec":{}}`)
-	req.Current.BootstrapConfig, req.Desired.BootstrapConfig = runtime.RawExtension{Raw: other}, runtime.RawExtension{Raw: other}
-	resp := &runtimehooksv1.CanUpdateMachineResponse{}
-	// Its workload cluster cannot be reached: that does not matter to a config cabpi does not own.
-	canUpdateMachine(req, resp, func() (string, error) { return "", errors.New("not connected") })
+// A bootstrap config template that is not cabpi's is not cabpi's to update, whether or not its
+// workload cluster can be reached.
+func TestCanUpdateMachineSetOtherBootstrap(t *testing.T) {
+	req := &runtimehooksv1.CanUpdateMachineSetRequest{}
+	req.Current.MachineSet, req.Desired.MachineSet = machineSet("v1.33.13"), machineSet("v1.34.4")
+	other := []byte(`{"apiVersion":"bootstrap.cluster.x-k8s.io/v1beta2","kind":"KubeadmConfigTemplate","metadata":{"name":"x"},"spec":{"template":{"spec":{}}}}`)
+	req.Current.BootstrapConfigTemplate, req.Desired.BootstrapConfigTemplate = runtime.RawExtension{Raw: other}, runtime.RawExtension{Raw: other}
+	resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
+	canUpdateMachineSet(req, resp, func() (string, error) { return "", errors.New("not connected") })
 	assert.Equal(t, runtimehooksv1.ResponseStatusSuccess, resp.Status)
-	assert.False(t, resp.MachinePatch.IsDefined())
+	assert.False(t, resp.MachineSetPatch.IsDefined())
 	assert.Contains(t, resp.Message, "not an IgnitionConfig")
+}
+
+// A MachineDeployment of control-plane Machines (Cluster API's label on its template) is
+// declined: cabpi renders a control-plane join for them, and the node side updates workers.
+func TestCanUpdateMachineSetDeclinesControlPlaneMachines(t *testing.T) {
+	req := &runtimehooksv1.CanUpdateMachineSetRequest{}
+	req.Current.MachineSet, req.Desired.MachineSet = machineSet("v1.33.13"), machineSet("v1.34.4")
+	for _, ms := range []*clusterv1.MachineSet{&req.Current.MachineSet, &req.Desired.MachineSet} {
+		ms.Spec.Template.Labels = map[string]string{clusterv1.MachineControlPlaneLabel: ""}
+	}
+	req.Current.BootstrapConfigTemplate, req.Desired.BootstrapConfigTemplate = templateRaw(t, sysextSpec("")), templateRaw(t, sysextSpec(""))
+	resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
+	canUpdateMachineSet(req, resp, func() (string, error) { return "v1.34.4", nil })
+	assert.Equal(t, runtimehooksv1.ResponseStatusSuccess, resp.Status)
+	assert.False(t, resp.MachineSetPatch.IsDefined(), "the version is not taken")
+	assert.Contains(t, resp.Message, "control-plane nodes are not updated in place")
 }
 
 // A CanUpdate hook whose inputs cannot be read answers Failure, which Cluster API asks again,
@@ -173,9 +205,9 @@ func TestUpdateRequested(t *testing.T) {
 // The update Job: one per node whatever its name's length, pinned to it, the node side's
 // failure not retried.
 func TestUpdateJob(t *testing.T) {
-	long := strings.Repeat("n", 253)
-	assert.LessOrEqual(t, len(jobName(long)), 63)
-	assert.NotEqual(t, jobName("a"), jobName("b"))
+	assert.LessOrEqual(t, len(jobName("0b9a3c4e-8f2d-4d6e-9a1b-2c3d4e5f6a7b", strings.Repeat("9", 200))), 63)
+	assert.NotEqual(t, jobName("uid-a", "v1.34.4"), jobName("uid-b", "v1.34.4"), "one Job per Machine")
+	assert.NotEqual(t, jobName("uid-a", "v1.34.4"), jobName("uid-a", "v1.34.5"), "one Job per update")
 	args, err := updateNodeArgs(cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries,
 		Binaries: &cabpiv1.BinariesSource{BaseURL: "https://mirror.example/release", Kubectl: true}}, "v1.34.4")
 	require.NoError(t, err)
@@ -184,12 +216,107 @@ func TestUpdateJob(t *testing.T) {
 	_, err = updateNodeArgs(cabpiv1.KubernetesSpec{}, "v1.34.4")
 	assert.Error(t, err, "the image source cannot be updated in place")
 
-	job := updateJob("node-1", "v1.34.4", "example.invalid/cabpi:v1", args)
+	job := updateJob("uid-a", "node-1", "v1.34.4", "example.invalid/cabpi:v1", args)
 	pod := job.Spec.Template.Spec
+	assert.Equal(t, "uid-a", job.Labels[MachineUIDLabel])
+	assert.Equal(t, int32(24*60*60), *job.Spec.TTLSecondsAfterFinished, "a finished Job does not stay forever")
+
+	m := &clusterv1.Machine{}
+	m.UID = "uid-a"
+	assert.Empty(t, notOurs(job, m, "node-1"))
+	assert.Contains(t, notOurs(job, m, "node-2"), "not pinned to Node node-2")
+	m.UID = "uid-b"
+	assert.Contains(t, notOurs(job, m, "node-1"), MachineUIDLabel, "another Machine's Job")
+	planted := job.DeepCopy()
+	delete(planted.Labels, "app.kubernetes.io/managed-by")
+	m.UID = "uid-a"
+	assert.Contains(t, notOurs(planted, m, "node-1"), "app.kubernetes.io/managed-by")
 	assert.Equal(t, "node-1", pod.NodeName)
 	assert.True(t, pod.HostNetwork)
 	assert.Equal(t, int64(0), *pod.SecurityContext.RunAsUser)
+	c := pod.Containers[0]
+	assert.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop, "no capability")
+	assert.False(t, *c.SecurityContext.AllowPrivilegeEscalation)
+	assert.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
+	assert.False(t, c.Resources.Requests.Cpu().IsZero(), "requests what it uses")
+	var hostPaths []string
+	for _, v := range pod.Volumes {
+		if v.HostPath != nil {
+			hostPaths = append(hostPaths, v.HostPath.Path)
+		}
+	}
+	assert.ElementsMatch(t, []string{"/run/systemd/private", "/var/lib/cabpi-update"}, hostPaths, "the systemd socket and the state directory, nothing more of the host")
 	assert.Equal(t, "v1.34.4", job.Annotations[VersionAnnotation])
 	require.Len(t, job.Spec.PodFailurePolicy.Rules, 1)
 	assert.Equal(t, []int32{1}, job.Spec.PodFailurePolicy.Rules[0].OnExitCodes.Values)
+}
+
+// The bound of the skew is the lowest version among the control-plane Machines: during a
+// control-plane rollout, the older API servers.
+func TestLowestVersion(t *testing.T) {
+	machine := func(name, version string, deleting bool) clusterv1.Machine {
+		m := clusterv1.Machine{}
+		m.Name, m.Spec.Version = name, version
+		if deleting {
+			now := metav1.Now()
+			m.DeletionTimestamp = &now
+		}
+		return m
+	}
+	tests := []struct {
+		name     string
+		machines []clusterv1.Machine
+		want     string
+		wantErr  bool
+	}{
+		{name: "none", want: ""},
+		{name: "one", machines: []clusterv1.Machine{machine("a", "v1.34.4", false)}, want: "v1.34.4"},
+		{name: "a rollout", machines: []clusterv1.Machine{machine("a", "v1.35.0", false), machine("b", "v1.34.4", false), machine("c", "v1.34.10", false)}, want: "v1.34.4"},
+		{name: "by semantic version, not as strings", machines: []clusterv1.Machine{machine("a", "v1.34.10", false), machine("b", "v1.34.9", false)}, want: "v1.34.9"},
+		{name: "a Machine being deleted is not the bound", machines: []clusterv1.Machine{machine("a", "v1.33.1", true), machine("b", "v1.34.4", false)}, want: "v1.34.4"},
+		{name: "not a version", machines: []clusterv1.Machine{machine("a", "latest", false)}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := lowestVersion(tt.machines)
+			if tt.wantErr {
+				assert.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// Only the node side's own result reads as a failed, rolled-back update; any other end of a
+// Job (its deadline, its Pods lost, a Pod killed) is not the node's result.
+func TestJobFailure(t *testing.T) {
+	terminated := func(code int32, message string, at time.Time) corev1.Pod {
+		p := corev1.Pod{}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: code, Message: message, FinishedAt: metav1.NewTime(at)}}}}
+		return p
+	}
+	deadline := &batchv1.Job{Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{
+		Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "DeadlineExceeded", Message: "Job was active longer than specified deadline"}}}}
+	t0 := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name           string
+		pods           []corev1.Pod
+		wantWhy        string
+		wantRolledBack bool
+	}{
+		{"the node side failed the update", []corev1.Pod{terminated(1, "failed: kubernetes.raw does not match its SHA-256\n", t0)}, "failed: kubernetes.raw does not match its SHA-256", true},
+		{"the last Pod's result counts", []corev1.Pod{terminated(137, "", t0), terminated(1, "failed: kubeadm upgrade node", t0.Add(time.Minute))}, "failed: kubeadm upgrade node", true},
+		{"killed at the deadline", []corev1.Pod{terminated(137, "", t0)}, "the Job failed (DeadlineExceeded: Job was active longer than specified deadline)", false},
+		{"no Pod left", nil, "the Job failed (DeadlineExceeded: Job was active longer than specified deadline)", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			why, rolledBack := jobFailure(deadline, tt.pods)
+			assert.Equal(t, tt.wantRolledBack, rolledBack)
+			assert.Equal(t, tt.wantWhy, why)
+		})
+	}
 }

@@ -11,10 +11,13 @@ import (
 	"sigs.k8s.io/cluster-api/exp/runtime/server"
 )
 
-// Handler names: Cluster API registers each as <name>.<ExtensionConfig name>.
+// Handler names: Cluster API registers each as <name>.<ExtensionConfig name>. There is no
+// CanUpdateMachine handler: only KubeadmControlPlane calls that hook, for control-plane
+// Machines, which cabpi never updates in place; registering it would take the one slot Cluster
+// API allows from a control plane's own extension, and stall control-plane rollouts while cabpi
+// is down (the hooks' failure policy is Fail) for nothing (docs/adr/038).
 const (
 	CanUpdateMachineSetHandler = "can-update-machineset"
-	CanUpdateMachineHandler    = "can-update-machine"
 	UpdateMachineHandler       = "update-machine"
 )
 
@@ -45,7 +48,6 @@ func AddToManager(mgr ctrl.Manager, h *Handlers, opts ServerOptions) error {
 	updateTimeout := int32(30)
 	for _, handler := range []server.ExtensionHandler{
 		{Hook: runtimehooksv1.CanUpdateMachineSet, Name: CanUpdateMachineSetHandler, HandlerFunc: h.DoCanUpdateMachineSet},
-		{Hook: runtimehooksv1.CanUpdateMachine, Name: CanUpdateMachineHandler, HandlerFunc: h.DoCanUpdateMachine},
 		{Hook: runtimehooksv1.UpdateMachine, Name: UpdateMachineHandler, HandlerFunc: h.DoUpdateMachine, TimeoutSeconds: &updateTimeout},
 	} {
 		if err := srv.AddExtensionHandler(handler); err != nil {

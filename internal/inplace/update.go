@@ -11,12 +11,17 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
 )
 
 // The executor of UpdateMachine (docs/adr/035): a Job in the workload cluster, pinned to the
@@ -33,12 +38,26 @@ const (
 	VersionAnnotation = "ignition.bootstrap.cluster.x-k8s.io/update-version"
 	// NodeAnnotation on an update Job is the node it runs on.
 	NodeAnnotation = "ignition.bootstrap.cluster.x-k8s.io/update-node"
+	// ReportedAnnotation on a failed update Job: its failure was counted and said (an event).
+	ReportedAnnotation = "ignition.bootstrap.cluster.x-k8s.io/update-reported"
+	// MachineUIDLabel on an update Job is the UID of the Machine it updates.
+	MachineUIDLabel = "ignition.bootstrap.cluster.x-k8s.io/update-machine-uid"
 	// CordonedAnnotation on a Node says the extension cordoned it for an update to that version
 	// (a node cordoned by someone else is left cordoned afterwards).
 	CordonedAnnotation = "ignition.bootstrap.cluster.x-k8s.io/cordoned-for-update"
 
 	// updateDeadline bounds one update Job: downloads, kubeadm upgrade node, the kubelet's restart.
 	updateDeadline = 20 * time.Minute
+	// systemdPrivateSocket is the host's systemd's private socket, where cabpi update-node starts
+	// the update's unit (go-systemd's NewSystemdConnectionContext): the one host file the Job's
+	// Pod gets besides the state directory.
+	systemdPrivateSocket = "/run/systemd/private"
+
+	// finishedJobTTL: a finished update Job is removed by Kubernetes this long after it ended. A
+	// completed one the extension removes itself once the node reports the version; a failed one
+	// stays that long as the record, and the next UpdateMachine call after that starts the
+	// update again.
+	finishedJobTTL = 24 * time.Hour
 	// updateRetries: a Pod lost with its node (a reboot mid-update) or that got no result is
 	// started again this many times; the node side resumes from its journal. A failed update
 	// (ignition.InPlaceFailedExitCode, rolled back) is never retried by the Job.
@@ -80,23 +99,44 @@ func (h *Handlers) update(ctx context.Context, in updateInputs) (progress, error
 	}
 	u := nodeUpdate{workload: workload, node: node, version: version}
 
+	// Jobs of other updates of this Machine (its version was changed again): let them end, then
+	// remove them.
+	others := &batchv1.JobList{}
+	if err := workload.List(ctx, others, client.InNamespace(UpdateNamespace), client.MatchingLabels{MachineUIDLabel: string(machine.UID)}); err != nil {
+		return progress{}, fmt.Errorf("listing the update Jobs of Node %s: %w", node.Name, err)
+	}
+	name := jobName(machine.UID, version)
+	for i := range others.Items {
+		other := &others.Items[i]
+		if other.Name == name {
+			continue
+		}
+		if why := notOurs(other, machine, node.Name); why != "" {
+			return progress{}, refuse("Job %s/%s %s: cabpi neither trusts nor deletes it", other.Namespace, other.Name, why)
+		}
+		if jobActive(other) {
+			return progress{retryAfter: retryRunning, message: fmt.Sprintf("waiting for the update of Node %s to %s to end", node.Name, other.Annotations[VersionAnnotation])}, nil
+		}
+		if err := u.deleteJob(ctx, other); err != nil {
+			return progress{}, err
+		}
+	}
+
 	job := &batchv1.Job{}
-	err = workload.Get(ctx, client.ObjectKey{Namespace: UpdateNamespace, Name: jobName(node.Name)}, job)
+	err = workload.Get(ctx, client.ObjectKey{Namespace: UpdateNamespace, Name: name}, job)
 	switch {
 	case apierrors.IsNotFound(err):
 		job = nil
 	case err != nil:
 		return progress{}, fmt.Errorf("reading the update Job of Node %s: %w", node.Name, err)
 	}
-	if job != nil && job.Annotations[VersionAnnotation] != version {
-		// A Job of another update (the version was changed again): let it end, then replace it.
-		if jobActive(job) {
-			return progress{retryAfter: retryRunning, message: fmt.Sprintf("waiting for the update of Node %s to %s to end", node.Name, job.Annotations[VersionAnnotation])}, nil
+	if job != nil {
+		if why := notOurs(job, machine, node.Name); why != "" {
+			return progress{}, refuse("Job %s/%s %s: cabpi neither trusts nor deletes it", job.Namespace, job.Name, why)
 		}
-		if err := u.deleteJob(ctx, job); err != nil {
-			return progress{}, err
+		if job.Annotations[VersionAnnotation] != version {
+			return progress{}, refuse("Job %s/%s moves its node to %s, not %s: cabpi neither trusts nor deletes it", job.Namespace, job.Name, job.Annotations[VersionAnnotation], version)
 		}
-		return progress{retryAfter: retrySoon, message: "removed the Job of an earlier update"}, nil
 	}
 
 	if job == nil {
@@ -118,8 +158,15 @@ func (h *Handlers) update(ctx context.Context, in updateInputs) (progress, error
 		if err := u.cordon(ctx); err != nil {
 			return progress{}, err
 		}
-		if err := workload.Create(ctx, updateJob(node.Name, version, h.Image, args)); err != nil && !apierrors.IsAlreadyExists(err) {
+		err = workload.Create(ctx, updateJob(machine.UID, node.Name, version, h.Image, args))
+		switch {
+		case apierrors.IsAlreadyExists(err):
+		case err != nil:
 			return progress{}, fmt.Errorf("creating the update Job of Node %s: %w", node.Name, err)
+		default:
+			metrics.InPlaceUpdate(metrics.InPlaceStarted)
+			h.event(machine, corev1.EventTypeNormal, "InPlaceUpdateStarted", "updating Node %s from %s to %s in place (Job %s/%s)",
+				node.Name, node.Status.NodeInfo.KubeletVersion, version, UpdateNamespace, name)
 		}
 		return progress{retryAfter: retryRunning, message: fmt.Sprintf("started updating Node %s to %s", node.Name, version)}, nil
 	}
@@ -129,27 +176,36 @@ func (h *Handlers) update(ctx context.Context, in updateInputs) (progress, error
 		if !u.done() {
 			return progress{retryAfter: retrySoon, message: fmt.Sprintf("waiting for the kubelet of Node %s to report %s, Ready", node.Name, version)}, nil
 		}
-		if err := u.uncordon(ctx); err != nil {
-			return progress{}, err
-		}
-		if err := u.deleteJob(ctx, job); err != nil {
-			return progress{}, err
-		}
-		return progress{message: fmt.Sprintf("Node %s runs %s", node.Name, version)}, nil
+		return h.succeeded(ctx, u, machine, job)
 	case jobFinished(job, batchv1.JobFailed):
-		why, err := u.failure(ctx, job)
+		why, rolledBack, err := u.failure(ctx, job)
 		if err != nil {
 			return progress{}, err
 		}
-		// The node side rolled back: the node runs the old version, and takes Pods again.
+		if !rolledBack {
+			// The Job ended without the node side's result (its deadline, its Pods lost with a
+			// rebooting node): the unit on the node outlives it and finishes or rolls back on its
+			// own, so the node is watched, not declared failed.
+			if u.done() {
+				return h.succeeded(ctx, u, machine, job)
+			}
+			if err := h.reportOnce(ctx, u, machine, job, metrics.InPlaceFailed, corev1.EventTypeWarning, "InPlaceUpdateJobEnded",
+				fmt.Sprintf("the update Job %s/%s of Node %s ended without the node side's result: %s", UpdateNamespace, job.Name, node.Name, why)); err != nil {
+				return progress{}, err
+			}
+			return progress{retryAfter: retryRunning, message: fmt.Sprintf("the update Job %s/%s ended without the node side's result (%s); "+
+				"waiting for Node %s to report %s (delete the Job to start one that reads the node's result)", UpdateNamespace, job.Name, why, node.Name, version)}, nil
+		}
+		// The node side failed the update and rolled back: the node runs the old version, and
+		// takes Pods again.
 		if err := u.uncordon(ctx); err != nil {
 			return progress{}, err
 		}
 		message := fmt.Sprintf("updating Node %s to %s failed: %s. The Job %s/%s keeps the record (its Pod's log and the node's "+
 			"journalctl -u %s); delete the Job to try again once the cause is fixed, or delete the Machine to replace it",
 			node.Name, version, why, UpdateNamespace, job.Name, ignition.InPlaceUnit)
-		if h.Recorder != nil {
-			h.Recorder.Eventf(machine, nil, corev1.EventTypeWarning, "InPlaceUpdateFailed", "UpdateMachine", "%s", message)
+		if err := h.reportOnce(ctx, u, machine, job, metrics.InPlaceRolledBack, corev1.EventTypeWarning, "InPlaceUpdateFailed", message); err != nil {
+			return progress{}, err
 		}
 		return progress{failed: true, message: message}, nil
 	}
@@ -176,31 +232,55 @@ func updateNodeArgs(k cabpiv1.KubernetesSpec, version string) ([]string, error) 
 	return args, nil
 }
 
-// jobName is the name of a node's update Job: one per node, whatever the version (a Job name is
-// at most 63 characters, a node name up to 253).
-func jobName(node string) string {
-	sum := sha256.Sum256([]byte(node))
+// jobName is the name of the update Job of the Machine (its UID) to version: a node that later
+// reuses a name, or a Machine updated again, never finds an old Job under it (a Job name is at
+// most 63 characters).
+func jobName(machine types.UID, version string) string {
+	sum := sha256.Sum256([]byte(string(machine) + "/" + version))
 	return "cabpi-update-" + hex.EncodeToString(sum[:])[:16]
 }
 
+// jobLabels are the labels of the update Jobs of the Machine.
+func jobLabels(machine types.UID) map[string]string {
+	return map[string]string{"app.kubernetes.io/name": "cabpi-update", "app.kubernetes.io/managed-by": "cabpi", MachineUIDLabel: string(machine)}
+}
+
+// notOurs says why job is not an update Job cabpi made for machine's node ("" when it is): a
+// Job is read as an update's result, or deleted, only then.
+func notOurs(job *batchv1.Job, machine *clusterv1.Machine, node string) string {
+	for k, v := range jobLabels(machine.UID) {
+		if job.Labels[k] != v {
+			return fmt.Sprintf("lacks the label %s=%s", k, v)
+		}
+	}
+	if job.Annotations[NodeAnnotation] != node || job.Spec.Template.Spec.NodeName != node {
+		return fmt.Sprintf("is not pinned to Node %s", node)
+	}
+	return ""
+}
+
 // updateJob is the Job that updates node to version: pinned to it, on the host network (no
-// CNI needed), tolerating every taint, as root with the host's systemd socket and the update's
-// state directory. Not privileged: it needs no device and no capability beyond root's defaults;
-// its SELinux type is spc_t, because on Fedora CoreOS a container_t process may not talk to
-// systemd (ignored where SELinux is off).
-func updateJob(node, version, image string, args []string) *batchv1.Job {
+// CNI needed), tolerating every taint, as root with the host's systemd private socket alone and
+// the update's state directory. Least privilege: no capability at all (root owns the socket and
+// the directory, and systemd admits a peer by its user ID), no privilege escalation, a
+// read-only root file system, small requests. Its SELinux type is spc_t, because on Fedora
+// CoreOS a container_t process may not talk to systemd (ignored where SELinux is off). The host
+// path and the host network need the namespace's Pod Security level to be privileged
+// (kube-system's is): docs/guide/upgrading-in-place.md.
+func updateJob(machine types.UID, node, version, image string, args []string) *batchv1.Job {
 	hostDir := func(name, path string, t corev1.HostPathType) corev1.Volume {
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path, Type: &t}}}
 	}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: UpdateNamespace, Name: jobName(node),
-			Labels:      map[string]string{"app.kubernetes.io/name": "cabpi-update", "app.kubernetes.io/managed-by": "cabpi"},
+			Namespace: UpdateNamespace, Name: jobName(machine, version),
+			Labels:      jobLabels(machine),
 			Annotations: map[string]string{VersionAnnotation: version, NodeAnnotation: node},
 		},
 		Spec: batchv1.JobSpec{
-			BackoffLimit:          ptr.To[int32](updateRetries),
-			ActiveDeadlineSeconds: ptr.To(int64(updateDeadline.Seconds())),
+			BackoffLimit:            ptr.To[int32](updateRetries),
+			TTLSecondsAfterFinished: ptr.To(int32(finishedJobTTL.Seconds())),
+			ActiveDeadlineSeconds:   ptr.To(int64(updateDeadline.Seconds())),
 			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
 				Action: batchv1.PodFailurePolicyActionFailJob,
 				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
@@ -221,13 +301,22 @@ func updateJob(node, version, image string, args []string) *batchv1.Job {
 						Name: "update", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
 						Args:                     args,
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false),
+							ReadOnlyRootFilesystem:   ptr.To(true),
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU:    resource.MustParse("10m"),
+							corev1.ResourceMemory: resource.MustParse("32Mi"),
+						}},
 						VolumeMounts: []corev1.VolumeMount{
-							{Name: "systemd", MountPath: "/run/systemd"},
+							{Name: "systemd", MountPath: systemdPrivateSocket},
 							{Name: "state", MountPath: ignition.InPlaceStateDir},
 						},
 					}},
 					Volumes: []corev1.Volume{
-						hostDir("systemd", "/run/systemd", corev1.HostPathDirectory),
+						hostDir("systemd", systemdPrivateSocket, corev1.HostPathSocket),
 						hostDir("state", ignition.InPlaceStateDir, corev1.HostPathDirectoryOrCreate),
 					},
 				},
@@ -300,28 +389,85 @@ func (u nodeUpdate) deleteJob(ctx context.Context, job *batchv1.Job) error {
 	return nil
 }
 
-// failure is why a failed Job failed: the node side's result line (its Pod's termination
-// message), else the Job's own reason (deadline exceeded, Pods lost).
-func (u nodeUpdate) failure(ctx context.Context, job *batchv1.Job) (string, error) {
+// failure reads why a failed Job failed from its Pods (jobFailure).
+func (u nodeUpdate) failure(ctx context.Context, job *batchv1.Job) (why string, rolledBack bool, err error) {
 	pods := &corev1.PodList{}
 	if err := u.workload.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
-		return "", fmt.Errorf("listing the Pods of the update Job %s/%s: %w", job.Namespace, job.Name, err)
+		return "", false, fmt.Errorf("listing the Pods of the update Job %s/%s: %w", job.Namespace, job.Name, err)
 	}
+	why, rolledBack = jobFailure(job, pods.Items)
+	return why, rolledBack, nil
+}
+
+// jobFailure is why a failed Job failed: the node side's result line (its last Pod's termination
+// message), else the Job's own reason (deadline exceeded, Pods lost); rolledBack only when the
+// node side itself ended the update (its exit code: the node is back on the old version, or
+// was never swapped). Any other end of a Job is not the node's result.
+func jobFailure(job *batchv1.Job, pods []corev1.Pod) (why string, rolledBack bool) {
 	var latest *corev1.ContainerStateTerminated
-	for i := range pods.Items {
-		for _, s := range pods.Items[i].Status.ContainerStatuses {
+	for i := range pods {
+		for _, s := range pods[i].Status.ContainerStatuses {
 			if t := s.State.Terminated; t != nil && (latest == nil || t.FinishedAt.After(latest.FinishedAt.Time)) {
 				latest = t
 			}
 		}
 	}
+	rolledBack = latest != nil && latest.ExitCode == ignition.InPlaceFailedExitCode
 	if latest != nil && strings.TrimSpace(latest.Message) != "" {
-		return strings.TrimSpace(latest.Message), nil
+		return strings.TrimSpace(latest.Message), rolledBack
 	}
 	for _, c := range job.Status.Conditions {
 		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
-			return fmt.Sprintf("the Job failed (%s: %s)", c.Reason, c.Message), nil
+			return fmt.Sprintf("the Job failed (%s: %s)", c.Reason, c.Message), rolledBack
 		}
 	}
-	return "the Job failed", nil
+	return "the Job failed", rolledBack
+}
+
+// succeeded ends an update whose node reports the version, Ready: uncordoned, its Job removed,
+// counted and said once (the calls that follow find no Job and the node done).
+func (h *Handlers) succeeded(ctx context.Context, u nodeUpdate, machine *clusterv1.Machine, job *batchv1.Job) (progress, error) {
+	if err := u.uncordon(ctx); err != nil {
+		return progress{}, err
+	}
+	if err := u.deleteJob(ctx, job); err != nil {
+		return progress{}, err
+	}
+	metrics.InPlaceUpdateSucceeded(time.Since(job.CreationTimestamp.Time))
+	h.event(machine, corev1.EventTypeNormal, "InPlaceUpdateSucceeded", "Node %s runs %s", u.node.Name, u.version)
+	return progress{message: fmt.Sprintf("Node %s runs %s", u.node.Name, u.version)}, nil
+}
+
+// reportOnce counts and says a failed Job's end the first time it is seen: Cluster API calls
+// again (after its backoff, or the retry interval), and the Job stays as the record, so it is
+// marked (ReportedAnnotation) for the answers that follow.
+func (h *Handlers) reportOnce(ctx context.Context, u nodeUpdate, machine *clusterv1.Machine, job *batchv1.Job,
+	result metrics.InPlaceResult, eventType, reason, message string) error {
+	if _, reported := job.Annotations[ReportedAnnotation]; reported {
+		return nil
+	}
+	if err := u.markReported(ctx, job); err != nil {
+		return err
+	}
+	metrics.InPlaceUpdate(result)
+	h.event(machine, eventType, reason, "%s", message)
+	return nil
+}
+
+// markReported notes on a failed Job that its failure was counted and said.
+func (u nodeUpdate) markReported(ctx context.Context, job *batchv1.Job) error {
+	before := job.DeepCopy()
+	metav1.SetMetaDataAnnotation(&job.ObjectMeta, ReportedAnnotation, "")
+	if err := u.workload.Patch(ctx, job, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("marking the update Job %s/%s reported: %w", job.Namespace, job.Name, err)
+	}
+	return nil
+}
+
+// event records an event on the Machine, when there is a recorder. Events carry node names and
+// versions, never the node side's secrets: it has none.
+func (h *Handlers) event(machine *clusterv1.Machine, eventType, reason, format string, args ...any) {
+	if h.Recorder != nil {
+		h.Recorder.Eventf(machine, nil, eventType, reason, "UpdateMachine", format, args...)
+	}
 }

@@ -52,6 +52,23 @@ const (
 	TokenRotate TokenOperation = "rotate"
 )
 
+// InPlaceResult is what became of an in-place update (label "result").
+type InPlaceResult string
+
+// The in-place update results (docs/guide/metrics.md).
+const (
+	// InPlaceStarted: an update Job was created for a node.
+	InPlaceStarted InPlaceResult = "started"
+	// InPlaceSucceeded: the node reports the new version, Ready.
+	InPlaceSucceeded InPlaceResult = "succeeded"
+	// InPlaceRolledBack: the node side failed the update and put the node back on the old
+	// version.
+	InPlaceRolledBack InPlaceResult = "rolled_back"
+	// InPlaceFailed: the update Job failed without the node side's result (its deadline, its
+	// Pods lost).
+	InPlaceFailed InPlaceResult = "failed"
+)
+
 const namespace = "cabpi"
 
 var (
@@ -89,6 +106,20 @@ var (
 		Help:      "Reconciles that ended with a failure a user can fix, by the DataSecretAvailable condition's reason.",
 	}, []string{"reason"})
 
+	inPlaceUpdates = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "inplace_updates_total",
+		Help:      "In-place updates of nodes by the update extension, by result (started, succeeded, rolled_back, failed).",
+	}, []string{"result"})
+
+	inPlaceUpdateDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace,
+		Name:      "inplace_update_duration_seconds",
+		Help:      "Time from an in-place update's Job to the node reporting the new version, Ready, for the updates that succeeded.",
+		// 15 s to about 2 h: a download, kubeadm upgrade node and a kubelet restart.
+		Buckets: prometheus.ExponentialBuckets(15, 2, 10),
+	}, nil)
+
 	// A vector without labels: one series, as a plain counter's, that can be reset with the
 	// others (reset).
 	rerenders = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -99,7 +130,8 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(renderDuration, renderedBytes, dataSecretsWritten, joinTokens, failures, rerenders)
+	crmetrics.Registry.MustRegister(renderDuration, renderedBytes, dataSecretsWritten, joinTokens, failures, rerenders,
+		inPlaceUpdates, inPlaceUpdateDuration)
 	startSeries()
 }
 
@@ -114,12 +146,16 @@ func startSeries() {
 		joinTokens.WithLabelValues(string(op))
 	}
 	rerenders.WithLabelValues()
+	for _, r := range []InPlaceResult{InPlaceStarted, InPlaceSucceeded, InPlaceRolledBack, InPlaceFailed} {
+		inPlaceUpdates.WithLabelValues(string(r))
+	}
 }
 
 // reset brings every series back to its start (tests count from zero, under go test -count
 // too, as a new process does).
 func reset() {
-	for _, v := range []interface{ Reset() }{renderDuration, renderedBytes, dataSecretsWritten, joinTokens, failures, rerenders} {
+	for _, v := range []interface{ Reset() }{renderDuration, renderedBytes, dataSecretsWritten, joinTokens, failures, rerenders,
+		inPlaceUpdates, inPlaceUpdateDuration} {
 		v.Reset()
 	}
 	startSeries()
@@ -151,4 +187,15 @@ func Failure(reason string) {
 // Rerender counts bootstrap data rendered again before its machine first booted.
 func Rerender() {
 	rerenders.WithLabelValues().Inc()
+}
+
+// InPlaceUpdate counts an in-place update's start or end.
+func InPlaceUpdate(result InPlaceResult) {
+	inPlaceUpdates.WithLabelValues(string(result)).Inc()
+}
+
+// InPlaceUpdateSucceeded counts an in-place update that succeeded and records how long it took.
+func InPlaceUpdateSucceeded(took time.Duration) {
+	InPlaceUpdate(InPlaceSucceeded)
+	inPlaceUpdateDuration.WithLabelValues().Observe(took.Seconds())
 }

@@ -23,6 +23,10 @@ func TestFunctionsMoveRegisteredSeries(t *testing.T) {
 	metrics.JoinToken(metrics.TokenRotate)
 	metrics.Failure("InvalidButane")
 	metrics.Rerender()
+	metrics.InPlaceUpdate(metrics.InPlaceStarted)
+	metrics.InPlaceUpdate(metrics.InPlaceStarted)
+	metrics.InPlaceUpdateSucceeded(90 * time.Second)
+	metrics.InPlaceUpdate(metrics.InPlaceRolledBack)
 
 	want := `
 # HELP cabpi_rendered_bytes Size of the bootstrap data stored in a data Secret, by role and variant.
@@ -54,10 +58,31 @@ cabpi_failures_total{reason="InvalidButane"} 1
 # HELP cabpi_rerenders_total Bootstrap data rendered again, in place, before the machine first booted from it.
 # TYPE cabpi_rerenders_total counter
 cabpi_rerenders_total 1
+# HELP cabpi_inplace_updates_total In-place updates of nodes by the update extension, by result (started, succeeded, rolled_back, failed).
+# TYPE cabpi_inplace_updates_total counter
+cabpi_inplace_updates_total{result="failed"} 0
+cabpi_inplace_updates_total{result="rolled_back"} 1
+cabpi_inplace_updates_total{result="started"} 2
+cabpi_inplace_updates_total{result="succeeded"} 1
+# HELP cabpi_inplace_update_duration_seconds Time from an in-place update's Job to the node reporting the new version, Ready, for the updates that succeeded.
+# TYPE cabpi_inplace_update_duration_seconds histogram
+cabpi_inplace_update_duration_seconds_bucket{le="15"} 0
+cabpi_inplace_update_duration_seconds_bucket{le="30"} 0
+cabpi_inplace_update_duration_seconds_bucket{le="60"} 0
+cabpi_inplace_update_duration_seconds_bucket{le="120"} 1
+cabpi_inplace_update_duration_seconds_bucket{le="240"} 1
+cabpi_inplace_update_duration_seconds_bucket{le="480"} 1
+cabpi_inplace_update_duration_seconds_bucket{le="960"} 1
+cabpi_inplace_update_duration_seconds_bucket{le="1920"} 1
+cabpi_inplace_update_duration_seconds_bucket{le="3840"} 1
+cabpi_inplace_update_duration_seconds_bucket{le="7680"} 1
+cabpi_inplace_update_duration_seconds_bucket{le="+Inf"} 1
+cabpi_inplace_update_duration_seconds_sum 90
+cabpi_inplace_update_duration_seconds_count 1
 `
 	require.NoError(t, testutil.GatherAndCompare(crmetrics.Registry, strings.NewReader(want),
 		"cabpi_rendered_bytes", "cabpi_data_secrets_written_total", "cabpi_join_tokens_total",
-		"cabpi_failures_total", "cabpi_rerenders_total"))
+		"cabpi_failures_total", "cabpi_rerenders_total", "cabpi_inplace_updates_total", "cabpi_inplace_update_duration_seconds"))
 
 	// The duration lands in the 4 ms bucket (3 ms), not the 2 ms one.
 	families, err := crmetrics.Registry.Gather()

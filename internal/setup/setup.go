@@ -119,7 +119,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.ClusterCacheClientQPS, "clustercache-client-qps", 20, "Maximum queries per second from the cluster cache clients to the Kubernetes API server of workload clusters.")
 	fs.IntVar(&o.ClusterCacheClientBurst, "clustercache-client-burst", 30, "Maximum number of queries that should be allowed in one burst from the cluster cache clients to the Kubernetes API server of workload clusters.")
 	fs.IntVar(&o.UpdateExtensionPort, "update-extension-port", 0,
-		"Port of the in-place update extension (Cluster API Runtime SDK hooks CanUpdateMachineSet, CanUpdateMachine, UpdateMachine; served with --webhook-cert-dir's certificate); 0 disables it.")
+		"Port of the in-place update extension (Cluster API Runtime SDK hooks CanUpdateMachineSet and UpdateMachine; served with --webhook-cert-dir's certificate); 0 disables it.")
 	fs.StringVar(&o.UpdateImage, "update-image", "", "Image the in-place update Jobs run on workload nodes; default: the manager's own image, read from its Pod (POD_NAMESPACE, POD_NAME).")
 }
 

@@ -22,23 +22,23 @@ import (
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/inplace"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/testenv"
 )
 
 // TestCabpiExtensionDiscovered: the ExtensionConfig the suite created before the Manager started
 // (as the e2e suite does) was discovered at warm-up, when cabpi's extension server started in
-// the same Manager, and registered its three handlers.
+// the same Manager, and registered its two handlers.
 func TestCabpiExtensionDiscovered(t *testing.T) {
 	ctx := t.Context()
 	handlers, err := env.WaitForExtension(ctx, cabpiExtensionConfig, timeout)
 	require.NoError(t, err)
 	assert.Equal(t, []string{
-		inplace.CanUpdateMachineHandler + "." + cabpiExtensionConfig,
 		inplace.CanUpdateMachineSetHandler + "." + cabpiExtensionConfig,
 		inplace.UpdateMachineHandler + "." + cabpiExtensionConfig,
 	}, handlers)
-	assert.Equal(t, []string{"can-update-machine.cabpi", "can-update-machineset.cabpi", "update-machine.cabpi"}, handlers,
-		"the handler names ADR 035 and config/extension document")
+	assert.Equal(t, []string{"can-update-machineset.cabpi", "update-machine.cabpi"}, handlers,
+		"the handler names ADR 038 and the guide document: no CanUpdateMachine, which only control planes call")
 
 	ec := &runtimev1.ExtensionConfig{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: cabpiExtensionConfig}, ec))
@@ -48,7 +48,8 @@ func TestCabpiExtensionDiscovered(t *testing.T) {
 	}
 	assert.Equal(t, runtimehooksv1.GroupVersion.String(), hooks["CanUpdateMachineSet"].RequestHook.APIVersion)
 	assert.Equal(t, int32(30), hooks["UpdateMachine"].TimeoutSeconds, "UpdateMachine's own timeout")
-	assert.Equal(t, int32(runtimehooksv1.DefaultHandlersTimeoutSeconds), hooks["CanUpdateMachine"].TimeoutSeconds)
+	assert.Equal(t, int32(runtimehooksv1.DefaultHandlersTimeoutSeconds), hooks["CanUpdateMachineSet"].TimeoutSeconds)
+	assert.NotContains(t, hooks, "CanUpdateMachine", "cabpi leaves KubeadmControlPlane's hook to control-plane extensions")
 	for _, h := range ec.Status.Handlers {
 		assert.Equal(t, runtimev1.FailurePolicyFail, h.FailurePolicy, h.Name)
 	}
@@ -68,14 +69,16 @@ func TestCabpiExtensionDiscovered(t *testing.T) {
 func TestCanUpdateMachineSet(t *testing.T) {
 	apiServer := workloadAPIServerVersion(t)
 	previousMinor := fmt.Sprintf("v%d.%d.0", apiServer.Major, apiServer.Minor-1)
-	nextPatch := fmt.Sprintf("v%d.%d.%d", apiServer.Major, apiServer.Minor, apiServer.Patch+1)
+	nextMinor := fmt.Sprintf("v%d.%d.0", apiServer.Major, apiServer.Minor+1)
 	for _, tc := range []struct {
 		name string
 		// workload: the Cluster has a workload cluster the ClusterCache reaches.
-		workload         bool
-		source           cabpiv1.KubernetesSource
-		current, desired string
-		wantPatch        bool
+		workload bool
+		// controlPlaneMachine: the Cluster has a control-plane Machine at this version.
+		controlPlaneMachine string
+		source              cabpiv1.KubernetesSource
+		current, desired    string
+		wantPatch           bool
 		// wantFailure: the extension cannot read what it decides from and answers Failure, which
 		// Cluster API asks again (a "cannot" without a patch it keeps for a day, and replaces
 		// the Machines).
@@ -92,7 +95,14 @@ func TestCanUpdateMachineSet(t *testing.T) {
 		},
 		{
 			name: "sysext, newer than the API server", workload: true, source: cabpiv1.KubernetesSourceSysext,
-			current: previousMinor, desired: nextPatch, wantMessage: "is newer than the control plane's",
+			current: "v" + apiServer.String(), desired: nextMinor, wantMessage: "is newer than the control plane's",
+		},
+		{
+			// The bound is the control-plane Machines' lowest version, not what one API
+			// server says (mid-rollout, the older servers bound the kubelets).
+			name: "sysext, newer than a control-plane Machine", workload: true, source: cabpiv1.KubernetesSourceSysext,
+			controlPlaneMachine: previousMinor, current: previousMinor, desired: "v" + apiServer.String(),
+			wantMessage: "is newer than the control plane's " + previousMinor,
 		},
 		{
 			name: "image", workload: true, source: cabpiv1.KubernetesSourceImage,
@@ -105,6 +115,10 @@ func TestCanUpdateMachineSet(t *testing.T) {
 			require.NoError(t, err)
 			ns := env.CreateNamespace(t, "canupdate").Name
 			cluster := createCluster(t, ns, "c", tc.workload)
+			if tc.controlPlaneMachine != "" {
+				f := &fixtures.Cluster{Kit: &fixtures.Kit{Env: env}, Namespace: ns, Cluster: cluster}
+				f.AddMachine(t, "cp", true, sysextConfigSpec(), func(m *clusterv1.Machine) { m.Spec.Version = tc.controlPlaneMachine })
+			}
 
 			oldMS := newMachineSet(cluster, "md-old", tc.current)
 			newMS := newMachineSet(cluster, "md-new", tc.desired)

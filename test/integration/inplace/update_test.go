@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,6 +40,8 @@ func TestUpdateMachineTakesNothingFromTheRequest(t *testing.T) {
 		// marked: Cluster API's update-in-progress annotation and pending UpdateMachine hook on
 		// the Machine, and the annotation on its IgnitionConfig.
 		marked bool
+		// controlPlane: the Machine has Cluster API's control-plane label.
+		controlPlane bool
 		// wantJob: an update Job is created, following the stored config.
 		wantJob     bool
 		wantStatus  runtimehooksv1.ResponseStatus
@@ -47,6 +50,10 @@ func TestUpdateMachineTakesNothingFromTheRequest(t *testing.T) {
 		{
 			name: "a request Cluster API did not make", marked: false,
 			wantStatus: runtimehooksv1.ResponseStatusFailure, wantMessage: "Cluster API is not updating Machine",
+		},
+		{
+			name: "a control-plane Machine", marked: true, controlPlane: true,
+			wantStatus: runtimehooksv1.ResponseStatusFailure, wantMessage: "control-plane nodes are not updated in place",
 		},
 		{
 			name: "an update Cluster API runs", marked: true, wantJob: true,
@@ -59,7 +66,7 @@ func TestUpdateMachineTakesNothingFromTheRequest(t *testing.T) {
 			require.NoError(t, err)
 			ns := env.CreateNamespace(t, "update").Name
 			f := &fixtures.Cluster{Kit: &fixtures.Kit{Env: env}, Namespace: ns, Cluster: createCluster(t, ns, "c", true)}
-			machine := f.AddMachine(t, "w", false, sysextConfigSpec(), func(m *clusterv1.Machine) { m.Spec.Version = previousMinor })
+			machine := f.AddMachine(t, "w", tc.controlPlane, sysextConfigSpec(), func(m *clusterv1.Machine) { m.Spec.Version = previousMinor })
 			node := joined(t, machine)
 
 			if tc.marked {
@@ -92,8 +99,59 @@ func TestUpdateMachineTakesNothingFromTheRequest(t *testing.T) {
 			assert.Contains(t, args, "--version="+target, "the version of the stored Machine")
 			assert.NotContains(t, strings.Join(args, " "), "attacker.invalid", "nothing of the request's body")
 			assert.True(t, nodeOf(t, node.Name).Spec.Unschedulable, "the node is cordoned for its update")
+			assert.EventuallyWithT(t, func(c *assert.CollectT) {
+				events := &eventsv1.EventList{}
+				require.NoError(c, env.Client.List(ctx, events, client.InNamespace(ns)))
+				var reasons []string
+				for _, e := range events.Items {
+					if e.Regarding.Name == machine.Name && e.Regarding.Kind == "Machine" {
+						reasons = append(reasons, e.Reason)
+					}
+				}
+				assert.Contains(c, reasons, "InPlaceUpdateStarted", "a Normal event on the Machine says the update started")
+			}, timeout, tick)
 		})
 	}
+}
+
+// TestUpdateMachineTrustsNoPlantedJob: a Job in the update namespace that names the Machine
+// but was not made by cabpi (its labels) is neither read as the update's result nor deleted:
+// the request is refused, and the Job stays for whoever planted it to answer for.
+func TestUpdateMachineTrustsNoPlantedJob(t *testing.T) {
+	apiServer := workloadAPIServerVersion(t)
+	ctx := t.Context()
+	_, err := env.WaitForExtension(ctx, cabpiExtensionConfig, timeout)
+	require.NoError(t, err)
+	ns := env.CreateNamespace(t, "update").Name
+	f := &fixtures.Cluster{Kit: &fixtures.Kit{Env: env}, Namespace: ns, Cluster: createCluster(t, ns, "c", true)}
+	machine := f.AddMachine(t, "w", false, sysextConfigSpec(), func(m *clusterv1.Machine) {
+		m.Spec.Version = fmt.Sprintf("v%d.%d.0", apiServer.Major, apiServer.Minor-1)
+	})
+	node := joined(t, machine)
+	markForUpdate(t, machine, "v"+apiServer.String())
+	stored := &clusterv1.Machine{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(machine), stored))
+
+	planted := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: inplace.UpdateNamespace, GenerateName: "planted-",
+			Labels:      map[string]string{inplace.MachineUIDLabel: string(stored.UID)},
+			Annotations: map[string]string{inplace.NodeAnnotation: node.Name, inplace.VersionAnnotation: "v1.0.0"}},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			NodeName: node.Name, RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "x", Image: "example.invalid/x"}},
+		}}},
+	}
+	require.NoError(t, env.Client.Create(ctx, planted))
+	t.Cleanup(func() {
+		_ = env.Client.Delete(ctx, planted, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	})
+
+	_, err = callUpdateMachine(t, forgedRequest(t, machine))
+	require.Error(t, err, "refused")
+	assert.Contains(t, err.Error(), "neither trusts nor deletes it")
+	jobs := updateJobsOf(t, node.Name)
+	require.Len(t, jobs, 1, "no update Job beside the planted one")
+	assert.Equal(t, planted.Name, jobs[0].Name, "the planted Job is not deleted")
 }
 
 // TestUpdateMachineRetriesPassingErrors: a workload cluster the extension cannot reach yet (the
