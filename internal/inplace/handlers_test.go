@@ -41,6 +41,17 @@ func withKubectl(spec *cabpiv1.IgnitionConfigSpec) *cabpiv1.IgnitionConfigSpec {
 	return spec
 }
 
+// canUpdateRequest is a CanUpdateMachineSet request for a MachineSet of IgnitionConfigTemplates
+// from current to desired.
+func canUpdateRequest(t *testing.T, current, desired string, currentSpec, desiredSpec *cabpiv1.IgnitionConfigSpec) *runtimehooksv1.CanUpdateMachineSetRequest {
+	t.Helper()
+	req := &runtimehooksv1.CanUpdateMachineSetRequest{}
+	req.Current.MachineSet, req.Desired.MachineSet = machineSet(current), machineSet(desired)
+	req.Current.BootstrapConfigTemplate = templateRaw(t, currentSpec)
+	req.Desired.BootstrapConfigTemplate = templateRaw(t, desiredSpec)
+	return req
+}
+
 func machineSet(version string) clusterv1.MachineSet {
 	ms := clusterv1.MachineSet{}
 	ms.Name = "workers"
@@ -92,10 +103,7 @@ func TestCanUpdateMachineSet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := &runtimehooksv1.CanUpdateMachineSetRequest{}
-			req.Current.MachineSet, req.Desired.MachineSet = machineSet(tt.current), machineSet(tt.desired)
-			req.Current.BootstrapConfigTemplate = templateRaw(t, tt.currentSpec)
-			req.Desired.BootstrapConfigTemplate = templateRaw(t, tt.desSpec)
+			req := canUpdateRequest(t, tt.current, tt.desired, tt.currentSpec, tt.desSpec)
 			resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
 			canUpdateMachineSet(req, resp, func() (string, error) { return cp, nil })
 			require.Equal(t, runtimehooksv1.ResponseStatusSuccess, resp.Status, resp.Message)
@@ -163,10 +171,7 @@ func TestCanUpdateMachineSetControlPlaneNotReachable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := &runtimehooksv1.CanUpdateMachineSetRequest{}
-			req.Current.MachineSet, req.Desired.MachineSet = machineSet(tt.current), machineSet(tt.desired)
-			req.Current.BootstrapConfigTemplate = templateRaw(t, tt.currentSpec)
-			req.Desired.BootstrapConfigTemplate = templateRaw(t, tt.desSpec)
+			req := canUpdateRequest(t, tt.current, tt.desired, tt.currentSpec, tt.desSpec)
 			resp := &runtimehooksv1.CanUpdateMachineSetResponse{}
 			canUpdateMachineSet(req, resp, notConnected)
 			assert.Equal(t, tt.wantStatus, resp.Status, resp.Message)

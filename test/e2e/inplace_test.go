@@ -213,6 +213,34 @@ func waitUpdatedInPlace(t *testing.T, d *clusterv1.MachineDeployment, version st
 	return machines
 }
 
+// dumpRollout logs how Cluster API rolled the Machines' MachineDeployment out: its MachineSets
+// (replicas, the move annotations of an in-place rollout) and the MachineDeployment's conditions
+// (the rollout planner's notes), and the events of the MachineSets' namespace: why a Machine was
+// replaced rather than moved.
+func dumpRollout(t *testing.T, machines []clusterv1.Machine) {
+	t.Helper()
+	if len(machines) == 0 {
+		return
+	}
+	ns, md := machines[0].Namespace, machines[0].Labels[clusterv1.MachineDeploymentNameLabel]
+	d := &clusterv1.MachineDeployment{}
+	if err := mgmt.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: md}, d); err == nil {
+		t.Logf("MachineDeployment %s: %+v", md, d.Status.Conditions)
+	}
+	sets := &clusterv1.MachineSetList{}
+	if err := mgmt.Client.List(t.Context(), sets, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: md}); err == nil {
+		for _, ms := range sets.Items {
+			t.Logf("MachineSet %s: replicas %d (status %d), annotations %v", ms.Name, ptr.Deref(ms.Spec.Replicas, 0), ptr.Deref(ms.Status.Replicas, 0), ms.Annotations)
+		}
+	}
+	events := &corev1.EventList{}
+	if err := mgmt.Client.List(t.Context(), events, client.InNamespace(ns)); err == nil {
+		for _, e := range events.Items {
+			t.Logf("event %s %s/%s: %s: %s", e.LastTimestamp.Format(time.RFC3339), e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+		}
+	}
+}
+
 // dumpUpdateJobs logs the update Jobs of the workload cluster and their Pods' ends.
 func dumpUpdateJobs(t *testing.T) {
 	t.Helper()
@@ -239,6 +267,7 @@ func assertKept(t *testing.T, before []nodeBefore, after []clusterv1.Machine) {
 	for _, b := range before {
 		i := slices.IndexFunc(after, func(m clusterv1.Machine) bool { return m.Name == b.machine })
 		if !assert.GreaterOrEqual(t, i, 0, "Machine %s is kept (no new Machine)", b.machine) {
+			dumpRollout(t, after)
 			continue
 		}
 		m := &after[i]
