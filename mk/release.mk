@@ -63,8 +63,8 @@ release-manifests: $(KUSTOMIZE) ## Build the clusterctl release manifests into R
 	rm -rf $(RELEASE_DIR)/.overlay
 	mv $(RELEASE_DIR)/bootstrap-components.yaml.tmp $(RELEASE_DIR)/bootstrap-components.yaml
 	cp metadata.yaml templates/*.yaml $(RELEASE_DIR)/
-	@# The in-place update extension's registration, applied by users who turn it on (docs/adr/035).
-	cp config/extension/extensionconfig.yaml $(RELEASE_DIR)/update-extension.yaml
+	@# Applied by users who turn in-place updates on (docs/adr/035): the update extension's registration and the NetworkPolicy of its port.
+	{ cat config/extension/extensionconfig.yaml; echo ---; cat config/extension/networkpolicy.yaml; } > $(RELEASE_DIR)/update-extension.yaml
 	@echo "release assets for $(RELEASE_VERSION) in $(RELEASE_DIR)/"
 
 .PHONY: clusterctl-overrides

@@ -158,6 +158,11 @@ func (h *Handlers) update(ctx context.Context, in updateInputs) (progress, error
 		if err := u.cordon(ctx); err != nil {
 			return progress{}, err
 		}
+		if drainNeeded(node.Status.NodeInfo.KubeletVersion, version) {
+			if p, err := h.drain(ctx, machine, u); err != nil || p != nil {
+				return ptr.Deref(p, progress{}), err
+			}
+		}
 		err = workload.Create(ctx, updateJob(machine.UID, node.Name, version, h.Image, args))
 		switch {
 		case apierrors.IsAlreadyExists(err):
@@ -351,9 +356,9 @@ func (u nodeUpdate) done() bool {
 	return u.node.Status.NodeInfo.KubeletVersion == u.version && nodeReady(u.node)
 }
 
-// cordon marks the node unschedulable for the update, noting that the extension did it. Pods
-// that run stay: the kubelet's restart does not stop containers, and Cluster API's in-place
-// flow does not drain (docs/adr/035).
+// cordon marks the node unschedulable for the update, noting that the extension did it. The
+// Pods that run stay for a patch upgrade (the kubelet's restart does not stop containers); a
+// minor upgrade drains them first (drain.go).
 func (u nodeUpdate) cordon(ctx context.Context) error {
 	if u.node.Spec.Unschedulable {
 		return nil
@@ -367,14 +372,20 @@ func (u nodeUpdate) cordon(ctx context.Context) error {
 	return nil
 }
 
-// uncordon undoes cordon; a node the extension did not cordon is left as it is.
+// uncordon undoes cordon, and forgets a drain's start; a node the extension did not cordon is
+// left unschedulable.
 func (u nodeUpdate) uncordon(ctx context.Context) error {
-	if _, ours := u.node.Annotations[CordonedAnnotation]; !ours {
+	_, ours := u.node.Annotations[CordonedAnnotation]
+	_, drained := u.node.Annotations[DrainStartedAnnotation]
+	if !ours && !drained {
 		return nil
 	}
 	before := u.node.DeepCopy()
-	u.node.Spec.Unschedulable = false
+	if ours {
+		u.node.Spec.Unschedulable = false
+	}
 	delete(u.node.Annotations, CordonedAnnotation)
+	delete(u.node.Annotations, DrainStartedAnnotation)
 	if err := u.workload.Patch(ctx, u.node, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("uncordoning Node %s: %w", u.node.Name, err)
 	}

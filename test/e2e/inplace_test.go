@@ -13,13 +13,18 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -96,16 +101,17 @@ func inPlaceDeployment(t *testing.T, f flavor, md string, replicas int32, k cabp
 	return deployment, machines
 }
 
-// nodeBefore is what must survive an in-place update of a node.
+// nodeBefore is what must survive an in-place update of a node, and the Pod pinned to it.
 type nodeBefore struct {
 	machine    string
 	providerID string
 	nodeUID    types.UID
-	pod        *corev1.Pod
+	// pod is pinned to the node (nodeName, no controller): a minor upgrade drains it.
+	pod *corev1.Pod
 }
 
 // prepareNode imports cabpi's image into the node's containerd (what a registry would serve it:
-// the update Job runs it) and starts a Pod on it that must outlive the update.
+// the update Job runs it) and starts a Pod pinned to it, with no controller.
 func prepareNode(t *testing.T, m *clusterv1.Machine) nodeBefore {
 	t.Helper()
 	ctx := t.Context()
@@ -121,12 +127,8 @@ func prepareNode(t *testing.T, m *clusterv1.Machine) nodeBefore {
 	node, err := workloadC.CoreV1().Nodes().Get(ctx, m.Status.NodeRef.Name, metav1.GetOptions{})
 	require.NoError(t, err)
 	pod, err := workloadC.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "kept-" + m.Name},
-		Spec: corev1.PodSpec{
-			NodeName: node.Name, HostNetwork: true,
-			Containers:                    []corev1.Container{{Name: "pause", Image: podSandboxImage(t), ImagePullPolicy: corev1.PullNever}},
-			TerminationGracePeriodSeconds: ptr.To[int64](1),
-		},
+		ObjectMeta: metav1.ObjectMeta{Name: "pinned-" + m.Name},
+		Spec:       pauseSpec(t, func(s *corev1.PodSpec) { s.NodeName = node.Name }),
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -137,6 +139,19 @@ func prepareNode(t *testing.T, m *clusterv1.Machine) nodeBefore {
 		return err == nil && p.Status.Phase == corev1.PodRunning
 	}, 2*time.Minute, time.Second, "Pod %s runs on %s", pod.Name, node.Name)
 	return nodeBefore{machine: m.Name, providerID: m.Spec.ProviderID, nodeUID: node.UID, pod: pod}
+}
+
+// pauseSpec is a Pod that runs the pause image every node carries, on the host network (the
+// nodes have no CNI), and stops within a second.
+func pauseSpec(t *testing.T, mutate func(*corev1.PodSpec)) corev1.PodSpec {
+	t.Helper()
+	s := corev1.PodSpec{
+		HostNetwork:                   true,
+		Containers:                    []corev1.Container{{Name: "pause", Image: podSandboxImage(t), ImagePullPolicy: corev1.PullNever}},
+		TerminationGracePeriodSeconds: ptr.To[int64](1),
+	}
+	mutate(&s)
+	return s
 }
 
 // podSandboxImage is the pause image every node image carries.
@@ -260,7 +275,7 @@ func dumpUpdateJobs(t *testing.T) {
 	}
 }
 
-// assertKept: the update kept the Machines, their nodes, Node objects and Pods.
+// assertKept: the update kept the Machines, their nodes and Node objects.
 func assertKept(t *testing.T, before []nodeBefore, after []clusterv1.Machine) {
 	t.Helper()
 	ctx := t.Context()
@@ -277,17 +292,169 @@ func assertKept(t *testing.T, before []nodeBefore, after []clusterv1.Machine) {
 		assert.Equal(t, b.nodeUID, node.UID, "Node %s is the same object", node.Name)
 		assert.Equal(t, m.Spec.Version, node.Status.NodeInfo.KubeletVersion, "Node %s reports the new kubelet version", node.Name)
 		assert.False(t, node.Spec.Unschedulable, "Node %s is uncordoned", node.Name)
-		pod, err := workloadC.CoreV1().Pods(b.pod.Namespace).Get(ctx, b.pod.Name, metav1.GetOptions{})
-		if assert.NoError(t, err, "Pod %s is still there", b.pod.Name) {
-			assert.Equal(t, b.pod.UID, pod.UID, "Pod %s is the same Pod", pod.Name)
-			assert.Equal(t, corev1.PodRunning, pod.Status.Phase, "Pod %s runs", pod.Name)
-		}
+		assert.NotContains(t, node.Annotations, inplace.DrainStartedAnnotation, "Node %s: the drain is over", node.Name)
 	}
 	jobs, err := workloadC.BatchV1().Jobs(inplace.UpdateNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=cabpi-update"})
 	require.NoError(t, err)
 	for _, j := range jobs.Items {
 		assert.NotContains(t, names(after), j.Annotations[inplace.NodeAnnotation], "the update Job %s of a done update is removed", j.Name)
 	}
+}
+
+// assertDrained: a minor upgrade evicted the Pod pinned to each node before it updated the
+// node (Kubernetes' version skew policy: no in-place minor kubelet upgrade with Pods on it).
+func assertDrained(t *testing.T, before []nodeBefore) {
+	t.Helper()
+	for _, b := range before {
+		pod, err := workloadC.CoreV1().Pods(b.pod.Namespace).Get(t.Context(), b.pod.Name, metav1.GetOptions{})
+		if err == nil {
+			assert.NotNil(t, pod.DeletionTimestamp, "Pod %s pinned to the node of %s is evicted", b.pod.Name, b.machine)
+			continue
+		}
+		assert.True(t, apierrors.IsNotFound(err), "Pod %s: %v", b.pod.Name, err)
+	}
+}
+
+// spreadWorkload is a Deployment with one Pod on each of some nodes (anti-affinity), under a
+// PodDisruptionBudget of minAvailable 1, and a watch of its Pods that keeps, from every event,
+// the fewest Pods Ready at any moment.
+type spreadWorkload struct {
+	name  string
+	mu    sync.Mutex
+	pods  map[types.UID]*corev1.Pod
+	first map[types.UID]string // the Pods before the update, by UID: their nodes
+	// fewestReady is the fewest Ready Pods (not being deleted) seen at once since the watch began.
+	fewestReady int
+}
+
+// startSpreadWorkload runs the workload on nodes and starts watching it once each node runs its Pod.
+func startSpreadWorkload(t *testing.T, name string, nodes []string) *spreadWorkload {
+	t.Helper()
+	ctx := t.Context()
+	labels := map[string]string{"app": name}
+	selector := &metav1.LabelSelector{MatchLabels: labels}
+	deployment := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(len(nodes))), Selector: selector,
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pauseSpec(t, func(s *corev1.PodSpec) {
+				s.Affinity = &corev1.Affinity{
+					NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+						NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+							Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: nodes}}}}}},
+					PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+						LabelSelector: selector, TopologyKey: corev1.LabelHostname}}},
+				}
+			})},
+		},
+	}
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: selector},
+	}
+	_, err := workloadC.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, deployment, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = workloadC.PolicyV1().PodDisruptionBudgets(metav1.NamespaceDefault).Create(ctx, pdb, metav1.CreateOptions{})
+	require.NoError(t, err)
+	w := &spreadWorkload{name: name, pods: map[types.UID]*corev1.Pod{}, first: map[types.UID]string{}}
+	t.Cleanup(w.remove)
+
+	listOpts := metav1.ListOptions{LabelSelector: "app=" + name}
+	var list *corev1.PodList
+	require.Eventually(t, func() bool {
+		list, err = workloadC.CoreV1().Pods(metav1.NamespaceDefault).List(ctx, listOpts)
+		on := map[string]bool{}
+		for i := range list.Items {
+			if podReady(&list.Items[i]) {
+				on[list.Items[i].Spec.NodeName] = true
+			}
+		}
+		return err == nil && len(on) == len(nodes)
+	}, 2*time.Minute, time.Second, "Deployment %s runs a Pod on each of %v", name, nodes)
+	for i := range list.Items {
+		p := &list.Items[i]
+		w.pods[p.UID], w.first[p.UID] = p, p.Spec.NodeName
+	}
+	w.fewestReady = w.ready()
+	// Every event from the list on, through a watcher that resumes where it was when the API
+	// server ends a watch.
+	watcher, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+			options.LabelSelector = listOpts.LabelSelector
+			return workloadC.CoreV1().Pods(metav1.NamespaceDefault).Watch(ctx, options)
+		},
+	})
+	require.NoError(t, err)
+	t.Cleanup(watcher.Stop)
+	go func() {
+		for ev := range watcher.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			w.mu.Lock()
+			if ev.Type == watch.Deleted {
+				delete(w.pods, p.UID)
+			} else {
+				w.pods[p.UID] = p
+			}
+			w.fewestReady = min(w.fewestReady, w.ready())
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+// ready counts the Pods Ready and not being deleted (w.mu held, or before the watch).
+func (w *spreadWorkload) ready() int {
+	n := 0
+	for _, p := range w.pods {
+		if podReady(p) && p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// assertBudgetKept: the Pod of every node was evicted, never two at once (the budget held at
+// every event), and each node runs one of the Deployment's Pods again.
+func (w *spreadWorkload) assertBudgetKept(t *testing.T, nodes []string) {
+	t.Helper()
+	assert.Eventually(t, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		on := map[string]bool{}
+		for uid, p := range w.pods {
+			if _, old := w.first[uid]; !old && podReady(p) && p.DeletionTimestamp == nil {
+				on[p.Spec.NodeName] = true
+			}
+		}
+		return len(on) == len(nodes)
+	}, 2*time.Minute, time.Second, "each node runs a new Pod of %s", w.name)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for uid, node := range w.first {
+		p, there := w.pods[uid]
+		assert.True(t, !there || p.DeletionTimestamp != nil, "the Pod of %s on %s was evicted before its node's minor upgrade", w.name, node)
+	}
+	assert.GreaterOrEqual(t, w.fewestReady, 1, "the PodDisruptionBudget (minAvailable 1) of %s held throughout: the nodes were drained one at a time", w.name)
+}
+
+// remove deletes the Deployment and its budget (a later rollout that replaces the nodes must
+// not wait on them).
+func (w *spreadWorkload) remove() {
+	ctx := context.Background()
+	_ = workloadC.AppsV1().Deployments(metav1.NamespaceDefault).Delete(ctx, w.name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)})
+	_ = workloadC.PolicyV1().PodDisruptionBudgets(metav1.NamespaceDefault).Delete(ctx, w.name, metav1.DeleteOptions{})
 }
 
 // assertKubernetesOnNode: kubeadm and the kubelet on the node say version.
@@ -306,8 +473,9 @@ func assertKubernetesOnNode(t *testing.T, inst *provider.Instance, version strin
 // A MachineDeployment of two workers at the previous minor, in a cluster whose control plane runs
 // the newer one: changing its version alone updates both nodes in place (the Kubernetes system
 // extension swapped on the flatcar-like nodes, the release binaries on the fcos-like ones). The
-// Machines, providerIDs, Node objects and a Pod on each node are kept; the MachineDeployment is up
-// to date. A node rebooted after its update comes back on the new version without kubeadm. On the
+// Machines, providerIDs and Node objects are kept; the MachineDeployment is up to date. Each node
+// is drained first, as a minor upgrade must be: a Pod pinned to it is evicted, and a Deployment
+// with a Pod on each node under a PodDisruptionBudget of minAvailable 1 never has both down. A node rebooted after its update comes back on the new version without kubeadm. On the
 // flatcar-like nodes, a Butane change afterwards is declined and rolled out by replacement.
 func TestInPlaceUpdate(t *testing.T) {
 	t.Parallel()
@@ -334,9 +502,17 @@ func TestInPlaceUpdate(t *testing.T) {
 
 			var updated []clusterv1.Machine
 			ok := t.Run("version updated in place", func(t *testing.T) {
+				var nodeNames []string
+				for _, m := range machines {
+					nodeNames = append(nodeNames, m.Status.NodeRef.Name)
+				}
+				web := startSpreadWorkload(t, md+"-web", nodeNames)
 				setDeploymentVersion(t, deployment, kubernetesVersion, "")
 				updated = waitUpdatedInPlace(t, deployment, kubernetesVersion, names(machines))
 				assertKept(t, before, updated)
+				assertDrained(t, before)
+				web.assertBudgetKept(t, nodeNames)
+				web.remove()
 				for i := range updated {
 					inst := instanceOf(t, &updated[i])
 					tc.installed(t, inst, kubernetesVersion)

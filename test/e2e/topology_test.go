@@ -162,6 +162,7 @@ func topologyVersionUpgrade(t *testing.T, ns string, inPlace bool) {
 		if inPlace {
 			updated := waitUpdatedInPlace(t, deployment, kubernetesVersion, names(old))
 			assertKept(t, []nodeBefore{kept}, updated)
+			assertDrained(t, []nodeBefore{kept})
 			assertSysextMerged(t, instanceOf(t, &updated[0]), kubernetesVersion)
 			assertKubernetesOnNode(t, instanceOf(t, &updated[0]), kubernetesVersion)
 		} else {

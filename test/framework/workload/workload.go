@@ -3,8 +3,8 @@
 // control-plane provider generates them, with Cluster API's util/secret), etcd and
 // kube-apiserver listening on the suite's bridge address with bootstrap-token authentication,
 // kube-controller-manager with the CSR signer, approver, bootstrap signer and token cleaner,
-// and the real `kubeadm init phase` commands that make a cluster joinable (upload-config
-// kubeadm and kubelet, bootstrap-token).
+// kube-scheduler, and the real `kubeadm init phase` commands that make a cluster joinable
+// (upload-config kubeadm and kubelet, bootstrap-token).
 package workload
 
 import (
@@ -97,7 +97,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, retErr error) {
 	if err := cp.kubeadm(ctx, "init", "phase", "certs", "all", "--config", hostConfig); err != nil {
 		return nil, err
 	}
-	for _, kubeconfig := range []string{"super-admin", "controller-manager"} {
+	for _, kubeconfig := range []string{"super-admin", "controller-manager", "scheduler"} {
 		if err := cp.kubeadm(ctx, "init", "phase", "kubeconfig", kubeconfig, "--config", hostConfig, "--kubeconfig-dir", opts.Dir); err != nil {
 			return nil, err
 		}
@@ -146,6 +146,14 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, retErr error) {
 		"--service-account-private-key-file="+filepath.Join(pki, "sa.key"),
 		"--use-service-account-credentials=true",
 		"--controllers=*,bootstrapsigner,tokencleaner"); err != nil {
+		return nil, err
+	}
+	// The scheduler places the Pods of the workload's Deployments (the in-place tests' drain
+	// moves them between nodes); Pods the suite pins to a node with nodeName need none.
+	schedConf := filepath.Join(opts.Dir, "scheduler.conf")
+	if err := cp.start("kube-scheduler", filepath.Join(opts.KubeBinDir, "kube-scheduler"),
+		"--kubeconfig="+schedConf, "--authentication-kubeconfig="+schedConf, "--authorization-kubeconfig="+schedConf,
+		"--bind-address=127.0.0.1", "--secure-port=0"); err != nil {
 		return nil, err
 	}
 	// What joining nodes read: the ClusterConfiguration (with the nodes' certificatesDir), the

@@ -43,6 +43,9 @@ var managerRoleAllowlist = []grant{
 	{permission{"cluster.x-k8s.io", "machinepools", "list"}, "informer: MachinePools are watched and listed by cluster-name label"},
 	{permission{"cluster.x-k8s.io", "machinepools", "watch"}, "informer: MachinePools are watched and listed by cluster-name label"},
 
+	{permission{"cluster.x-k8s.io", "machinedrainrules", "list"}, "the update extension drains a node before a minor upgrade with Cluster API's drain, which honours the Machine's MachineDrainRules (ADR 039)"},
+	{permission{"cluster.x-k8s.io", "machinedrainrules", "watch"}, "informer: the same MachineDrainRules, read from the cache as Cluster API's Machine controller reads them"},
+
 	{permission{"infrastructure.cluster.x-k8s.io", "awsmachines", "get"}, "CAPA's spec.ignition says whether the data goes to S3 or the user data (limit, stub version), read before a render (ADR 028)"},
 	{permission{"infrastructure.cluster.x-k8s.io", "awsmachinepools", "get"}, "the same for an AWS MachinePool (ADR 028)"},
 

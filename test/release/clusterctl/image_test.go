@@ -14,7 +14,11 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/ociimage"
 )
@@ -180,4 +184,53 @@ func assertUpdateExtensionNamesTheComponents(t *testing.T, dir string, component
 		assert.Equal(t, svcNamespace+"/"+secret, inject, "the CA is injected from the serving certificate's Secret")
 	}
 	assert.NotEmpty(t, secret)
+	assertUpdateExtensionPolicy(t, ecs, dep[0], svcNamespace, manager)
+}
+
+// assertUpdateExtensionPolicy: the NetworkPolicy beside the ExtensionConfig selects the manager's
+// Pods in the components' namespace, admits the extension's port from Cluster API's namespace
+// alone, and leaves every other port of the manager open (the API server calls the webhooks;
+// probes and metrics).
+func assertUpdateExtensionPolicy(t *testing.T, objs []unstructured.Unstructured, deployment unstructured.Unstructured,
+	namespace string, manager map[string]any) {
+	t.Helper()
+	policies := byKind(objs, "NetworkPolicy")
+	require.Len(t, policies, 1, "update-extension.yaml has the NetworkPolicy of the extension's port")
+	policy := &networkingv1.NetworkPolicy{}
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(policies[0].Object, policy))
+	assert.Equal(t, namespace, policy.Namespace, "in the components' namespace")
+	podLabels, _, _ := unstructured.NestedStringMap(deployment.Object, "spec", "template", "metadata", "labels")
+	selector, err := metav1.LabelSelectorAsSelector(&policy.Spec.PodSelector)
+	require.NoError(t, err)
+	assert.True(t, selector.Matches(labels.Set(podLabels)), "it selects the manager's Pods (%v)", podLabels)
+	assert.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, policy.Spec.PolicyTypes)
+
+	// Who may reach each of the manager's ports: "capi-system" (that namespace alone), "any", or
+	// "" (nobody).
+	reach := map[int32]string{}
+	for _, rule := range policy.Spec.Ingress {
+		from := "any"
+		if len(rule.From) > 0 {
+			require.Len(t, rule.From, 1)
+			require.Nil(t, rule.From[0].PodSelector)
+			require.NotNil(t, rule.From[0].NamespaceSelector)
+			from = rule.From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"]
+		}
+		for _, p := range rule.Ports {
+			require.NotNil(t, p.Port)
+			reach[p.Port.IntVal] = from
+		}
+	}
+	for _, p := range manager["ports"].([]any) {
+		port := p.(map[string]any)
+		// Numbers decode as int64 or float64 depending on the decoder.
+		var number int32
+		_, err := fmt.Sscan(fmt.Sprint(port["containerPort"]), &number)
+		require.NoError(t, err)
+		if port["name"] == "update-ext" {
+			assert.Equal(t, "capi-system", reach[number], "the extension's port %d: from Cluster API's namespace alone", number)
+			continue
+		}
+		assert.Equal(t, "any", reach[number], "the manager's port %v (%d) stays open", port["name"], number)
+	}
 }
