@@ -65,6 +65,10 @@ release-manifests: $(KUSTOMIZE) ## Build the clusterctl release manifests into R
 	cp metadata.yaml templates/*.yaml $(RELEASE_DIR)/
 	@# Applied by users who turn in-place updates on (docs/adr/035): the update extension's registration and the NetworkPolicy of its port.
 	{ cat config/extension/extensionconfig.yaml; echo ---; cat config/extension/networkpolicy.yaml; } > $(RELEASE_DIR)/update-extension.yaml
+	@# Client certificates for the extension, opt-in (docs/adr/040).
+	cp config/extension/client-auth/certificates.yaml $(RELEASE_DIR)/update-extension-client-auth.yaml
+	cp config/extension/client-auth/cabpi-manager-patch.yaml $(RELEASE_DIR)/client-auth-cabpi-manager-patch.yaml
+	cp config/extension/client-auth/capi-manager-patch.yaml $(RELEASE_DIR)/client-auth-capi-manager-patch.yaml
 	@echo "release assets for $(RELEASE_VERSION) in $(RELEASE_DIR)/"
 
 .PHONY: clusterctl-overrides

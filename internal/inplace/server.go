@@ -28,7 +28,11 @@ type ServerOptions struct {
 	Host    string
 	Port    int
 	CertDir string
-	TLSOpts []func(*tls.Config)
+	// ClientCAName names a PEM CA bundle in CertDir: when set, a caller must present a client
+	// certificate it signs (Cluster API's core manager, with --runtime-extension-client-cert-file
+	// and --runtime-extension-client-key-file), or the TLS handshake fails (docs/adr/040).
+	ClientCAName string
+	TLSOpts      []func(*tls.Config)
 }
 
 // AddToManager serves h's hooks with Cluster API's Runtime SDK server, run by mgr (every replica
@@ -39,7 +43,8 @@ func AddToManager(mgr ctrl.Manager, h *Handlers, opts ServerOptions) error {
 	if err := runtimehooksv1.AddToCatalog(catalog); err != nil {
 		return fmt.Errorf("building the Runtime SDK catalog: %w", err)
 	}
-	srv, err := server.New(server.Options{Catalog: catalog, Host: opts.Host, Port: opts.Port, CertDir: opts.CertDir, TLSOpts: opts.TLSOpts})
+	srv, err := server.New(server.Options{Catalog: catalog, Host: opts.Host, Port: opts.Port, CertDir: opts.CertDir,
+		ClientCAName: opts.ClientCAName, TLSOpts: opts.TLSOpts})
 	if err != nil {
 		return fmt.Errorf("creating the update extension's server: %w", err)
 	}

@@ -42,7 +42,8 @@ func SetupUpdateExtension(ctx context.Context, mgr ctrl.Manager, cc clustercache
 		Recorder:     mgr.GetEventRecorder("cabpi-update-extension"),
 		Image:        image,
 	}
-	return inplace.AddToManager(mgr, h, inplace.ServerOptions{Host: opts.UpdateExtensionHost, Port: opts.UpdateExtensionPort, CertDir: opts.WebhookCertDir, TLSOpts: tlsOpts})
+	return inplace.AddToManager(mgr, h, inplace.ServerOptions{Host: opts.UpdateExtensionHost, Port: opts.UpdateExtensionPort,
+		CertDir: opts.WebhookCertDir, ClientCAName: opts.UpdateExtensionClientCA, TLSOpts: tlsOpts})
 }
 
 // updateImage is --update-image, else the image of the manager's own container: the update

@@ -84,6 +84,9 @@ type Options struct {
 	UpdateExtensionHost string
 	// UpdateImage is the image the update Jobs run; empty: the manager's own (read from its Pod).
 	UpdateImage string
+	// UpdateExtensionClientCA names a PEM CA bundle in WebhookCertDir; when set, the extension
+	// answers only callers with a client certificate it signs (docs/adr/040).
+	UpdateExtensionClientCA string
 
 	// Test knobs: no flag sets them; zero keeps what the manager uses.
 
@@ -120,6 +123,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.ClusterCacheClientBurst, "clustercache-client-burst", 30, "Maximum number of queries that should be allowed in one burst from the cluster cache clients to the Kubernetes API server of workload clusters.")
 	fs.IntVar(&o.UpdateExtensionPort, "update-extension-port", 0,
 		"Port of the in-place update extension (Cluster API Runtime SDK hooks CanUpdateMachineSet and UpdateMachine; served with --webhook-cert-dir's certificate); 0 disables it.")
+	fs.StringVar(&o.UpdateExtensionClientCA, "update-extension-client-ca", "",
+		"Name of a PEM CA bundle in --webhook-cert-dir (ca.crt of a cert-manager Secret): when set, the update extension requires a client certificate signed by it "+
+			"(Cluster API's core manager presents one with --runtime-extension-client-cert-file and --runtime-extension-client-key-file); empty: any client.")
 	fs.StringVar(&o.UpdateImage, "update-image", "", "Image the in-place update Jobs run on workload nodes; default: the manager's own image, read from its Pod (POD_NAMESPACE, POD_NAME).")
 }
 

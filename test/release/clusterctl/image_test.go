@@ -45,6 +45,7 @@ func TestRelease(t *testing.T) {
 		assert.FileExists(t, filepath.Join(dir, f))
 	}
 	assertUpdateExtensionNamesTheComponents(t, dir, objs)
+	assertClientAuthAssets(t, dir, objs)
 
 	archive := filepath.Join(dir, "cabpi-image-"+version+".oci.tar")
 	idx, name := readOCIArchive(t, archive)
