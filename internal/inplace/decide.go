@@ -74,8 +74,7 @@ func Decide(current, desired Side, controlPlaneVersion string) Verdict {
 	}
 	cur, des := current.Config, desired.Config
 	source := cur.Kubernetes.Source
-	inPlace := source == cabpiv1.KubernetesSourceSysext || source == cabpiv1.KubernetesSourceBinaries
-	if !inPlace {
+	if !updatedInPlace(source) {
 		if current.Version != desired.Version {
 			decline("spec.kubernetes.source is %q: the image carries Kubernetes, so a new version needs a new image", sourceName(source))
 		}
@@ -89,7 +88,7 @@ func Decide(current, desired Side, controlPlaneVersion string) Verdict {
 		// version and baseURL are not taken either, the Machine is replaced.
 		return v
 	}
-	v.BaseURL = baseURL(cur.Kubernetes) != baseURL(des.Kubernetes)
+	v.BaseURL = mirror(cur.Kubernetes) != mirror(des.Kubernetes)
 
 	if current.Version != desired.Version {
 		if why := versionDeclined(current.Version, desired.Version, controlPlaneVersion); why != "" {
@@ -109,8 +108,7 @@ func NeedsControlPlaneVersion(current, desired Side) bool {
 		return false
 	}
 	source := current.Config.Kubernetes.Source
-	inPlace := source == cabpiv1.KubernetesSourceSysext || source == cabpiv1.KubernetesSourceBinaries
-	return inPlace && desired.Config.Kubernetes.Source == source
+	return updatedInPlace(source) && desired.Config.Kubernetes.Source == source
 }
 
 // versionDeclined says why a kubelet at from cannot be moved to to in place in a cluster whose
@@ -142,17 +140,6 @@ func versionDeclined(from, to, controlPlane string) string {
 	case t.Minor+supportedSkewMinors < cp.Minor:
 		return fmt.Sprintf("spec.version %s is more than %d minor versions behind the control plane's %s (Kubernetes' version skew policy)",
 			to, supportedSkewMinors, controlPlane)
-	}
-	return ""
-}
-
-// baseURL is the base URL of the source's files as the spec says it ("" for the default).
-func baseURL(k cabpiv1.KubernetesSpec) string {
-	switch {
-	case k.Source == cabpiv1.KubernetesSourceSysext && k.Sysext != nil:
-		return k.Sysext.BaseURL
-	case k.Source == cabpiv1.KubernetesSourceBinaries && k.Binaries != nil:
-		return k.Binaries.BaseURL
 	}
 	return ""
 }

@@ -5,8 +5,10 @@
 // release binaries, and moves the running node to the new version without replacing it
 // (docs/adr/035, 038). Everything else it declines, and Cluster API rolls it out by replacement.
 //
-// decide.go is the pure decision of the CanUpdate hooks; fields.go the one home of which
-// IgnitionConfig fields an in-place update may change (admission uses it too); handlers.go the
-// hooks; gather.go what UpdateMachine acts on, read from the API server, and what it refuses;
-// update.go the executor of UpdateMachine; server.go the Runtime SDK server.
+// fields.go is the one rule of what an in-place update changes (accept: the mirror of a source
+// updated in place; admission, the controller's spec hash and the hooks' patches derive from
+// it); decide.go the pure decision of the CanUpdate hooks; handlers.go the hooks; gather.go what
+// UpdateMachine acts on, read from the management cluster, and what it refuses; updatedecide.go
+// the pure decision of one UpdateMachine call; update.go its gathering from the workload cluster
+// and its executor; drain.go the drain before a minor upgrade; server.go the Runtime SDK server.
 package inplace

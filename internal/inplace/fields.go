@@ -25,42 +25,100 @@ import (
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
-// ChangedOutsideInPlace returns the paths (under "spec") of the fields in which newSpec
-// differs from oldSpec beyond what an in-place update changes; none when an in-place update
-// can apply the change. A baseURL change is an in-place update's only when the old and the new
-// source are the same and it is that source's (sysext's, or binaries'); everything else is
-// reported at its field: the spec's own fields (spec.butane, spec.files, ...), and under
-// spec.kubernetes the field within (spec.kubernetes.source, spec.kubernetes.sysext.sysupdate,
-// ...). Fields are compared with Kubernetes' semantic equality (nil and empty lists are the
-// same); a field added to the spec later is outside in-place updates until it is named here.
-func ChangedOutsideInPlace(oldSpec, newSpec cabpiv1.IgnitionConfigSpec) []*field.Path {
-	spec := field.NewPath("spec")
-	return changedFields(spec, oldSpec, newSpec, map[string]func(*field.Path) []*field.Path{
-		"kubernetes": func(p *field.Path) []*field.Path { return kubernetesChanged(p, oldSpec.Kubernetes, newSpec.Kubernetes) },
-	})
+// The one rule of what an in-place update changes: the mirror of a spec whose source is updated
+// in place (sysext or binaries), besides the Machine's version. accept applies it; the changed
+// fields (ChangedOutsideInPlace: admission, the CanUpdate hooks), the spec hash (SpecHash: the
+// controller) and the hooks' patches (specPatch) all derive from it.
+
+// updatedInPlace: Kubernetes from this source is updated in place (its files come from a mirror
+// the node side can fetch again); the image source's Kubernetes is the image.
+func updatedInPlace(source cabpiv1.KubernetesSource) bool {
+	return source == cabpiv1.KubernetesSourceSysext || source == cabpiv1.KubernetesSourceBinaries
 }
 
-// kubernetesChanged is ChangedOutsideInPlace for spec.kubernetes.
-func kubernetesChanged(path *field.Path, oldK, newK cabpiv1.KubernetesSpec) []*field.Path {
-	mirrorOf := func(source cabpiv1.KubernetesSource) map[string]func(*field.Path) []*field.Path {
-		if oldK.Source != source || newK.Source != source {
-			return nil
-		}
-		return map[string]func(*field.Path) []*field.Path{"baseURL": func(*field.Path) []*field.Path { return nil }}
+// mirror is the base URL the source downloads Kubernetes from, as the spec says it ("" for the
+// default, and for a source with no mirror).
+func mirror(k cabpiv1.KubernetesSpec) string {
+	switch {
+	case k.Source == cabpiv1.KubernetesSourceSysext && k.Sysext != nil:
+		return k.Sysext.BaseURL
+	case k.Source == cabpiv1.KubernetesSourceBinaries && k.Binaries != nil:
+		return k.Binaries.BaseURL
 	}
-	return changedFields(path, oldK, newK, map[string]func(*field.Path) []*field.Path{
-		"sysext": func(p *field.Path) []*field.Path {
-			return changedFields(p, deref(oldK.Sysext), deref(newK.Sysext), mirrorOf(cabpiv1.KubernetesSourceSysext))
-		},
-		"binaries": func(p *field.Path) []*field.Path {
-			return changedFields(p, deref(oldK.Binaries), deref(newK.Binaries), mirrorOf(cabpiv1.KubernetesSourceBinaries))
+	return ""
+}
+
+// withMirror is spec with its source's mirror set to url; spec itself is not changed. An empty
+// url on an absent block leaves it absent (the default either way).
+func withMirror(spec cabpiv1.IgnitionConfigSpec, url string) cabpiv1.IgnitionConfigSpec {
+	out := *spec.DeepCopy()
+	k := &out.Kubernetes
+	switch k.Source {
+	case cabpiv1.KubernetesSourceSysext:
+		if k.Sysext == nil && url != "" {
+			k.Sysext = &cabpiv1.SysextSource{}
+		}
+		if k.Sysext != nil {
+			k.Sysext.BaseURL = url
+		}
+	case cabpiv1.KubernetesSourceBinaries:
+		if k.Binaries == nil && url != "" {
+			k.Binaries = &cabpiv1.BinariesSource{}
+		}
+		if k.Binaries != nil {
+			k.Binaries.BaseURL = url
+		}
+	}
+	return out
+}
+
+// accept is what an in-place update makes of current on its way to desired: current with
+// desired's mirror, when both have the same source and it is updated in place; current as it is
+// otherwise. What desired differs in beyond that is rolled out by replacing the Machine.
+func accept(current, desired cabpiv1.IgnitionConfigSpec) cabpiv1.IgnitionConfigSpec {
+	if current.Kubernetes.Source != desired.Kubernetes.Source || !updatedInPlace(current.Kubernetes.Source) {
+		return *current.DeepCopy()
+	}
+	out := withMirror(current, mirror(desired.Kubernetes))
+	// An absent block and an empty one say the same; desired's form is taken, so that a patch to
+	// out leaves nothing for Cluster API's comparison (of the objects as JSON) to find.
+	k, d := &out.Kubernetes, desired.Kubernetes
+	if deref(k.Sysext) == deref(d.Sysext) {
+		k.Sysext = d.Sysext.DeepCopy()
+	}
+	if deref(k.Binaries) == deref(d.Binaries) {
+		k.Binaries = d.Binaries.DeepCopy()
+	}
+	return out
+}
+
+// ChangedOutsideInPlace returns the paths (under "spec") of the fields in which newSpec differs
+// from what an in-place update makes of oldSpec (accept); none when an in-place update can apply
+// the change. Each is reported at its field: the spec's own fields (spec.butane, spec.files,
+// ...), and under spec.kubernetes the field within (spec.kubernetes.source,
+// spec.kubernetes.sysext.sysupdate, ...). Fields are compared with Kubernetes' semantic equality
+// (nil and empty lists are the same, so are an absent and an empty source block); a field added
+// to the spec later is outside in-place updates unless accept takes it.
+func ChangedOutsideInPlace(oldSpec, newSpec cabpiv1.IgnitionConfigSpec) []*field.Path {
+	taken := accept(oldSpec, newSpec)
+	return changedFields(field.NewPath("spec"), taken, newSpec, map[string]func(*field.Path) []*field.Path{
+		"kubernetes": func(p *field.Path) []*field.Path {
+			oldK, newK := taken.Kubernetes, newSpec.Kubernetes
+			return changedFields(p, oldK, newK, map[string]func(*field.Path) []*field.Path{
+				"sysext": func(p *field.Path) []*field.Path {
+					return changedFields(p, deref(oldK.Sysext), deref(newK.Sysext), nil)
+				},
+				"binaries": func(p *field.Path) []*field.Path {
+					return changedFields(p, deref(oldK.Binaries), deref(newK.Binaries), nil)
+				},
+			})
 		},
 	})
 }
 
 // changedFields compares the fields of two values of one struct type and returns the path of
 // each that differs, named by its JSON name; a field in within is compared by its function
-// instead (which returns nothing for a field an in-place update may change).
+// instead (to name the fields within it).
 func changedFields[T any](path *field.Path, oldV, newV T, within map[string]func(*field.Path) []*field.Path) []*field.Path {
 	o, n := reflect.ValueOf(oldV), reflect.ValueOf(newV)
 	var changed []*field.Path
@@ -97,20 +155,12 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-// OutsideInPlace is spec less what an in-place update may change: its source's baseURL
-// cleared, and an emptied (or empty) sysext or binaries block unset. Two specs have the same
-// OutsideInPlace exactly when ChangedOutsideInPlace finds nothing between them (the source is
-// part of both, so clearing the baseURL of each one's own source is clearing it where both
-// sources are the same).
+// OutsideInPlace is spec less what an in-place update may change: accept's rule applied with no
+// mirror, and an emptied (or empty) sysext or binaries block unset. Two specs have the same
+// OutsideInPlace exactly when ChangedOutsideInPlace finds nothing between them.
 func OutsideInPlace(spec cabpiv1.IgnitionConfigSpec) cabpiv1.IgnitionConfigSpec {
-	out := *spec.DeepCopy()
+	out := accept(spec, withMirror(spec, ""))
 	k := &out.Kubernetes
-	switch {
-	case k.Source == cabpiv1.KubernetesSourceSysext && k.Sysext != nil:
-		k.Sysext.BaseURL = ""
-	case k.Source == cabpiv1.KubernetesSourceBinaries && k.Binaries != nil:
-		k.Binaries.BaseURL = ""
-	}
 	if k.Sysext != nil && *k.Sysext == (cabpiv1.SysextSource{}) {
 		k.Sysext = nil
 	}

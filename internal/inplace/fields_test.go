@@ -128,3 +128,31 @@ func pathStrings(paths []*field.Path) []string {
 	}
 	return out
 }
+
+// accept is the rule: desired's mirror is taken only between two specs of one source updated in
+// place, in desired's form (an absent block for a default mirror stays absent); nothing else of
+// desired is.
+func TestAccept(t *testing.T) {
+	withButane := func(s *cabpiv1.IgnitionConfigSpec) *cabpiv1.IgnitionConfigSpec {
+		s.Butane.Inline = "variant: flatcar\nversion: 1.0.0\n"
+		return s
+	}
+	tests := []struct {
+		name             string
+		current, desired *cabpiv1.IgnitionConfigSpec
+		want             *cabpiv1.IgnitionConfigSpec
+	}{
+		{"the sysext mirror", sysextSpec("https://a.example"), sysextSpec("https://b.example"), sysextSpec("https://b.example")},
+		{"the binaries mirror to the default", binariesSpec("https://a.example"), binariesSpec(""), binariesSpec("")},
+		{"the mirror, not the Butane", sysextSpec("https://a.example"), withButane(sysextSpec("https://b.example")), sysextSpec("https://b.example")},
+		{"another source: nothing", sysextSpec("https://a.example"), binariesSpec("https://b.example"), sysextSpec("https://a.example")},
+		{"the image source: nothing", &cabpiv1.IgnitionConfigSpec{}, withButane(&cabpiv1.IgnitionConfigSpec{}), &cabpiv1.IgnitionConfigSpec{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			current := *tt.current.DeepCopy()
+			assert.Equal(t, *tt.want, accept(*tt.current, *tt.desired))
+			assert.Equal(t, current, *tt.current, "current is not changed")
+		})
+	}
+}

@@ -46,12 +46,6 @@ type updateInputs struct {
 	config  *cabpiv1.IgnitionConfig
 }
 
-// desired is the side the update moves the node to: the Machine's version and its
-// IgnitionConfig's spec.
-func (in updateInputs) desired() Side {
-	return Side{Version: in.machine.Spec.Version, Config: &in.config.Spec}
-}
-
 // gatherUpdate reads the Machine that key names, and its IgnitionConfig, from the API server
 // (never a cache: the annotations must be the ones of this moment), and refuses a Machine that
 // Cluster API is not updating in place.

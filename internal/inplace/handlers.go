@@ -74,7 +74,7 @@ func canUpdateMachineSet(req *runtimehooksv1.CanUpdateMachineSetRequest, resp *r
 		resp.MachineSetPatch = mergePatch(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"version": desired.Version}}}})
 	}
 	if verdict.BaseURL {
-		spec, err := baseURLPatch(current.Config.Kubernetes, desired.Config.Kubernetes)
+		spec, err := specPatch(*current.Config, *desired.Config)
 		if err != nil {
 			resp.Status, resp.Message, resp.MachineSetPatch = runtimehooksv1.ResponseStatusFailure, err.Error(), runtimehooksv1.Patch{}
 			return
@@ -254,33 +254,27 @@ func mergePatch(patch map[string]any) runtimehooksv1.Patch {
 	return runtimehooksv1.Patch{PatchType: runtimehooksv1.JSONMergePatchType, Patch: data}
 }
 
-// baseURLPatch is the merge patch (RFC 7386) of the spec that turns current's source struct
-// (sysext or binaries) into desired's: the only field in it that may differ is baseURL
-// (ChangedOutsideInPlace). Derived from both sides, so that a field desired clears is set to
-// null: a merge patch merges nested objects, and one that only set desired's struct would keep
-// a baseURL desired no longer has, which Cluster API then sees as a difference and answers by
-// replacing the Machine. An absent struct is null, an empty one {}: Cluster API compares the
-// objects as JSON.
-func baseURLPatch(current, desired cabpiv1.KubernetesSpec) (map[string]any, error) {
-	field, cur, des := "sysext", any(current.Sysext), any(desired.Sysext)
-	if desired.Source == cabpiv1.KubernetesSourceBinaries {
-		field, cur, des = "binaries", any(current.Binaries), any(desired.Binaries)
-	}
-	curJSON, err := json.Marshal(map[string]any{"kubernetes": map[string]any{field: cur}})
+// specPatch is the merge patch (RFC 7386) of a spec that takes current to what an in-place
+// update makes of it (accept): derived from both, so that a field the update clears is set to
+// null (a merge patch merges nested objects: one that only set desired's mirror would keep a
+// baseURL desired no longer has, which Cluster API then sees as a difference and answers by
+// replacing the Machine).
+func specPatch(current, desired cabpiv1.IgnitionConfigSpec) (map[string]any, error) {
+	curJSON, err := json.Marshal(current)
 	if err != nil {
-		return nil, fmt.Errorf("encoding the current spec.kubernetes.%s: %w", field, err)
+		return nil, fmt.Errorf("encoding the current spec: %w", err)
 	}
-	desJSON, err := json.Marshal(map[string]any{"kubernetes": map[string]any{field: des}})
+	takenJSON, err := json.Marshal(accept(current, desired))
 	if err != nil {
-		return nil, fmt.Errorf("encoding the desired spec.kubernetes.%s: %w", field, err)
+		return nil, fmt.Errorf("encoding the spec the update takes: %w", err)
 	}
-	data, err := jsonpatch.CreateMergePatch(curJSON, desJSON)
+	data, err := jsonpatch.CreateMergePatch(curJSON, takenJSON)
 	if err != nil {
-		return nil, fmt.Errorf("the merge patch of spec.kubernetes.%s: %w", field, err)
+		return nil, fmt.Errorf("the merge patch of the spec: %w", err)
 	}
 	patch := map[string]any{}
 	if err := json.Unmarshal(data, &patch); err != nil {
-		return nil, fmt.Errorf("decoding the merge patch of spec.kubernetes.%s: %w", field, err)
+		return nil, fmt.Errorf("decoding the merge patch of the spec: %w", err)
 	}
 	return patch, nil
 }

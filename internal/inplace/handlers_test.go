@@ -94,6 +94,7 @@ func TestCanUpdateMachineSet(t *testing.T) {
 		{"version", "v1.33.13", "v1.34.4", sysextSpec(""), sysextSpec(""), true, "in place"},
 		{"version and mirror", "v1.33.13", "v1.34.4", sysextSpec("https://a.example/ext"), sysextSpec("https://b.example/ext"), true, "in place"},
 		{"mirror to the default", "v1.34.4", "v1.34.4", binariesSpec("https://a.example/r"), binariesSpec(""), true, "in place"},
+		{"mirror from the default", "v1.34.4", "v1.34.4", sysextSpec(""), sysextSpec("https://b.example/ext"), true, "in place"},
 		// A merge patch merges nested objects: a baseURL cleared beside a field kept is set to null.
 		{"mirror cleared, kubectl kept", "v1.34.4", "v1.34.4", withKubectl(binariesSpec("https://a.example/r")), withKubectl(binariesSpec("")), true, "in place"},
 		{"mirror set, kubectl kept", "v1.33.13", "v1.34.4", withKubectl(binariesSpec("")), withKubectl(binariesSpec("https://b.example/r")), true, "in place"},

@@ -78,143 +78,143 @@ type progress struct {
 }
 
 // update moves the node of the Machine in to the Machine's version, with the source its
-// IgnitionConfig names: both as the API server has them (gatherUpdate).
+// IgnitionConfig names, both as the API server has them (gatherUpdate): it gathers the workload
+// cluster's side, decides (decideUpdate) and carries the decision out.
 func (h *Handlers) update(ctx context.Context, in updateInputs) (progress, error) {
-	machine, desired := in.machine, in.desired()
-	version := desired.Version
-	args, err := updateNodeArgs(desired.Config.Kubernetes, version)
+	f, workload, err := h.gatherWorkload(ctx, in)
 	if err != nil {
-		return progress{}, refuse("Machine %s: %v", machine.Name, err)
+		return progress{}, err
 	}
-	if !machine.Status.NodeRef.IsDefined() {
-		return progress{retryAfter: retrySoon, message: "waiting for the Machine's Node"}, nil
+	return h.execute(ctx, f, workload, decideUpdate(f))
+}
+
+// gatherWorkload reads what the decision needs from the workload cluster: the Machine's Node,
+// its update Jobs (the one of this update by name, the others by the Machine's label), why a
+// failed Job failed, and the control plane's version when an update is to start.
+func (h *Handlers) gatherWorkload(ctx context.Context, in updateInputs) (updateFacts, client.Client, error) {
+	machine := in.machine
+	f := updateFacts{machine: machine, version: machine.Spec.Version}
+	f.args, f.argsErr = updateNodeArgs(in.config.Spec.Kubernetes, f.version)
+	if f.argsErr != nil || !machine.Status.NodeRef.IsDefined() {
+		return f, nil, nil
 	}
 	workload, err := h.ClusterCache.GetUncachedClient(ctx, client.ObjectKey{Namespace: machine.Namespace, Name: machine.Spec.ClusterName})
 	if err != nil {
-		return progress{}, fmt.Errorf("reaching the workload cluster %s: %w", machine.Spec.ClusterName, err)
+		return f, nil, fmt.Errorf("reaching the workload cluster %s: %w", machine.Spec.ClusterName, err)
 	}
-	node := &corev1.Node{}
-	if err := workload.Get(ctx, client.ObjectKey{Name: machine.Status.NodeRef.Name}, node); err != nil {
-		return progress{}, fmt.Errorf("reading Node %s: %w", machine.Status.NodeRef.Name, err)
+	f.node = &corev1.Node{}
+	if err := workload.Get(ctx, client.ObjectKey{Name: machine.Status.NodeRef.Name}, f.node); err != nil {
+		return f, nil, fmt.Errorf("reading Node %s: %w", machine.Status.NodeRef.Name, err)
 	}
-	u := nodeUpdate{workload: workload, node: node, version: version}
-
-	// Jobs of other updates of this Machine (its version was changed again): let them end, then
-	// remove them.
-	others := &batchv1.JobList{}
-	if err := workload.List(ctx, others, client.InNamespace(UpdateNamespace), client.MatchingLabels{MachineUIDLabel: string(machine.UID)}); err != nil {
-		return progress{}, fmt.Errorf("listing the update Jobs of Node %s: %w", node.Name, err)
+	jobs := &batchv1.JobList{}
+	if err := workload.List(ctx, jobs, client.InNamespace(UpdateNamespace), client.MatchingLabels{MachineUIDLabel: string(machine.UID)}); err != nil {
+		return f, nil, fmt.Errorf("listing the update Jobs of Node %s: %w", f.node.Name, err)
 	}
-	name := jobName(machine.UID, version)
-	for i := range others.Items {
-		other := &others.Items[i]
-		if other.Name == name {
-			continue
-		}
-		if why := notOurs(other, machine, node.Name); why != "" {
-			return progress{}, refuse("Job %s/%s %s: cabpi neither trusts nor deletes it", other.Namespace, other.Name, why)
-		}
-		if jobActive(other) {
-			return progress{retryAfter: retryRunning, message: fmt.Sprintf("waiting for the update of Node %s to %s to end", node.Name, other.Annotations[VersionAnnotation])}, nil
-		}
-		if err := u.deleteJob(ctx, other); err != nil {
-			return progress{}, err
+	name := jobName(machine.UID, f.version)
+	for _, j := range jobs.Items {
+		if j.Name != name {
+			f.others = append(f.others, j)
 		}
 	}
-
-	job := &batchv1.Job{}
-	err = workload.Get(ctx, client.ObjectKey{Namespace: UpdateNamespace, Name: name}, job)
+	// Read by name as well: a Job planted at the name without cabpi's labels is not in the list,
+	// and must be refused rather than taken for none.
+	f.job = &batchv1.Job{}
+	err = workload.Get(ctx, client.ObjectKey{Namespace: UpdateNamespace, Name: name}, f.job)
 	switch {
 	case apierrors.IsNotFound(err):
-		job = nil
+		f.job = nil
 	case err != nil:
-		return progress{}, fmt.Errorf("reading the update Job of Node %s: %w", node.Name, err)
-	}
-	if job != nil {
-		if why := notOurs(job, machine, node.Name); why != "" {
-			return progress{}, refuse("Job %s/%s %s: cabpi neither trusts nor deletes it", job.Namespace, job.Name, why)
+		return f, nil, fmt.Errorf("reading the update Job of Node %s: %w", f.node.Name, err)
+	case jobFinished(f.job, batchv1.JobFailed):
+		pods := &corev1.PodList{}
+		if err := workload.List(ctx, pods, client.InNamespace(UpdateNamespace), client.MatchingLabels{batchv1.JobNameLabel: f.job.Name}); err != nil {
+			return f, nil, fmt.Errorf("listing the Pods of the update Job %s/%s: %w", UpdateNamespace, f.job.Name, err)
 		}
-		if job.Annotations[VersionAnnotation] != version {
-			return progress{}, refuse("Job %s/%s moves its node to %s, not %s: cabpi neither trusts nor deletes it", job.Namespace, job.Name, job.Annotations[VersionAnnotation], version)
+		f.jobEnd.why, f.jobEnd.rolledBack = jobFailure(f.job, pods.Items)
+	}
+	if needsControlPlaneVersion(f) {
+		if f.controlPlane, err = h.controlPlaneVersion(ctx, machine.Namespace, machine.Spec.ClusterName); err != nil {
+			return f, nil, err
 		}
 	}
+	return f, workload, nil
+}
 
-	if job == nil {
-		if u.done() {
-			if err := u.uncordon(ctx); err != nil {
-				return progress{}, err
-			}
-			return progress{message: fmt.Sprintf("Node %s runs %s", node.Name, version)}, nil
-		}
-		// The rule of the CanUpdate hooks, again, from the node as it is: its kubelet's version
-		// to the Machine's, within the control plane's skew.
-		cp, err := h.controlPlaneVersion(ctx, machine.Namespace, machine.Spec.ClusterName)
-		if err != nil {
-			return progress{}, err
-		}
-		if why := versionDeclined(node.Status.NodeInfo.KubeletVersion, version, cp); why != "" {
-			return progress{}, refuse("Node %s runs %s: %s", node.Name, node.Status.NodeInfo.KubeletVersion, why)
-		}
-		if err := u.cordon(ctx); err != nil {
-			return progress{}, err
-		}
-		if drainNeeded(node.Status.NodeInfo.KubeletVersion, version) {
-			if p, err := h.drain(ctx, machine, u); err != nil || p != nil {
-				return ptr.Deref(p, progress{}), err
-			}
-		}
-		err = workload.Create(ctx, updateJob(machine.UID, node.Name, version, h.Image, args))
-		switch {
-		case apierrors.IsAlreadyExists(err):
-		case err != nil:
-			return progress{}, fmt.Errorf("creating the update Job of Node %s: %w", node.Name, err)
-		default:
-			metrics.InPlaceUpdate(metrics.InPlaceStarted)
-			h.event(machine, corev1.EventTypeNormal, "InPlaceUpdateStarted", "updating Node %s from %s to %s in place (Job %s/%s)",
-				node.Name, node.Status.NodeInfo.KubeletVersion, version, UpdateNamespace, name)
-		}
-		return progress{retryAfter: retryRunning, message: fmt.Sprintf("started updating Node %s to %s", node.Name, version)}, nil
+// execute carries out the decision of one call.
+func (h *Handlers) execute(ctx context.Context, f updateFacts, workload client.Client, a updateAction) (progress, error) {
+	switch a.kind {
+	case actRefuse:
+		return progress{}, refuse("%s", a.reason)
+	case actWaitForNode:
+		return progress{retryAfter: retrySoon, message: "waiting for the Machine's Node"}, nil
+	case actWaitForOtherJob:
+		return progress{retryAfter: retryRunning, message: fmt.Sprintf("waiting for the update of Node %s to %s to end", f.node.Name, a.reason)}, nil
 	}
-
-	switch {
-	case jobFinished(job, batchv1.JobComplete):
-		if !u.done() {
-			return progress{retryAfter: retrySoon, message: fmt.Sprintf("waiting for the kubelet of Node %s to report %s, Ready", node.Name, version)}, nil
-		}
-		return h.succeeded(ctx, u, machine, job)
-	case jobFinished(job, batchv1.JobFailed):
-		why, rolledBack, err := u.failure(ctx, job)
-		if err != nil {
+	u := nodeUpdate{workload: workload, node: f.node, version: f.version}
+	for _, j := range a.removeJobs {
+		if err := u.deleteJob(ctx, j); err != nil {
 			return progress{}, err
 		}
-		if !rolledBack {
-			// The Job ended without the node side's result (its deadline, its Pods lost with a
-			// rebooting node): the unit on the node outlives it and finishes or rolls back on its
-			// own, so the node is watched, not declared failed.
-			if u.done() {
-				return h.succeeded(ctx, u, machine, job)
-			}
-			if err := h.reportOnce(ctx, u, machine, job, metrics.InPlaceFailed, corev1.EventTypeWarning, "InPlaceUpdateJobEnded",
-				fmt.Sprintf("the update Job %s/%s of Node %s ended without the node side's result: %s", UpdateNamespace, job.Name, node.Name, why)); err != nil {
-				return progress{}, err
-			}
-			return progress{retryAfter: retryRunning, message: fmt.Sprintf("the update Job %s/%s ended without the node side's result (%s); "+
-				"waiting for Node %s to report %s (delete the Job to start one that reads the node's result)", UpdateNamespace, job.Name, why, node.Name, version)}, nil
+	}
+	machine, node, version := f.machine, f.node, f.version
+	switch a.kind {
+	case actFinished:
+		if err := u.uncordon(ctx); err != nil {
+			return progress{}, err
 		}
+		return progress{message: fmt.Sprintf("Node %s runs %s", node.Name, version)}, nil
+	case actStart:
+		return h.start(ctx, f, u)
+	case actWaitForKubelet:
+		return progress{retryAfter: retrySoon, message: fmt.Sprintf("waiting for the kubelet of Node %s to report %s, Ready", node.Name, version)}, nil
+	case actSucceeded:
+		return h.succeeded(ctx, u, machine, f.job)
+	case actJobEnded:
+		job, why := f.job, f.jobEnd.why
+		if err := h.reportOnce(ctx, u, machine, job, metrics.InPlaceFailed, corev1.EventTypeWarning, "InPlaceUpdateJobEnded",
+			fmt.Sprintf("the update Job %s/%s of Node %s ended without the node side's result: %s", UpdateNamespace, job.Name, node.Name, why)); err != nil {
+			return progress{}, err
+		}
+		return progress{retryAfter: retryRunning, message: fmt.Sprintf("the update Job %s/%s ended without the node side's result (%s); "+
+			"waiting for Node %s to report %s (delete the Job to start one that reads the node's result)", UpdateNamespace, job.Name, why, node.Name, version)}, nil
+	case actRolledBack:
 		// The node side failed the update and rolled back: the node runs the old version, and
 		// takes Pods again.
 		if err := u.uncordon(ctx); err != nil {
 			return progress{}, err
 		}
-		message := fmt.Sprintf("updating Node %s to %s failed: %s. The Job %s/%s keeps the record (its Pod's log and the node's "+
-			"journalctl -u %s); delete the Job to try again once the cause is fixed, or delete the Machine to replace it",
-			node.Name, version, why, UpdateNamespace, job.Name, ignition.InPlaceUnit)
-		if err := h.reportOnce(ctx, u, machine, job, metrics.InPlaceRolledBack, corev1.EventTypeWarning, "InPlaceUpdateFailed", message); err != nil {
+		message := rolledBackMessage(f)
+		if err := h.reportOnce(ctx, u, machine, f.job, metrics.InPlaceRolledBack, corev1.EventTypeWarning, "InPlaceUpdateFailed", message); err != nil {
 			return progress{}, err
 		}
 		return progress{failed: true, message: message}, nil
 	}
-	return progress{retryAfter: retryRunning, message: fmt.Sprintf("updating Node %s to %s (Job %s/%s)", node.Name, version, UpdateNamespace, job.Name)}, nil
+	return progress{retryAfter: retryRunning, message: fmt.Sprintf("updating Node %s to %s (Job %s/%s)", node.Name, version, UpdateNamespace, f.job.Name)}, nil
+}
+
+// start starts the update of the node: cordoned, drained before a minor upgrade (drain.go),
+// then the Job, counted and said once (a Job that exists already was started by an earlier call).
+func (h *Handlers) start(ctx context.Context, f updateFacts, u nodeUpdate) (progress, error) {
+	if err := u.cordon(ctx); err != nil {
+		return progress{}, err
+	}
+	if drainNeeded(f.node.Status.NodeInfo.KubeletVersion, f.version) {
+		if p, err := h.drain(ctx, f.machine, u); err != nil || p != nil {
+			return ptr.Deref(p, progress{}), err
+		}
+	}
+	name := jobName(f.machine.UID, f.version)
+	err := u.workload.Create(ctx, updateJob(f.machine.UID, f.node.Name, f.version, h.Image, f.args))
+	switch {
+	case apierrors.IsAlreadyExists(err):
+	case err != nil:
+		return progress{}, fmt.Errorf("creating the update Job of Node %s: %w", f.node.Name, err)
+	default:
+		metrics.InPlaceUpdate(metrics.InPlaceStarted)
+		h.event(f.machine, corev1.EventTypeNormal, "InPlaceUpdateStarted", "updating Node %s from %s to %s in place (Job %s/%s)",
+			f.node.Name, f.node.Status.NodeInfo.KubeletVersion, f.version, UpdateNamespace, name)
+	}
+	return progress{retryAfter: retryRunning, message: fmt.Sprintf("started updating Node %s to %s", f.node.Name, f.version)}, nil
 }
 
 // updateNodeArgs are the arguments of cabpi update-node for the source and version; an error for
@@ -228,7 +228,7 @@ func updateNodeArgs(k cabpiv1.KubernetesSpec, version string) ([]string, error) 
 		arch = cabpiv1.ArchitectureAMD64
 	}
 	args := []string{"update-node", "--version=" + version, "--source=" + string(k.Source), "--arch=" + string(arch)}
-	if u := baseURL(k); u != "" {
+	if u := mirror(k); u != "" {
 		args = append(args, "--base-url="+u)
 	}
 	if k.Source == cabpiv1.KubernetesSourceBinaries && k.Binaries != nil && k.Binaries.Kubectl {
@@ -350,12 +350,6 @@ type nodeUpdate struct {
 	version  string
 }
 
-// done: the node's kubelet reports the version exactly (Cluster API compares the strings) and
-// the node is Ready.
-func (u nodeUpdate) done() bool {
-	return u.node.Status.NodeInfo.KubeletVersion == u.version && nodeReady(u.node)
-}
-
 // cordon marks the node unschedulable for the update, noting that the extension did it. The
 // Pods that run stay for a patch upgrade (the kubelet's restart does not stop containers); a
 // minor upgrade drains them first (drain.go).
@@ -398,16 +392,6 @@ func (u nodeUpdate) deleteJob(ctx context.Context, job *batchv1.Job) error {
 		return fmt.Errorf("deleting the update Job %s/%s: %w", job.Namespace, job.Name, err)
 	}
 	return nil
-}
-
-// failure reads why a failed Job failed from its Pods (jobFailure).
-func (u nodeUpdate) failure(ctx context.Context, job *batchv1.Job) (why string, rolledBack bool, err error) {
-	pods := &corev1.PodList{}
-	if err := u.workload.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
-		return "", false, fmt.Errorf("listing the Pods of the update Job %s/%s: %w", job.Namespace, job.Name, err)
-	}
-	why, rolledBack = jobFailure(job, pods.Items)
-	return why, rolledBack, nil
 }
 
 // jobFailure is why a failed Job failed: the node side's result line (its last Pod's termination
