@@ -34,8 +34,10 @@ type Handlers struct {
 	ClusterCache clustercache.ClusterCache
 	// Recorder tells a Machine's events why its update failed.
 	Recorder events.EventRecorder
-	// Image is cabpi's image, which the update Job runs on the node.
-	Image string
+	// Image is cabpi's image, which the update Job runs on the node: read when an update starts.
+	Image func(context.Context) (string, error)
+	// ImagePullSecrets name the Secrets of the workload cluster's kube-system the Job pulls it with.
+	ImagePullSecrets []string
 }
 
 // DoCanUpdateMachineSet implements the CanUpdateMachineSet hook: a MachineDeployment's new

@@ -195,6 +195,11 @@ func (h *Handlers) execute(ctx context.Context, f updateFacts, workload client.C
 // start starts the update of the node: cordoned, drained before a minor upgrade (drain.go),
 // then the Job, counted and said once (a Job that exists already was started by an earlier call).
 func (h *Handlers) start(ctx context.Context, f updateFacts, u nodeUpdate) (progress, error) {
+	// The image first: a manager that cannot name it leaves the node as it is.
+	image, err := h.Image(ctx)
+	if err != nil {
+		return progress{}, fmt.Errorf("cabpi's image for the update Job: %w", err)
+	}
 	if err := u.cordon(ctx); err != nil {
 		return progress{}, err
 	}
@@ -204,7 +209,11 @@ func (h *Handlers) start(ctx context.Context, f updateFacts, u nodeUpdate) (prog
 		}
 	}
 	name := jobName(f.machine.UID, f.version)
-	err := u.workload.Create(ctx, updateJob(f.machine.UID, f.node.Name, f.version, h.Image, f.args))
+	job := updateJob(f.machine.UID, f.node.Name, f.version, image, f.args)
+	for _, s := range h.ImagePullSecrets {
+		job.Spec.Template.Spec.ImagePullSecrets = append(job.Spec.Template.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
+	}
+	err = u.workload.Create(ctx, job)
 	switch {
 	case apierrors.IsAlreadyExists(err):
 	case err != nil:

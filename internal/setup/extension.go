@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,44 +29,75 @@ func SetupUpdateExtension(ctx context.Context, mgr ctrl.Manager, cc clustercache
 	if opts.UpdateExtensionPort == 0 {
 		return nil
 	}
-	image, err := updateImage(ctx, mgr.GetAPIReader(), opts)
-	if err != nil {
-		return err
+	if opts.UpdateImage == "" && (os.Getenv("POD_NAMESPACE") == "" || os.Getenv("POD_NAME") == "") {
+		return fmt.Errorf("--update-extension-port is set without --update-image, and POD_NAMESPACE and POD_NAME do not name the manager's Pod to read its image from")
 	}
 	tlsOpts, _, err := capiflags.GetManagerOptions(opts.Diagnostics)
 	if err != nil {
 		return fmt.Errorf("diagnostics and TLS flags: %w", err)
 	}
 	h := &inplace.Handlers{
-		Client:       mgr.GetClient(),
-		APIReader:    mgr.GetAPIReader(),
-		ClusterCache: cc,
-		Recorder:     mgr.GetEventRecorder("cabpi-update-extension"),
-		Image:        image,
+		Client:           mgr.GetClient(),
+		APIReader:        mgr.GetAPIReader(),
+		ClusterCache:     cc,
+		Recorder:         mgr.GetEventRecorder("cabpi-update-extension"),
+		Image:            func(ctx context.Context) (string, error) { return updateImage(ctx, mgr.GetAPIReader(), opts) },
+		ImagePullSecrets: opts.UpdateImagePullSecrets,
 	}
 	return inplace.AddToManager(mgr, h, inplace.ServerOptions{Host: opts.UpdateExtensionHost, Port: opts.UpdateExtensionPort,
 		CertDir: opts.WebhookCertDir, ClientCAName: opts.UpdateExtensionClientCA, TLSOpts: tlsOpts})
 }
 
-// updateImage is --update-image, else the image of the manager's own container: the update
-// Jobs run the same build (cabpi update-node) as the manager that creates them, whatever
-// clusterctl's image overrides made of it.
+// updateImage is --update-image, else the image of the manager's own container pinned to the
+// digest its node pulled (pinnedImage): the update Jobs run the same build (cabpi update-node) as
+// the manager that creates them, whatever clusterctl's image overrides made of it, and a tag
+// pushed again since changes nothing. Read when an update starts, not once at start-up: the
+// kubelet reports the digest only once the container runs.
 func updateImage(ctx context.Context, r client.Reader, opts Options) (string, error) {
 	if opts.UpdateImage != "" {
 		return opts.UpdateImage, nil
 	}
 	namespace, name := os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME")
-	if namespace == "" || name == "" {
-		return "", fmt.Errorf("--update-extension-port is set without --update-image, and POD_NAMESPACE and POD_NAME do not name the manager's Pod to read its image from")
-	}
 	pod := &corev1.Pod{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
 		return "", fmt.Errorf("reading the manager's Pod %s/%s for its image (or set --update-image): %w", namespace, name, err)
 	}
+	return pinnedImage(pod)
+}
+
+// pinnedImage is the image of the manager's container, by digest: its reference as the Pod names
+// it, with the digest of the image the node runs (the container status' imageID,
+// <repository>@sha256:..., docker's with a docker-pullable:// scheme). A reference that has a
+// digest already is kept. An imageID that is not a digest of that repository (an image loaded
+// into the node rather than pulled, or a runtime that reports the local image ID) gives no digest
+// to pin, and the reference is used as the Pod names it; an error only when the Pod has no
+// manager container.
+func pinnedImage(pod *corev1.Pod) (string, error) {
+	var image string
 	for _, c := range pod.Spec.Containers {
 		if c.Name == managerContainer {
-			return c.Image, nil
+			image = c.Image
 		}
 	}
-	return "", fmt.Errorf("the manager's Pod %s/%s has no container %q to take the update image from (set --update-image)", namespace, name, managerContainer)
+	if image == "" {
+		return "", fmt.Errorf("the manager's Pod %s/%s has no container %q to take the update image from (set --update-image)", pod.Namespace, pod.Name, managerContainer)
+	}
+	ref, err := name.ParseReference(image)
+	if err != nil {
+		return "", fmt.Errorf("the manager's image %q: %w", image, err)
+	}
+	if _, byDigest := ref.(name.Digest); byDigest {
+		return image, nil
+	}
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.Name != managerContainer {
+			continue
+		}
+		pulled, err := name.NewDigest(strings.TrimPrefix(s.ImageID, "docker-pullable://"))
+		if err != nil || pulled.Context().Name() != ref.Context().Name() {
+			return image, nil
+		}
+		return image + "@" + pulled.DigestStr(), nil
+	}
+	return image, nil
 }

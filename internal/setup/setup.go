@@ -82,8 +82,12 @@ type Options struct {
 	// UpdateExtensionHost is the address the extension listens on; empty: every address. Tests
 	// set 127.0.0.1 (no flag: in a Pod every address is the Pod's).
 	UpdateExtensionHost string
-	// UpdateImage is the image the update Jobs run; empty: the manager's own (read from its Pod).
+	// UpdateImage is the image the update Jobs run; empty: the manager's own, by the digest its
+	// node pulled (read from its Pod).
 	UpdateImage string
+	// UpdateImagePullSecrets name Secrets of the workload clusters' kube-system the update Jobs
+	// pull their image with.
+	UpdateImagePullSecrets []string
 	// UpdateExtensionClientCA names a PEM CA bundle in WebhookCertDir; when set, the extension
 	// answers only callers with a client certificate it signs (docs/adr/040).
 	UpdateExtensionClientCA string
@@ -126,7 +130,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.UpdateExtensionClientCA, "update-extension-client-ca", "",
 		"Name of a PEM CA bundle in --webhook-cert-dir (ca.crt of a cert-manager Secret): when set, the update extension requires a client certificate signed by it "+
 			"(Cluster API's core manager presents one with --runtime-extension-client-cert-file and --runtime-extension-client-key-file); empty: any client.")
-	fs.StringVar(&o.UpdateImage, "update-image", "", "Image the in-place update Jobs run on workload nodes; default: the manager's own image, read from its Pod (POD_NAMESPACE, POD_NAME).")
+	fs.StringVar(&o.UpdateImage, "update-image", "", "Image the in-place update Jobs run on workload nodes (name it by digest); default: the manager's own image, by the digest its node pulled, read from its Pod (POD_NAMESPACE, POD_NAME).")
+	fs.StringSliceVar(&o.UpdateImagePullSecrets, "update-image-pull-secrets", nil, "Secrets in each workload cluster's kube-system the in-place update Jobs pull their image with (comma-separated names).")
 }
 
 // ParseCommandLine parses the manager's command line into its options and its logging options

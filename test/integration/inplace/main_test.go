@@ -26,6 +26,8 @@ const (
 	cabpiExtensionConfig = "cabpi"
 	// updateImage is what the update Jobs would run: none runs here.
 	updateImage = "example.invalid/cabpi:test"
+	// updatePullSecret is the Secret the update Jobs pull it with (--update-image-pull-secrets).
+	updatePullSecret = "regcred"
 )
 
 var env *testenv.Environment
@@ -66,6 +68,7 @@ func run(m *testing.M) int {
 			opts := testenv.CabpiOptions()
 			opts.UpdateExtensionPort, opts.UpdateExtensionHost = port, "127.0.0.1"
 			opts.UpdateImage = updateImage
+			opts.UpdateImagePullSecrets = []string{updatePullSecret}
 			opts.WebhookCertDir = certDir
 			if err := e.SetupCabpi(opts); err != nil {
 				return err

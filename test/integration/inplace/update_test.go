@@ -98,6 +98,9 @@ func TestUpdateMachineTakesNothingFromTheRequest(t *testing.T) {
 			assert.Contains(t, args, "--source=sysext", "the source of the stored IgnitionConfig")
 			assert.Contains(t, args, "--version="+target, "the version of the stored Machine")
 			assert.NotContains(t, strings.Join(args, " "), "attacker.invalid", "nothing of the request's body")
+			pod := jobs[0].Spec.Template.Spec
+			assert.Equal(t, updateImage, pod.Containers[0].Image, "the image the manager names")
+			assert.Equal(t, []corev1.LocalObjectReference{{Name: updatePullSecret}}, pod.ImagePullSecrets, "pulled with --update-image-pull-secrets")
 			assert.True(t, nodeOf(t, node.Name).Spec.Unschedulable, "the node is cordoned for its update")
 			assert.EventuallyWithT(t, func(c *assert.CollectT) {
 				events := &eventsv1.EventList{}
