@@ -28,27 +28,11 @@ func assertClientAuthAssets(t *testing.T, dir string, components []unstructured.
 	require.NoError(t, err)
 	objs, err := toUnstructured(data)
 	require.NoError(t, err)
-	certificate := func(name string) *unstructured.Unstructured {
-		for _, c := range byKind(objs, "Certificate") {
-			if c.GetName() == name {
-				return &c
-			}
-		}
-		require.Failf(t, "no Certificate", "%s", name)
-		return nil
-	}
+	certificate := func(name string) *unstructured.Unstructured { return find(t, objs, "Certificate", name) }
+	clusterIssuer := func(name string) *unstructured.Unstructured { return find(t, objs, "ClusterIssuer", name) }
 	str := func(o *unstructured.Unstructured, path ...string) string {
 		v, _, _ := unstructured.NestedString(o.Object, path...)
 		return v
-	}
-	clusterIssuer := func(name string) *unstructured.Unstructured {
-		for _, i := range byKind(objs, "ClusterIssuer") {
-			if i.GetName() == name {
-				return &i
-			}
-		}
-		require.Failf(t, "no ClusterIssuer", "%s", name)
-		return nil
 	}
 
 	components0 := byKind(components, "Certificate")
