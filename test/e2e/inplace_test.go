@@ -78,13 +78,19 @@ func inPlaceCluster(t *testing.T) {
 // to join.
 func inPlaceDeployment(t *testing.T, f flavor, md string, replicas int32, k cabpiv1.KubernetesSpec) (*clusterv1.MachineDeployment, []clusterv1.Machine) {
 	t.Helper()
+	return inPlaceDeploymentIn(t, inPlaceNamespace, f, md, replicas, k)
+}
+
+// inPlaceDeploymentIn is inPlaceDeployment in the namespace ns (whose Cluster is clusterName).
+func inPlaceDeploymentIn(t *testing.T, ns string, f flavor, md string, replicas int32, k cabpiv1.KubernetesSpec) (*clusterv1.MachineDeployment, []clusterv1.Machine) {
+	t.Helper()
 	bootstrap := ignitionTemplate(f, md, "p")
-	bootstrap.Namespace = inPlaceNamespace
+	bootstrap.Namespace = ns
 	bootstrap.Spec.Template.Spec.Kubernetes = k
 	infra := infraTemplate(f, md)
-	infra.Namespace = inPlaceNamespace
+	infra.Namespace = ns
 	deployment := clusterMachineDeployment(clusterName, md, replicas, md, md)
-	deployment.Namespace = inPlaceNamespace
+	deployment.Namespace = ns
 	deployment.Spec.Template.Spec.Version = previousKubernetesVersion
 	// One Machine at a time may be unavailable, none added: with maxUnavailable 0 Cluster API
 	// creates one Machine more to keep the replicas available while it updates in place
@@ -93,7 +99,7 @@ func inPlaceDeployment(t *testing.T, f flavor, md string, replicas int32, k cabp
 	deployment.Spec.Rollout.Strategy.RollingUpdate = clusterv1.MachineDeploymentRolloutStrategyRollingUpdate{MaxSurge: &zero, MaxUnavailable: &one}
 	createIn(t, mgmt.Client, bootstrap, infra, deployment)
 	t.Cleanup(func() { deleteAndWait(t, deployment, 5*time.Minute) })
-	machines := waitDeploymentIn(t, mgmt.Client, inPlaceNamespace, md, int(replicas), nil, joinWithin)
+	machines := waitDeploymentIn(t, mgmt.Client, ns, md, int(replicas), nil, joinWithin)
 	for i := range machines {
 		recordTiming(t, f, &machines[i])
 		assertWorkerJoined(t, &machines[i], "p")
