@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"crypto/tls"
+	"encoding/json"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -47,12 +48,14 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/util/kubeconfig"
 	"sigs.k8s.io/cluster-api/util/test/builder"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/controllers"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/inplace"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/certmanager"
 	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/provider"
@@ -106,7 +109,8 @@ func managementScheme(t *testing.T) *runtime.Scheme {
 //     webhook's message, a server-side dry-run of a good template goes through;
 //  4. its diagnostics endpoint refuses anonymous and unauthorized requests and answers a token
 //     RBAC allows;
-//  5. its ServiceAccount can do what config/rbac grants and nothing more;
+//  5. its ServiceAccount can do what config/rbac grants and nothing more; its update extension
+//     refuses an UpdateMachine request Cluster API did not make, and nothing changes on the node;
 //  6. the Pod deleted while 20 configs reconcile: one data Secret and one join token each,
 //     nothing rendered twice;
 //  7. clusterctl move of the workload Cluster to the suite's envtest management cluster: nothing
@@ -171,6 +175,9 @@ func TestManagementCluster(t *testing.T) {
 
 	// 5. RBAC: what config/rbac grants, and nothing more.
 	assertRBACExactly(t, mc)
+
+	// 5b. The update extension of cabpi's Pod, asked by a caller that is not Cluster API.
+	assertForgedUpdateRefused(t, mc, pod, &workers[0])
 
 	// The Pod never restarted through all that.
 	pod = cabpiPod(t, mc)
@@ -488,6 +495,54 @@ func assertDiagnosticsGuarded(t *testing.T, mc *managementCluster, pod *corev1.P
 		assert.Equal(c, http.StatusOK, code, "a ServiceAccount bound to %s", cabpiMetricsReader)
 		assert.Contains(c, body, "cabpi_data_secrets_written_total", "cabpi's own metrics")
 	}, time.Minute, 2*time.Second)
+}
+
+// assertForgedUpdateRefused sends cabpi's Pod an UpdateMachine request Cluster API did not make,
+// as anyone who reaches its extension port could (here through the API server's port-forward):
+// for a worker Cluster API is not updating, whose body asks for another version from the
+// caller's mirror. The answer is Failure, and nothing changes on the node: no update Job, the
+// Node schedulable and on its version (docs/adr/038).
+func assertForgedUpdateRefused(t *testing.T, mc *managementCluster, pod *corev1.Pod, worker *clusterv1.Machine) {
+	t.Helper()
+	ctx := t.Context()
+	base := portForward(t, mc, pod, 9444)
+	forged := worker.DeepCopy()
+	forged.Spec.Version = "v1.99.0"
+	config := &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: worker.Namespace, Name: worker.Spec.Bootstrap.ConfigRef.Name}}
+	config.SetGroupVersionKind(cabpiv1.GroupVersion.WithKind("IgnitionConfig"))
+	config.Spec.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries,
+		Binaries: &cabpiv1.BinariesSource{BaseURL: "https://attacker.invalid/k8s"}}
+	req := &runtimehooksv1.UpdateMachineRequest{Desired: runtimehooksv1.UpdateMachineRequestObjects{
+		Machine: *forged, BootstrapConfig: runtime.RawExtension{Object: config}}}
+	req.SetGroupVersionKind(runtimehooksv1.GroupVersion.WithKind("UpdateMachineRequest"))
+	body, err := json.Marshal(req)
+	require.NoError(t, err)
+	// The serving certificate is the webhook Service's: what is checked here is what the
+	// extension does with a request, not who serves it.
+	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // see above
+	}}
+	post, err := http.NewRequestWithContext(ctx, http.MethodPost,
+		base+"/hooks.runtime.cluster.x-k8s.io/v1alpha1/updatemachine/"+inplace.UpdateMachineHandler, bytes.NewReader(body))
+	require.NoError(t, err)
+	post.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(post)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	answer := &runtimehooksv1.UpdateMachineResponse{}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(answer))
+	assert.Equal(t, runtimehooksv1.ResponseStatusFailure, answer.Status, answer.Message)
+	assert.Contains(t, answer.Message, "Cluster API is not updating Machine")
+
+	node, err := workloadC.CoreV1().Nodes().Get(ctx, worker.Status.NodeRef.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.False(t, node.Spec.Unschedulable, "the Node is not cordoned")
+	assert.Equal(t, worker.Spec.Version, node.Status.NodeInfo.KubeletVersion, "the Node keeps its version")
+	jobs, err := workloadC.BatchV1().Jobs(inplace.UpdateNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=cabpi-update"})
+	require.NoError(t, err)
+	for _, j := range jobs.Items {
+		assert.NotEqual(t, node.Name, j.Annotations[inplace.NodeAnnotation], "no update Job for the Node")
+	}
 }
 
 // serviceAccountToken is a short-lived token of the ServiceAccount (TokenRequest).
