@@ -82,10 +82,6 @@ func (h *Handlers) drain(ctx context.Context, machine *clusterv1.Machine, u node
 		h.event(machine, corev1.EventTypeNormal, "InPlaceUpdateDraining", "draining Node %s before its minor upgrade from %s to %s",
 			u.node.Name, u.node.Status.NodeInfo.KubeletVersion, u.version)
 	}
-	workload, err := h.ClusterCache.GetUncachedClient(ctx, client.ObjectKey{Namespace: machine.Namespace, Name: machine.Spec.ClusterName})
-	if err != nil {
-		return nil, fmt.Errorf("reaching the workload cluster %s: %w", machine.Spec.ClusterName, err)
-	}
 	cluster := &clusterv1.Cluster{}
 	if err := h.Client.Get(ctx, client.ObjectKey{Namespace: machine.Namespace, Name: machine.Spec.ClusterName}, cluster); err != nil {
 		return nil, fmt.Errorf("reading Cluster %s: %w", machine.Spec.ClusterName, err)
@@ -94,7 +90,7 @@ func (h *Handlers) drain(ctx context.Context, machine *clusterv1.Machine, u node
 	// API (server.go): what is not evicted now is in the next call.
 	ctx, cancel := context.WithTimeout(ctx, drainCallTimeout)
 	defer cancel()
-	helper := &drain.Helper{Client: h.Client, RemoteClient: workload,
+	helper := &drain.Helper{Client: h.Client, RemoteClient: u.workload,
 		// Each Pod's own terminationGracePeriodSeconds.
 		GracePeriodSeconds: -1}
 	pods, err := helper.GetPodsForEviction(ctx, cluster, machine, u.node.Name)

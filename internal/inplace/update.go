@@ -148,7 +148,7 @@ func (h *Handlers) execute(ctx context.Context, f updateFacts, workload client.C
 	case actWaitForNode:
 		return progress{retryAfter: retrySoon, message: "waiting for the Machine's Node"}, nil
 	case actWaitForOtherJob:
-		return progress{retryAfter: retryRunning, message: fmt.Sprintf("waiting for the update of Node %s to %s to end", f.node.Name, a.reason)}, nil
+		return progress{retryAfter: retryRunning, message: fmt.Sprintf("waiting for the update of Node %s to %s to end", f.node.Name, a.otherVersion)}, nil
 	}
 	u := nodeUpdate{workload: workload, node: f.node, version: f.version}
 	for _, j := range a.removeJobs {

@@ -90,6 +90,9 @@ type updateAction struct {
 	kind updateActionKind
 	// reason says why, for actRefuse.
 	reason string
+	// otherVersion is the version the running update of another version moves the node to,
+	// for actWaitForOtherJob.
+	otherVersion string
 	// removeJobs are the Machine's finished Jobs of other versions, removed before the action.
 	removeJobs []*batchv1.Job
 }
@@ -112,7 +115,7 @@ func decideUpdate(f updateFacts) updateAction {
 			return refuse("Job %s/%s %s: cabpi neither trusts nor deletes it", other.Namespace, other.Name, why)
 		}
 		if jobActive(other) {
-			return updateAction{kind: actWaitForOtherJob, reason: other.Annotations[VersionAnnotation]}
+			return updateAction{kind: actWaitForOtherJob, otherVersion: other.Annotations[VersionAnnotation]}
 		}
 		remove = append(remove, other)
 	}

@@ -65,6 +65,8 @@ func TestDecideUpdate(t *testing.T) {
 		want        updateActionKind
 		wantReason  string // contained in the action's reason
 		wantRemoved int
+		// wantOtherVersion: the version of the other update waited for.
+		wantOtherVersion string
 		// wantCPNeeded: the gathering reads the control plane's version (needsControlPlaneVersion):
 		// whenever no Job of this update exists and the node is not done, before the decision.
 		wantCPNeeded bool
@@ -85,7 +87,7 @@ func TestDecideUpdate(t *testing.T) {
 		{name: "finished: no Job, the node Ready at the version", facts: updating(nodeAt(updateTo, true)), want: actFinished},
 
 		{name: "an update of another version still runs", facts: updating(func(f *updateFacts) { f.others = []batchv1.Job{*ourJob("v1.34.3")} }),
-			want: actWaitForOtherJob, wantReason: "v1.34.3", wantCPNeeded: true},
+			want: actWaitForOtherJob, wantOtherVersion: "v1.34.3", wantCPNeeded: true},
 		{name: "a finished Job of another version is removed, then the update starts",
 			facts: updating(func(f *updateFacts) { f.others = []batchv1.Job{finishedOther} }), want: actStart, wantRemoved: 1, wantCPNeeded: true},
 		{name: "a Job of another version without cabpi's labels", facts: updating(func(f *updateFacts) {
@@ -129,6 +131,7 @@ func TestDecideUpdate(t *testing.T) {
 			if tt.wantReason != "" {
 				assert.Contains(t, got.reason, tt.wantReason)
 			}
+			assert.Equal(t, tt.wantOtherVersion, got.otherVersion)
 			assert.Len(t, got.removeJobs, tt.wantRemoved, "Jobs removed")
 			assert.Equal(t, tt.wantCPNeeded, needsControlPlaneVersion(tt.facts), "the control plane's version is read")
 		})

@@ -129,9 +129,16 @@ var (
 	}, nil)
 )
 
+// vectors are every metric of cabpi's: registered once, reset together.
+var vectors = []interface {
+	prometheus.Collector
+	Reset()
+}{renderDuration, renderedBytes, dataSecretsWritten, joinTokens, failures, rerenders, inPlaceUpdates, inPlaceUpdateDuration}
+
 func init() {
-	crmetrics.Registry.MustRegister(renderDuration, renderedBytes, dataSecretsWritten, joinTokens, failures, rerenders,
-		inPlaceUpdates, inPlaceUpdateDuration)
+	for _, v := range vectors {
+		crmetrics.Registry.MustRegister(v)
+	}
 	startSeries()
 }
 
@@ -154,8 +161,7 @@ func startSeries() {
 // reset brings every series back to its start (tests count from zero, under go test -count
 // too, as a new process does).
 func reset() {
-	for _, v := range []interface{ Reset() }{renderDuration, renderedBytes, dataSecretsWritten, joinTokens, failures, rerenders,
-		inPlaceUpdates, inPlaceUpdateDuration} {
+	for _, v := range vectors {
 		v.Reset()
 	}
 	startSeries()
