@@ -46,6 +46,14 @@ const (
 type localRepository struct {
 	dir, config, home string
 	capiVersion       string
+	providers         []clusterctlProvider
+}
+
+// clusterctlProvider is a provider entry of clusterctl's configuration.
+type clusterctlProvider struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+	Type string `json:"type"`
 }
 
 // kustomization is the part of kustomize's Kustomization the core components' overlay uses.
@@ -162,12 +170,6 @@ func newLocalRepository(t *testing.T) *localRepository {
 	require.NoError(t, os.WriteFile(filepath.Join(nspawn, "infrastructure-components.yaml"), components.Bytes(), 0o644))
 
 	// clusterctl's configuration: the four providers by their components' URLs.
-	type providerEntry struct {
-		Name string `json:"name"`
-		URL  string `json:"url"`
-		Type string `json:"type"`
-	}
-	var entries []providerEntry
 	for _, p := range []struct {
 		name    string
 		typ     clusterctlv1.ProviderType
@@ -179,11 +181,22 @@ func newLocalRepository(t *testing.T) *localRepository {
 		{controlPlaneProvider, clusterctlv1.ControlPlaneProviderType, suiteProvidersVersion, "control-plane-components.yaml"},
 		{infraProvider, clusterctlv1.InfrastructureProviderType, suiteProvidersVersion, "infrastructure-components.yaml"},
 	} {
-		entries = append(entries, providerEntry{Name: p.name, Type: string(p.typ),
+		r.providers = append(r.providers, clusterctlProvider{Name: p.name, Type: string(p.typ),
 			URL: "file://" + filepath.Join(r.providerDirPath(p.name, p.typ, p.version), p.file)})
 	}
-	writeYAML(t, r.config, map[string]any{"providers": entries})
+	r.configure(t, nil)
 	return r
+}
+
+// configure writes clusterctl's configuration: the providers, and variables as a user sets
+// them in clusterctl.yaml (EXP_RUNTIME_SDK, ...), which the components' ${VAR:=default} take.
+func (r *localRepository) configure(t *testing.T, variables map[string]string) {
+	t.Helper()
+	config := map[string]any{"providers": r.providers}
+	for k, v := range variables {
+		config[k] = v
+	}
+	writeYAML(t, r.config, config)
 }
 
 // providerDirPath is {repository}/{provider label}/{version}: clusterctl's layout for a local

@@ -173,34 +173,34 @@ func podSandboxImage(t *testing.T) string {
 	return sandboxImage
 }
 
-// setDeploymentVersion changes the MachineDeployment's version alone.
+// setDeploymentVersion changes the MachineDeployment's version alone, in the suite's management
+// cluster.
 func setDeploymentVersion(t *testing.T, d *clusterv1.MachineDeployment, version string, bootstrap string) {
 	t.Helper()
-	cur := &clusterv1.MachineDeployment{}
-	require.NoError(t, mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(d), cur))
-	before := cur.DeepCopy()
-	cur.Spec.Template.Spec.Version = version
-	if bootstrap != "" {
-		cur.Spec.Template.Spec.Bootstrap.ConfigRef.Name = bootstrap
-	}
-	require.NoError(t, mgmt.Client.Patch(t.Context(), cur, client.MergeFrom(before)))
+	setDeploymentVersionIn(t, mgmt.Client, d, version, bootstrap)
 }
 
 // waitUpdatedInPlace waits until Cluster API reports the MachineDeployment up to date at version
 // with the same Machines, done updating, and every Node's kubelet at version.
 func waitUpdatedInPlace(t *testing.T, d *clusterv1.MachineDeployment, version string, want []string) []clusterv1.Machine {
 	t.Helper()
+	return waitUpdatedInPlaceIn(t, mgmt.Client, d, version, want)
+}
+
+// waitUpdatedInPlaceIn is waitUpdatedInPlace in the management cluster of c.
+func waitUpdatedInPlaceIn(t *testing.T, c client.Client, d *clusterv1.MachineDeployment, version string, want []string) []clusterv1.Machine {
+	t.Helper()
 	ctx := t.Context()
 	var machines []clusterv1.Machine
 	var last string
 	ok := assert.Eventually(t, func() bool {
 		var err error
-		machines, err = deploymentMachinesIn(ctx, mgmt.Client, d.Namespace, d.Name)
+		machines, err = deploymentMachinesIn(ctx, c, d.Namespace, d.Name)
 		if err != nil {
 			return false
 		}
 		cur := &clusterv1.MachineDeployment{}
-		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(d), cur); err != nil {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(d), cur); err != nil {
 			return false
 		}
 		var states []string
@@ -227,7 +227,8 @@ func waitUpdatedInPlace(t *testing.T, d *clusterv1.MachineDeployment, version st
 		return done
 	}, updatedWithin, 2*time.Second)
 	if !ok {
-		dumpState(t, mgmt.Client, machines)
+		dumpState(t, c, machines)
+		dumpRollout(t, c, machines)
 		dumpUpdateJobs(t)
 		t.Fatalf("MachineDeployment %s not updated in place to %s: %s", d.Name, version, last)
 	}
@@ -238,24 +239,24 @@ func waitUpdatedInPlace(t *testing.T, d *clusterv1.MachineDeployment, version st
 // (replicas, the move annotations of an in-place rollout) and the MachineDeployment's conditions
 // (the rollout planner's notes), and the events of the MachineSets' namespace: why a Machine was
 // replaced rather than moved.
-func dumpRollout(t *testing.T, machines []clusterv1.Machine) {
+func dumpRollout(t *testing.T, c client.Client, machines []clusterv1.Machine) {
 	t.Helper()
 	if len(machines) == 0 {
 		return
 	}
 	ns, md := machines[0].Namespace, machines[0].Labels[clusterv1.MachineDeploymentNameLabel]
 	d := &clusterv1.MachineDeployment{}
-	if err := mgmt.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: md}, d); err == nil {
+	if err := c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: md}, d); err == nil {
 		t.Logf("MachineDeployment %s: %+v", md, d.Status.Conditions)
 	}
 	sets := &clusterv1.MachineSetList{}
-	if err := mgmt.Client.List(t.Context(), sets, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: md}); err == nil {
+	if err := c.List(t.Context(), sets, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: md}); err == nil {
 		for _, ms := range sets.Items {
 			t.Logf("MachineSet %s: replicas %d (status %d), annotations %v", ms.Name, ptr.Deref(ms.Spec.Replicas, 0), ptr.Deref(ms.Status.Replicas, 0), ms.Annotations)
 		}
 	}
 	events := &corev1.EventList{}
-	if err := mgmt.Client.List(t.Context(), events, client.InNamespace(ns)); err == nil {
+	if err := c.List(t.Context(), events, client.InNamespace(ns)); err == nil {
 		for _, e := range events.Items {
 			t.Logf("event %s %s/%s: %s: %s", e.LastTimestamp.Format(time.RFC3339), e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
 		}
@@ -284,11 +285,17 @@ func dumpUpdateJobs(t *testing.T) {
 // assertKept: the update kept the Machines, their nodes and Node objects.
 func assertKept(t *testing.T, before []nodeBefore, after []clusterv1.Machine) {
 	t.Helper()
+	assertKeptIn(t, mgmt.Client, before, after)
+}
+
+// assertKeptIn is assertKept for Machines of the management cluster of c.
+func assertKeptIn(t *testing.T, c client.Client, before []nodeBefore, after []clusterv1.Machine) {
+	t.Helper()
 	ctx := t.Context()
 	for _, b := range before {
 		i := slices.IndexFunc(after, func(m clusterv1.Machine) bool { return m.Name == b.machine })
 		if !assert.GreaterOrEqual(t, i, 0, "Machine %s is kept (no new Machine)", b.machine) {
-			dumpRollout(t, after)
+			dumpRollout(t, c, after)
 			continue
 		}
 		m := &after[i]

@@ -95,8 +95,6 @@ var (
 	workloadCP *workload.ControlPlane
 	// releases serves both versions' release binaries and system extensions on the bridge.
 	releases *releaseserver.Server
-	// updateExtensionPort is where the suite's cabpi serves its update extension, on loopback.
-	updateExtensionPort int
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -282,7 +280,6 @@ func run(m *testing.M) int {
 				return err
 			}
 			opts.UpdateExtensionPort, opts.UpdateExtensionHost = port, "127.0.0.1"
-			updateExtensionPort = port
 			opts.WebhookCertDir = e.TestEnv.WebhookInstallOptions.LocalServingCertDir
 			opts.UpdateImage = cabpiImage
 			if err := e.SetupCabpi(opts); err != nil {

@@ -32,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -49,6 +50,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	runtimehooksv1 "sigs.k8s.io/cluster-api/api/runtime/hooks/v1alpha1"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/util/kubeconfig"
 	"sigs.k8s.io/cluster-api/util/test/builder"
@@ -92,7 +94,7 @@ func managementScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
-		clusterv1.AddToScheme, cabpiv1.AddToScheme, infrav1.AddToScheme, clusterctlv1.AddToScheme} {
+		clusterv1.AddToScheme, runtimev1.AddToScheme, cabpiv1.AddToScheme, infrav1.AddToScheme, clusterctlv1.AddToScheme} {
 		require.NoError(t, add(s))
 	}
 	return s
@@ -111,9 +113,14 @@ func managementScheme(t *testing.T) *runtime.Scheme {
 //     RBAC allows;
 //  5. its ServiceAccount can do what config/rbac grants and nothing more; its update extension
 //     refuses an UpdateMachine request Cluster API did not make, and nothing changes on the node;
-//  6. the Pod deleted while 20 configs reconcile: one data Secret and one join token each,
+//  6. Cluster API's own core manager (Runtime SDK and in-place updates on, from clusterctl's
+//     variables) calls the update extension, registered and secured as the release says (client
+//     certificates both ways): the workers' minor upgrade waits while cabpi's manager is stopped,
+//     replaces nothing, and then drains and updates both nodes in place
+//     (updateInPlaceByCoreManager);
+//  7. the Pod deleted while 20 configs reconcile: one data Secret and one join token each,
 //     nothing rendered twice;
-//  7. clusterctl move of the workload Cluster to the suite's envtest management cluster: nothing
+//  8. clusterctl move of the workload Cluster to the suite's envtest management cluster: nothing
 //     renders again, no token is replaced, the Machines stay; a scale-up there joins.
 func TestManagementCluster(t *testing.T) {
 	t.Parallel()
@@ -134,6 +141,7 @@ func TestManagementCluster(t *testing.T) {
 		}
 	})
 
+	repo.configure(t, inPlaceVariables)
 	repo.clusterctl(t, "init", "--kubeconfig", mc.kubeconfig,
 		"--core", coreProvider+":"+repo.capiVersion,
 		"--bootstrap", bootstrapProvider+":"+cabpiVersion,
@@ -145,16 +153,23 @@ func TestManagementCluster(t *testing.T) {
 	startProvider(t, mc)
 	waitWebhooksAnswer(t, mc)
 
-	// 1. A workload Cluster (the suite's control plane) with two workers, rendered by cabpi's Pod.
+	// 1. A workload Cluster (the suite's control plane) with two workers, rendered by cabpi's Pod:
+	// at the previous minor, Kubernetes from the suite's system extension mirror, so that step 6
+	// can update them in place (one Machine unavailable at a time, none added).
 	_, err = createExternalCluster(t.Context(), mc.client, pivotNamespace, pivotClusterName, workloadCP)
 	require.NoError(t, err)
 	md := pivotClusterName + "-workers"
-	tmpl := ignitionTemplate(f, md, "pivot")
+	tmpl := ignitionTemplate(stockFlatcar, md, "pivot")
 	tmpl.Namespace = pivotNamespace
-	infraTmpl := infraTemplate(f, md)
+	tmpl.Spec.Template.Spec.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext,
+		Sysext: &cabpiv1.SysextSource{BaseURL: releases.SysextURL()}}
+	infraTmpl := infraTemplate(stockFlatcar, md)
 	infraTmpl.Namespace = pivotNamespace
 	deployment := clusterMachineDeployment(pivotClusterName, md, 2, md, md)
 	deployment.Namespace = pivotNamespace
+	deployment.Spec.Template.Spec.Version = previousKubernetesVersion
+	zero, one := intstr.FromInt32(0), intstr.FromInt32(1)
+	deployment.Spec.Rollout.Strategy.RollingUpdate = clusterv1.MachineDeploymentRolloutStrategyRollingUpdate{MaxSurge: &zero, MaxUnavailable: &one}
 	createIn(t, mc.client, tmpl, infraTmpl, deployment)
 	workers := waitDeploymentIn(t, mc.client, pivotNamespace, md, 2, nil, joinWithin)
 	for i := range workers {
@@ -176,8 +191,8 @@ func TestManagementCluster(t *testing.T) {
 	// 5. RBAC: what config/rbac grants, and nothing more.
 	assertRBACExactly(t, mc)
 
-	// 5b. The update extension of cabpi's Pod, asked by a caller that is not Cluster API.
-	assertForgedUpdateRefused(t, mc, pod, &workers[0])
+	// 5b. The update extension of cabpi's Pod, asked by a Pod that is not Cluster API.
+	assertForgedUpdateRefused(t, mc, &workers[0])
 
 	// The Pod never restarted through all that.
 	pod = cabpiPod(t, mc)
@@ -185,10 +200,14 @@ func TestManagementCluster(t *testing.T) {
 		assert.Zero(t, s.RestartCount, "container %s of %s restarted", s.Name, pod.Name)
 	}
 
-	// 6. The Pod deleted while configs reconcile.
-	deletePodWhileReconciling(t, mc, pod)
+	// 6. Cluster API's core manager updates the workers in place through cabpi's Pod.
+	workers = updateInPlaceByCoreManager(t, mc, deployment, workers)
+	require.False(t, t.Failed())
 
-	// 7. The pivot.
+	// 7. The Pod deleted while configs reconcile.
+	deletePodWhileReconciling(t, mc, cabpiPod(t, mc))
+
+	// 8. The pivot.
 	pivot(t, mc, repo, md, workers)
 }
 
@@ -215,6 +234,7 @@ func bootManagementCluster(t *testing.T, f flavor) *managementCluster {
 	for _, archive := range []string{
 		filepath.Join(os.Getenv("CABPI_RELEASE_DIR"), "cabpi-image-"+cabpiVersion+".oci.tar"),
 		os.Getenv("CABPI_CAPI_IMAGE"),
+		forgerArchive(t),
 	} {
 		file, err := os.Open(archive)
 		require.NoError(t, err)
@@ -497,15 +517,26 @@ func assertDiagnosticsGuarded(t *testing.T, mc *managementCluster, pod *corev1.P
 	}, time.Minute, 2*time.Second)
 }
 
-// assertForgedUpdateRefused sends cabpi's Pod an UpdateMachine request Cluster API did not make,
-// as anyone who reaches its extension port could (here through the API server's port-forward):
-// for a worker Cluster API is not updating, whose body asks for another version from the
-// caller's mirror. The answer is Failure, and nothing changes on the node: no update Job, the
-// Node schedulable and on its version (docs/adr/038).
-func assertForgedUpdateRefused(t *testing.T, mc *managementCluster, pod *corev1.Pod, worker *clusterv1.Machine) {
+// assertForgedUpdateRefused sends cabpi's extension an UpdateMachine request Cluster API did not
+// make, from a Pod of the management cluster through the Service, as anyone on the cluster
+// network could: for a worker Cluster API is not updating, whose body asks for another version
+// from the caller's mirror. The answer is Failure, and nothing changes on the node: no update
+// Job, the Node schedulable and on its version (docs/adr/038).
+func assertForgedUpdateRefused(t *testing.T, mc *managementCluster, worker *clusterv1.Machine) {
 	t.Helper()
-	ctx := t.Context()
-	base := portForward(t, mc, pod, 9444)
+	result := runForger(t, mc, updateMachineURL(t, mc), forgedUpdateBody(t, worker))
+	require.Equal(t, http.StatusOK, result.Status, "the extension answers: %+v", result)
+	answer := &runtimehooksv1.UpdateMachineResponse{}
+	require.NoError(t, json.Unmarshal([]byte(result.Body), answer))
+	assert.Equal(t, runtimehooksv1.ResponseStatusFailure, answer.Status, answer.Message)
+	assert.Contains(t, answer.Message, "Cluster API is not updating Machine")
+	assertUntouchedByForgery(t, worker)
+}
+
+// forgedUpdateBody is an UpdateMachineRequest for the worker that Cluster API did not make: another
+// version, from the caller's mirror.
+func forgedUpdateBody(t *testing.T, worker *clusterv1.Machine) []byte {
+	t.Helper()
 	forged := worker.DeepCopy()
 	forged.Spec.Version = "v1.99.0"
 	config := &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: worker.Namespace, Name: worker.Spec.Bootstrap.ConfigRef.Name}}
@@ -517,22 +548,13 @@ func assertForgedUpdateRefused(t *testing.T, mc *managementCluster, pod *corev1.
 	req.SetGroupVersionKind(runtimehooksv1.GroupVersion.WithKind("UpdateMachineRequest"))
 	body, err := json.Marshal(req)
 	require.NoError(t, err)
-	// The serving certificate is the webhook Service's: what is checked here is what the
-	// extension does with a request, not who serves it.
-	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // see above
-	}}
-	post, err := http.NewRequestWithContext(ctx, http.MethodPost,
-		base+"/hooks.runtime.cluster.x-k8s.io/v1alpha1/updatemachine/"+inplace.UpdateMachineHandler, bytes.NewReader(body))
-	require.NoError(t, err)
-	post.Header.Set("Content-Type", "application/json")
-	resp, err := c.Do(post)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	answer := &runtimehooksv1.UpdateMachineResponse{}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(answer))
-	assert.Equal(t, runtimehooksv1.ResponseStatusFailure, answer.Status, answer.Message)
-	assert.Contains(t, answer.Message, "Cluster API is not updating Machine")
+	return body
+}
+
+// assertUntouchedByForgery: the worker's Node is schedulable at its version, with no update Job.
+func assertUntouchedByForgery(t *testing.T, worker *clusterv1.Machine) {
+	t.Helper()
+	ctx := t.Context()
 
 	node, err := workloadC.CoreV1().Nodes().Get(ctx, worker.Status.NodeRef.Name, metav1.GetOptions{})
 	require.NoError(t, err)

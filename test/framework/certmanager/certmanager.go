@@ -5,24 +5,30 @@
 // module at the version clusterctl would install; the Certificate and Issuer objects the
 // providers' components carry; the Secrets and CA bundles the providers' webhooks and
 // conversion webhooks read. What is played, by this package, from the test process: the
-// issuing of a Certificate (as cert-manager's SelfSigned issuer does: a self-signed certificate
-// for the Certificate's DNS names, in a kubernetes.io/tls Secret with its own certificate as
-// ca.crt, and the Certificate's Ready condition) and cert-manager's CA injector (the
+// issuing of a Certificate by its Issuer or ClusterIssuer, as cert-manager's two simplest
+// issuers do (selfSigned: a certificate signed by its own key, which is also its ca.crt; ca: a
+// certificate signed by the CA in the issuer's Secret, which becomes ca.crt), for the
+// Certificate's common name, DNS names, usages and isCA, in a kubernetes.io/tls Secret annotated
+// with the issuer, and the Certificate's Ready condition; and cert-manager's CA injector (the
 // cert-manager.io/inject-ca-from annotation on webhook configurations and CRDs copied into
-// their caBundle).
+// their caBundle). A Certificate is issued again when its Secret does not cover its names, was
+// issued by another issuer, or is not signed by its CA issuer's current CA.
 package certmanager
 
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -52,7 +58,21 @@ const (
 // injectAnnotation names the Certificate (namespace/name) whose CA an object trusts.
 const injectAnnotation = "cert-manager.io/inject-ca-from"
 
-var certificateGVK = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}
+// What cert-manager writes on a Secret it issued: the Certificate and the issuer that signed it.
+const (
+	certificateNameAnnotation = "cert-manager.io/certificate-name"
+	issuerNameAnnotation      = "cert-manager.io/issuer-name"
+	issuerKindAnnotation      = "cert-manager.io/issuer-kind"
+)
+
+// ClusterResourceNamespace is where a ClusterIssuer's CA Secret lives: cert-manager's
+// --cluster-resource-namespace, by default the namespace cert-manager is installed in.
+const ClusterResourceNamespace = "cert-manager"
+
+var (
+	certificateGVK = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}
+	issuerGVK      = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Issuer"}
+)
 
 // InstallCRDs creates cert-manager's CRDs from the module directory and waits until they are
 // served: what clusterctl init checks (it creates an Issuer and a Certificate) then finds
@@ -176,33 +196,39 @@ func (p *Player) Sync(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// issue makes sure the Certificate's Secret holds a certificate for its DNS names, and reports
-// the Certificate Ready; it returns the CA (ca.crt) of the Secret.
+// issue makes sure the Certificate's Secret holds a certificate its issuer signed for what it
+// asks, and reports the Certificate Ready; it returns the CA (ca.crt) of the Secret.
 func (p *Player) issue(ctx context.Context, cert *unstructured.Unstructured) ([]byte, error) {
 	secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
-	dnsNames, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
-	commonName, _, _ := unstructured.NestedString(cert.Object, "spec", "commonName")
 	if secretName == "" {
 		return nil, fmt.Errorf("Certificate %s/%s has no spec.secretName", cert.GetNamespace(), cert.GetName())
 	}
+	req, err := requestOf(cert)
+	if err != nil {
+		return nil, err
+	}
+	iss, err := p.issuerOf(ctx, cert)
+	if err != nil {
+		return nil, err
+	}
 	key := client.ObjectKey{Namespace: cert.GetNamespace(), Name: secretName}
 	secret := &corev1.Secret{}
-	err := p.client.Get(ctx, key, secret)
+	err = p.client.Get(ctx, key, secret)
 	switch {
 	case apierrors.IsNotFound(err):
 		secret = nil
 	case err != nil:
 		return nil, err
 	}
-	if secret != nil && covers(secret.Data[corev1.TLSCertKey], dnsNames) {
+	if secret != nil && iss.issued(secret) && covers(secret.Data[corev1.TLSCertKey], req.dnsNames) {
 		return secret.Data["ca.crt"], p.markReady(ctx, cert, secret.Data[corev1.TLSCertKey])
 	}
-	certPEM, keyPEM, err := selfSigned(commonName, dnsNames)
+	certPEM, keyPEM, caPEM, err := makeCertificate(req, iss.signer)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("issuing Certificate %s/%s: %w", cert.GetNamespace(), cert.GetName(), err)
 	}
-	data := map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, "ca.crt": certPEM}
-	annotations := map[string]string{"cert-manager.io/certificate-name": cert.GetName()}
+	data := map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, "ca.crt": caPEM}
+	annotations := map[string]string{certificateNameAnnotation: cert.GetName(), issuerNameAnnotation: iss.name, issuerKindAnnotation: iss.kind}
 	if secret == nil {
 		secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Annotations: annotations},
 			Type: corev1.SecretTypeTLS, Data: data}
@@ -214,12 +240,123 @@ func (p *Player) issue(ctx context.Context, cert *unstructured.Unstructured) ([]
 		if secret.Annotations == nil {
 			secret.Annotations = map[string]string{}
 		}
-		secret.Annotations["cert-manager.io/certificate-name"] = cert.GetName()
+		maps.Copy(secret.Annotations, annotations)
 		if err := p.client.Update(ctx, secret); err != nil {
 			return nil, fmt.Errorf("updating Secret %s: %w", key, err)
 		}
 	}
-	return certPEM, p.markReady(ctx, cert, certPEM)
+	return caPEM, p.markReady(ctx, cert, certPEM)
+}
+
+// request is what a Certificate asks for.
+type request struct {
+	commonName string
+	dnsNames   []string
+	isCA       bool
+	usages     []string // cert-manager's names ("server auth", "client auth", ...); none: its defaults
+}
+
+func requestOf(cert *unstructured.Unstructured) (request, error) {
+	var r request
+	var errs []error
+	var err error
+	r.commonName, _, err = unstructured.NestedString(cert.Object, "spec", "commonName")
+	errs = append(errs, err)
+	r.dnsNames, _, err = unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+	errs = append(errs, err)
+	r.isCA, _, err = unstructured.NestedBool(cert.Object, "spec", "isCA")
+	errs = append(errs, err)
+	r.usages, _, err = unstructured.NestedStringSlice(cert.Object, "spec", "usages")
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return request{}, fmt.Errorf("Certificate %s/%s: %w", cert.GetNamespace(), cert.GetName(), err)
+	}
+	return r, nil
+}
+
+// issuer is a Certificate's Issuer or ClusterIssuer, as far as issuing goes.
+type issuer struct {
+	kind, name string
+	signer     *signer // nil: selfSigned
+}
+
+// signer is a CA issuer's CA: its certificate and key.
+type signer struct {
+	cert    *x509.Certificate
+	certPEM []byte
+	key     crypto.Signer
+}
+
+// issued reports whether the Secret was issued by this issuer (and, for a CA issuer, is signed
+// by its current CA).
+func (i issuer) issued(secret *corev1.Secret) bool {
+	if secret.Annotations[issuerNameAnnotation] != i.name || secret.Annotations[issuerKindAnnotation] != i.kind {
+		return false
+	}
+	if i.signer == nil {
+		return true
+	}
+	c, err := parseCertificate(secret.Data[corev1.TLSCertKey])
+	return err == nil && c.CheckSignatureFrom(i.signer.cert) == nil
+}
+
+// issuerOf reads the Certificate's issuerRef: a selfSigned or a ca Issuer (in the Certificate's
+// namespace) or ClusterIssuer (its CA Secret in ClusterResourceNamespace). An issuer that is not
+// there yet, or whose CA is not issued yet, is an error: the next pass tries again.
+func (p *Player) issuerOf(ctx context.Context, cert *unstructured.Unstructured) (issuer, error) {
+	kind, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "kind")
+	name, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "name")
+	if kind == "" {
+		kind = issuerGVK.Kind
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(issuerGVK.GroupVersion().WithKind(kind))
+	key := client.ObjectKey{Name: name}
+	secretNamespace := ClusterResourceNamespace
+	switch kind {
+	case "Issuer":
+		key.Namespace, secretNamespace = cert.GetNamespace(), cert.GetNamespace()
+	case "ClusterIssuer":
+	default:
+		return issuer{}, fmt.Errorf("Certificate %s/%s: issuerRef kind %q is not cert-manager's", cert.GetNamespace(), cert.GetName(), kind)
+	}
+	if err := p.client.Get(ctx, key, obj); err != nil {
+		return issuer{}, fmt.Errorf("Certificate %s/%s: its %s %s: %w", cert.GetNamespace(), cert.GetName(), kind, name, err)
+	}
+	iss := issuer{kind: kind, name: name}
+	if _, selfSigned, _ := unstructured.NestedMap(obj.Object, "spec", "selfSigned"); selfSigned {
+		return iss, nil
+	}
+	caSecret, isCA, _ := unstructured.NestedString(obj.Object, "spec", "ca", "secretName")
+	if !isCA {
+		return issuer{}, fmt.Errorf("%s %s: only selfSigned and ca issuers are played", kind, name)
+	}
+	secret := &corev1.Secret{}
+	if err := p.client.Get(ctx, client.ObjectKey{Namespace: secretNamespace, Name: caSecret}, secret); err != nil {
+		return issuer{}, fmt.Errorf("%s %s: its CA Secret %s/%s: %w", kind, name, secretNamespace, caSecret, err)
+	}
+	s, err := signerOf(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
+	if err != nil {
+		return issuer{}, fmt.Errorf("%s %s: its CA Secret %s/%s: %w", kind, name, secretNamespace, caSecret, err)
+	}
+	iss.signer = s
+	return iss, nil
+}
+
+// signerOf is the CA of a PEM certificate and key, which must be a CA's.
+func signerOf(certPEM, keyPEM []byte) (*signer, error) {
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	key, ok := pair.PrivateKey.(crypto.Signer)
+	if !ok || pair.Leaf == nil {
+		return nil, errors.New("not a signing key pair")
+	}
+	if !pair.Leaf.IsCA {
+		return nil, errors.New("the certificate is not a CA")
+	}
+	return &signer{cert: pair.Leaf, certPEM: certPEM, key: key}, nil
 }
 
 // markReady sets the Certificate's Ready condition, as cert-manager reports an issued one.
@@ -346,38 +483,79 @@ func parseCertificate(certPEM []byte) (*x509.Certificate, error) {
 	return x509.ParseCertificate(block.Bytes)
 }
 
-// selfSigned is what cert-manager's SelfSigned issuer makes: a certificate signed by its own
-// key, for serving (and as client, as cert-manager's default usages say).
-func selfSigned(commonName string, dnsNames []string) (certPEM, keyPEM []byte, err error) {
+// keyUsages and extKeyUsages are cert-manager's usage names that the suites' Certificates use.
+var (
+	keyUsages = map[string]x509.KeyUsage{
+		"digital signature": x509.KeyUsageDigitalSignature,
+		"key encipherment":  x509.KeyUsageKeyEncipherment,
+		"cert sign":         x509.KeyUsageCertSign,
+		"crl sign":          x509.KeyUsageCRLSign,
+	}
+	extKeyUsages = map[string]x509.ExtKeyUsage{
+		"server auth": x509.ExtKeyUsageServerAuth,
+		"client auth": x509.ExtKeyUsageClientAuth,
+	}
+)
+
+// makeCertificate makes what the request asks for, signed by the signer (nil: by its own key, as
+// cert-manager's selfSigned issuer does), and returns it, its key and the CA that signed it.
+// Without usages it is for serving and as client (cert-manager's defaults, with the extended
+// usages a webhook server and its clients check).
+func makeCertificate(req request, by *signer) (certPEM, keyPEM, caPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if commonName == "" && len(dnsNames) > 0 {
-		commonName = dnsNames[0]
+	commonName := req.commonName
+	if commonName == "" && len(req.dnsNames) > 0 {
+		commonName = req.dnsNames[0]
 	}
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: commonName},
-		DNSNames:     dnsNames,
+		DNSNames:     req.dnsNames,
 		NotBefore:    now.Add(-time.Minute),
 		NotAfter:     now.Add(90 * 24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if len(req.usages) > 0 {
+		tmpl.KeyUsage, tmpl.ExtKeyUsage = 0, nil
+		for _, u := range req.usages {
+			if ku, ok := keyUsages[u]; ok {
+				tmpl.KeyUsage |= ku
+			} else if eku, ok := extKeyUsages[u]; ok {
+				tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, eku)
+			} else {
+				return nil, nil, nil, fmt.Errorf("usage %q is not played", u)
+			}
+		}
+	}
+	if req.isCA {
+		tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
+		tmpl.KeyUsage |= x509.KeyUsageCertSign | x509.KeyUsageCRLSign
+	}
+	parent, signingKey := tmpl, crypto.Signer(key)
+	if by != nil {
+		parent, signingKey = by.cert, by.key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signingKey)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	caPEM = certPEM
+	if by != nil {
+		caPEM = by.certPEM
+	}
+	return certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), caPEM, nil
 }

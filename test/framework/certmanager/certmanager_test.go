@@ -7,12 +7,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestSelfSignedServesItsNamesAndIsItsOwnCA(t *testing.T) {
 	names := []string{"cabpi-webhook-service.cabpi-system.svc", "cabpi-webhook-service.cabpi-system.svc.cluster.local"}
-	certPEM, keyPEM, err := selfSigned("", names)
+	certPEM, keyPEM, caPEM, err := makeCertificate(request{dnsNames: names}, nil)
 	require.NoError(t, err)
+	assert.Equal(t, certPEM, caPEM, "a self-signed certificate is its own CA")
 	_, err = tls.X509KeyPair(certPEM, keyPEM)
 	require.NoError(t, err, "the key is the certificate's")
 	assert.True(t, covers(certPEM, names))
@@ -37,4 +40,59 @@ func TestCAFor(t *testing.T) {
 	assert.False(t, ok, "a Certificate not issued yet")
 	_, ok = caFor(nil, cas)
 	assert.False(t, ok, "no annotation")
+}
+
+// As cert-manager's ca issuer signs: a serving certificate and a client certificate from one CA,
+// each good for its own use alone, and neither from another CA.
+func TestCAIssuedServingAndClientCertificates(t *testing.T) {
+	caPEM, caKeyPEM, _, err := makeCertificate(request{commonName: "test-ca", isCA: true}, nil)
+	require.NoError(t, err)
+	ca, err := signerOf(caPEM, caKeyPEM)
+	require.NoError(t, err)
+	otherPEM, otherKeyPEM, _, err := makeCertificate(request{commonName: "other-ca", isCA: true}, nil)
+	require.NoError(t, err)
+	other, err := signerOf(otherPEM, otherKeyPEM)
+	require.NoError(t, err)
+
+	name := "cabpi-webhook-service.cabpi-system.svc"
+	servingPEM, servingKeyPEM, servingCA, err := makeCertificate(request{dnsNames: []string{name}}, ca)
+	require.NoError(t, err)
+	assert.Equal(t, caPEM, servingCA, "ca.crt is the issuer's CA")
+	_, err = tls.X509KeyPair(servingPEM, servingKeyPEM)
+	require.NoError(t, err)
+	clientPEM, _, _, err := makeCertificate(request{commonName: "capi-controller-manager",
+		usages: []string{"digital signature", "key encipherment", "client auth"}}, ca)
+	require.NoError(t, err)
+
+	roots := x509.NewCertPool()
+	require.True(t, roots.AppendCertsFromPEM(caPEM))
+	serving, err := parseCertificate(servingPEM)
+	require.NoError(t, err)
+	_, err = serving.Verify(x509.VerifyOptions{DNSName: name, Roots: roots})
+	assert.NoError(t, err, "the serving certificate verifies against the CA")
+	clientCert, err := parseCertificate(clientPEM)
+	require.NoError(t, err)
+	_, err = clientCert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	assert.NoError(t, err, "the client certificate verifies as a TLS server checks a client")
+	_, err = clientCert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	assert.Error(t, err, "the client certificate is not for serving")
+
+	otherRoots := x509.NewCertPool()
+	require.True(t, otherRoots.AppendCertsFromPEM(otherPEM))
+	_, err = clientCert.Verify(x509.VerifyOptions{Roots: otherRoots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	assert.Error(t, err, "another CA does not vouch for it")
+
+	signedByCA := issuer{kind: "ClusterIssuer", name: "ca", signer: ca}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+		issuerNameAnnotation: "ca", issuerKindAnnotation: "ClusterIssuer"}},
+		Data: map[string][]byte{corev1.TLSCertKey: servingPEM}}
+	assert.True(t, signedByCA.issued(secret))
+	assert.False(t, issuer{kind: "ClusterIssuer", name: "ca", signer: other}.issued(secret), "signed by another CA than the issuer's now")
+	assert.False(t, issuer{kind: "Issuer", name: "ca", signer: ca}.issued(secret), "by an issuer of another kind")
+	assert.False(t, issuer{kind: "Issuer", name: "selfsigned"}.issued(secret), "by another issuer")
+
+	_, err = signerOf(servingPEM, servingKeyPEM)
+	assert.Error(t, err, "a certificate that is not a CA signs nothing")
+	_, _, _, err = makeCertificate(request{usages: []string{"timestamping"}}, nil)
+	assert.Error(t, err, "a usage the player does not know")
 }
