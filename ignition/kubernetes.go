@@ -8,34 +8,33 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/blang/semver/v4"
 	"github.com/coreos/go-systemd/v22/unit"
 	types "github.com/coreos/ignition/v2/config/v3_0/types"
 	"k8s.io/utils/ptr"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodelayout"
 )
 
 // Where the Kubernetes sources put things on the node. The sysext paths are the Flatcar sysext
 // bakery's documented ones, which its systemd-sysupdate configuration expects (and which the
 // cloud providers' Flatcar-sysext flavors write: cabpi convert reads them); the release binaries
 // go to /opt/bin, Flatcar's place for binaries added to its read-only /usr.
+// They live in nodelayout, which the in-place update's node side shares.
 const (
-	SysextDir         = "/opt/extensions/kubernetes"
-	SysextLink        = "/etc/extensions/kubernetes.raw"
-	SysupdateConfDir  = "/etc/sysupdate.kubernetes.d"
-	SysupdateNoopPath = "/etc/sysupdate.d/noop.conf"
+	SysextDir         = nodelayout.SysextDir
+	SysextLink        = nodelayout.SysextLink
+	SysupdateConfDir  = nodelayout.SysupdateConfDir
+	SysupdateNoopPath = nodelayout.SysupdateNoopPath
 	SysupdateService  = "systemd-sysupdate.service"
 	SysupdateTimer    = "systemd-sysupdate.timer"
 	SysupdateDropin   = "kubernetes.conf"
 	sysupdateScript   = "/etc/cabpi/sysupdate-kubernetes.sh"
 	sysextService     = "systemd-sysext.service"
-	binDir            = "/opt/bin"
-	// binariesStage is where Ignition downloads the release binaries and their SHA-256 files,
-	// not executable; the bootstrap installs them into binDir once they match.
-	binariesStage = "/opt/cabpi/kubernetes"
-	kubeletUnit   = "kubelet.service"
-	kubeletDropin = "10-kubeadm.conf"
+	binDir            = nodelayout.BinDir
+	binariesStage     = nodelayout.BinariesStage
+	kubeletUnit       = "kubelet.service"
+	kubeletDropin     = "10-kubeadm.conf"
 )
 
 // releaseVersion is a release's version as both layouts name it; the release layout also has
@@ -186,51 +185,23 @@ func kubernetesSource(k cabpiv1.KubernetesSpec) cabpiv1.KubernetesSource {
 	return k.Source
 }
 
-func kubernetesArch(k cabpiv1.KubernetesSpec) cabpiv1.Architecture {
-	if k.Arch == "" {
-		return cabpiv1.ArchitectureAMD64
-	}
-	return k.Arch
-}
-
-// sysextArchNames are the architectures as the sysext bakery names them in its images.
-var sysextArchNames = map[cabpiv1.Architecture]string{
-	cabpiv1.ArchitectureAMD64: "x86-64",
-	cabpiv1.ArchitectureARM64: "arm64",
-}
-
 // SysextImageName is the file name of the Kubernetes system extension image of version for arch
 // in the bakery's layout: kubernetes-v1.34.4-x86-64.raw.
 func SysextImageName(version string, arch cabpiv1.Architecture) string {
-	return fmt.Sprintf("kubernetes-%s-%s.raw", version, sysextArchNames[arch])
+	return nodelayout.SysextImageName(version, arch)
 }
 
 // ParseSysextImageName reads a name of SysextImageName's form; ok is false for any other name.
 func ParseSysextImageName(name string) (version string, arch cabpiv1.Architecture, ok bool) {
-	rest, prefixed := strings.CutPrefix(name, "kubernetes-")
-	rest, suffixed := strings.CutSuffix(rest, ".raw")
-	if !prefixed || !suffixed {
-		return "", "", false
-	}
-	for a, n := range sysextArchNames {
-		if v, isArch := strings.CutSuffix(rest, "-"+n); isArch && v != "" {
-			return v, a, true
-		}
-	}
-	return "", "", false
-}
-
-// joinURL appends the layout's path elements to base.
-func joinURL(base string, elem ...string) string {
-	return strings.TrimRight(base, "/") + "/" + strings.Join(elem, "/")
+	return nodelayout.ParseSysextImageName(name)
 }
 
 // kubernetesFor builds what the input's Kubernetes source adds, once checkKubernetes accepted it.
-func kubernetesFor(in *Input, ver semver.Version) (*kubernetesInstall, error) {
+func kubernetesFor(in *Input) (*kubernetesInstall, error) {
 	k := in.Kubernetes
 	switch kubernetesSource(k) {
 	case cabpiv1.KubernetesSourceSysext:
-		return sysextInstall(k, in.KubernetesVersion, ver)
+		return sysextInstall(k, in.KubernetesVersion)
 	case cabpiv1.KubernetesSourceBinaries:
 		return binariesInstall(k, in.KubernetesVersion)
 	}
@@ -240,18 +211,16 @@ func kubernetesFor(in *Input, ver semver.Version) (*kubernetesInstall, error) {
 // sysextInstall: Ignition downloads the image into the bakery's directory and links it from
 // /etc/extensions, where systemd-sysext merges it into /usr at boot; kubeadm.service waits for
 // that merge and the bootstrap checks it happened and brought the Machine's version.
-func sysextInstall(k cabpiv1.KubernetesSpec, version string, ver semver.Version) (*kubernetesInstall, error) {
-	base := cabpiv1.DefaultSysextBaseURL
-	if k.Sysext != nil && k.Sysext.BaseURL != "" {
-		base = k.Sysext.BaseURL
+func sysextInstall(k cabpiv1.KubernetesSpec, version string) (*kubernetesInstall, error) {
+	l, err := nodelayout.SysextFor(k, version)
+	if err != nil {
+		return nil, err
 	}
-	name := SysextImageName(version, kubernetesArch(k))
-	image := path.Join(SysextDir, name)
 	inst := &kubernetesInstall{
-		remote: []remoteFile{{path: image, source: joinURL(base, name), mode: 0o644}},
-		links:  []types.Link{{Node: types.Node{Path: SysextLink, Overwrite: ptr.To(true)}, LinkEmbedded1: types.LinkEmbedded1{Target: image}}},
+		remote: []remoteFile{{path: l.ImagePath, source: l.ImageURL, mode: 0o644}},
+		links:  []types.Link{{Node: types.Node{Path: SysextLink, Overwrite: ptr.To(true)}, LinkEmbedded1: types.LinkEmbedded1{Target: l.ImagePath}}},
 		after:  []string{sysextService},
-		owned:  []string{SysextDir, SysextLink},
+		owned:  append([]string{SysextDir, SysextLink}, nodelayout.UpdateOwned...),
 	}
 	call, err := shellCall([]string{"cabpi_use_sysext", version})
 	if err != nil {
@@ -262,14 +231,13 @@ func sysextInstall(k cabpiv1.KubernetesSpec, version string, ver semver.Version)
 		return inst, nil
 	}
 	// The bakery's systemd-sysupdate configuration for the version's minor: patch releases only.
-	minor := fmt.Sprintf("kubernetes-v%d.%d.conf", ver.Major, ver.Minor)
 	script, err := scripts.ReadFile("scripts/sysupdate-kubernetes.sh")
 	if err != nil {
 		return nil, fmt.Errorf("reading the embedded sysupdate script: %w", err)
 	}
 	inst.remote = append(inst.remote,
-		remoteFile{path: path.Join(SysupdateConfDir, minor), source: joinURL(base, "kubernetes", minor), mode: 0o644},
-		remoteFile{path: SysupdateNoopPath, source: joinURL(base, "noop.conf"), mode: 0o644})
+		remoteFile{path: l.TransferPath, source: l.TransferURL, mode: 0o644},
+		remoteFile{path: SysupdateNoopPath, source: l.NoopURL, mode: 0o644})
 	inst.data = append(inst.data, File{Path: sysupdateScript, Content: script, Mode: 0o755})
 	dropin := serializeUnit([]*unit.UnitOption{
 		unit.NewUnitOption("Service", "ExecStartPre", "/bin/bash "+sysupdateScript),
@@ -287,12 +255,11 @@ func sysextInstall(k cabpiv1.KubernetesSpec, version string, ver semver.Version)
 // unit and kubeadm's drop-in for it are written here, the unit enabled by the bootstrap only
 // after the check.
 func binariesInstall(k cabpiv1.KubernetesSpec, version string) (*kubernetesInstall, error) {
-	base, names := releaseBinaries(k)
-	arch := string(kubernetesArch(k))
+	b := nodelayout.BinariesFor(k, version)
 	stage := path.Join(binariesStage, version)
-	inst := &kubernetesInstall{owned: []string{binariesStage}}
-	for _, name := range names {
-		source := joinURL(base, version, "bin", "linux", arch, name)
+	inst := &kubernetesInstall{owned: append([]string{binariesStage}, nodelayout.UpdateOwned...)}
+	for _, name := range b.Names {
+		source := b.URL(name)
 		inst.remote = append(inst.remote,
 			remoteFile{path: path.Join(stage, name), source: source, mode: 0o644},
 			remoteFile{path: path.Join(stage, name+".sha256"), source: source + ".sha256", mode: 0o644})
@@ -305,7 +272,7 @@ func binariesInstall(k cabpiv1.KubernetesSpec, version string) (*kubernetesInsta
 		Dropins:  []types.Dropin{{Name: kubeletDropin, Contents: ptr.To(serializeUnit(kubeletDropinOptions(kubeletPath)))}},
 	}}
 	inst.owned = append(inst.owned, path.Join(systemdUnitDir, kubeletUnit), path.Join(systemdUnitDir, kubeletUnit+".d", kubeletDropin))
-	call, err := shellCall(append([]string{"cabpi_install_binaries", version, stage}, names...))
+	call, err := shellCall(append([]string{"cabpi_install_binaries", version, stage}, b.Names...))
 	if err != nil {
 		return nil, err
 	}
@@ -374,19 +341,4 @@ func (k *kubernetesInstall) sources() []string {
 		out = append(out, f.source)
 	}
 	return out
-}
-
-// releaseBinaries is where source binaries' files come from (the release layout's base URL) and
-// which binaries are installed: at first boot and by an in-place update alike.
-func releaseBinaries(k cabpiv1.KubernetesSpec) (base string, names []string) {
-	base, names = cabpiv1.DefaultBinariesBaseURL, []string{"kubeadm", "kubelet"}
-	if k.Binaries != nil {
-		if k.Binaries.BaseURL != "" {
-			base = k.Binaries.BaseURL
-		}
-		if k.Binaries.Kubectl {
-			names = append(names, "kubectl")
-		}
-	}
-	return base, names
 }

@@ -71,7 +71,7 @@ func mergeInput(in *Input) (*merged, error) {
 	inst := &kubernetesInstall{}
 	if !rep.addAll(checkKubernetes(in.Variant, in.Kubernetes, in.KubernetesVersion)) && versionErr == nil {
 		var err error
-		if inst, err = kubernetesFor(in, kubeVersion); err != nil {
+		if inst, err = kubernetesFor(in); err != nil {
 			return nil, err
 		}
 	}

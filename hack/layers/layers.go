@@ -40,12 +40,14 @@ type layer struct {
 var layerTable = []layer{
 	{folder: "apis", rank: 0},                           // API types
 	{folder: "ignition/internal", rank: 1, peers: true}, // small helpers the renderer and its translations share
+	{folder: "internal/nodelayout", rank: 1},            // where a node's Kubernetes lives: first boot's and the update's
 	{folder: "ignition/", rank: 2},                      // translations the renderer builds on (ignition/clc)
 	{folder: "ignition", rank: 3},                       // the pure renderer
 	{folder: "internal/configinput", rank: 4},           // domain: spec + references → renderer input
 	{folder: "internal/metrics", rank: 4},               // infrastructure
 	{folder: "internal/secretcache", rank: 4},           // infrastructure
 	{folder: "internal/ociimage", rank: 4},              // infrastructure: OCI images without an engine
+	{folder: "internal/nodeupdate", rank: 4},            // the in-place update's node side and its protocol (docs/adr/043)
 	{folder: "internal/convert", rank: 5},               // KubeadmConfig → IgnitionConfig
 	{folder: "internal/inplace", rank: 5},               // the in-place update extension (docs/adr/035)
 	{folder: "controllers", rank: 6},                    // the reconciler

@@ -20,6 +20,7 @@ import (
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodeupdate"
 )
 
 func templateRaw(t *testing.T, spec *cabpiv1.IgnitionConfigSpec) runtime.RawExtension {
@@ -217,8 +218,9 @@ func TestUpdateJob(t *testing.T) {
 	args, err := updateNodeArgs(cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries,
 		Binaries: &cabpiv1.BinariesSource{BaseURL: "https://mirror.example/release", Kubectl: true}}, "v1.34.4")
 	require.NoError(t, err)
-	assert.Equal(t, []string{"update-node", "--version=v1.34.4", "--source=binaries", "--arch=amd64",
-		"--base-url=https://mirror.example/release", "--kubectl"}, args)
+	assert.Equal(t, []string{"update-node",
+		`--update={"version":"v1.34.4","kubernetes":{"source":"binaries","binaries":{"baseURL":"https://mirror.example/release","kubectl":true}}}`}, args,
+		"the update as data")
 	_, err = updateNodeArgs(cabpiv1.KubernetesSpec{}, "v1.34.4")
 	assert.Error(t, err, "the image source cannot be updated in place")
 
@@ -226,6 +228,8 @@ func TestUpdateJob(t *testing.T) {
 	pod := job.Spec.Template.Spec
 	assert.Equal(t, "uid-a", job.Labels[MachineUIDLabel])
 	assert.Equal(t, int32(24*60*60), *job.Spec.TTLSecondsAfterFinished, "a finished Job does not stay forever")
+	assert.Greater(t, time.Duration(*job.Spec.ActiveDeadlineSeconds)*time.Second, nodeupdate.Bound,
+		"the Job's deadline is above the node side's bound: it never ends while the node updates")
 
 	m := &clusterv1.Machine{}
 	m.UID = "uid-a"

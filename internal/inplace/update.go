@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -22,11 +23,12 @@ import (
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodeupdate"
 )
 
 // The executor of UpdateMachine (docs/adr/035): a Job in the workload cluster, pinned to the
 // Machine's Node, runs `cabpi update-node` from cabpi's own image; that hands the update to the
-// node's systemd (ignition.InPlaceUpdateFor), so that it outlives the kubelet it restarts. The
+// node's systemd (package nodeupdate), so that it outlives the kubelet it restarts. The
 // hook is called again and again until it answers done; every answer is decided from what the
 // workload cluster shows (the Job, the Node), so an extension restarted mid-update picks up
 // where it was.
@@ -46,8 +48,10 @@ const (
 	// (a node cordoned by someone else is left cordoned afterwards).
 	CordonedAnnotation = "ignition.bootstrap.cluster.x-k8s.io/cordoned-for-update"
 
-	// updateDeadline bounds one update Job: downloads, kubeadm upgrade node, the kubelet's restart.
-	updateDeadline = 20 * time.Minute
+	// updateDeadline bounds one update Job, above the node side's own bound (its way forward,
+	// nodeupdate.Bound) and what may follow it (a rollback's restart and health wait, the
+	// Pod's start): the Job never ends while the node still updates.
+	updateDeadline = nodeupdate.Bound + 10*time.Minute
 	// systemdPrivateSocket is the host's systemd's private socket, where cabpi update-node starts
 	// the update's unit (go-systemd's NewSystemdConnectionContext): the one host file the Job's
 	// Pod gets besides the state directory.
@@ -60,7 +64,7 @@ const (
 	finishedJobTTL = 24 * time.Hour
 	// updateRetries: a Pod lost with its node (a reboot mid-update) or that got no result is
 	// started again this many times; the node side resumes from its journal. A failed update
-	// (ignition.InPlaceFailedExitCode, rolled back) is never retried by the Job.
+	// (nodeupdate.FailedExitCode, rolled back) is never retried by the Job.
 	updateRetries = 3
 )
 
@@ -226,24 +230,18 @@ func (h *Handlers) start(ctx context.Context, f updateFacts, u nodeUpdate) (prog
 	return progress{retryAfter: retryRunning, message: fmt.Sprintf("started updating Node %s to %s", f.node.Name, f.version)}, nil
 }
 
-// updateNodeArgs are the arguments of cabpi update-node for the source and version; an error for
-// a source that cannot be updated in place.
+// updateNodeArgs are the arguments of cabpi update-node: the update as data (the version and the
+// stored config's Kubernetes source, nodeupdate.Update); an error for a source that cannot be
+// updated in place.
 func updateNodeArgs(k cabpiv1.KubernetesSpec, version string) ([]string, error) {
-	if _, err := ignition.InPlaceUpdateFor(k, version); err != nil {
+	if err := ignition.CheckInPlace(k, version); err != nil {
 		return nil, fmt.Errorf("cannot update in place: %w", err)
 	}
-	arch := k.Arch
-	if arch == "" {
-		arch = cabpiv1.ArchitectureAMD64
+	data, err := json.Marshal(nodeupdate.Update{Version: version, Kubernetes: k})
+	if err != nil {
+		return nil, err
 	}
-	args := []string{"update-node", "--version=" + version, "--source=" + string(k.Source), "--arch=" + string(arch)}
-	if u := mirror(k); u != "" {
-		args = append(args, "--base-url="+u)
-	}
-	if k.Source == cabpiv1.KubernetesSourceBinaries && k.Binaries != nil && k.Binaries.Kubectl {
-		args = append(args, "--kubectl")
-	}
-	return args, nil
+	return []string{"update-node", "--update=" + string(data)}, nil
 }
 
 // jobName is the name of the update Job of the Machine (its UID) to version: a node that later
@@ -298,7 +296,7 @@ func updateJob(machine types.UID, node, version, image string, args []string) *b
 			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
 				Action: batchv1.PodFailurePolicyActionFailJob,
 				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
-					Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{ignition.InPlaceFailedExitCode},
+					Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{nodeupdate.FailedExitCode},
 				},
 			}}},
 			Template: corev1.PodTemplateSpec{
@@ -326,12 +324,12 @@ func updateJob(machine types.UID, node, version, image string, args []string) *b
 						}},
 						VolumeMounts: []corev1.VolumeMount{
 							{Name: "systemd", MountPath: systemdPrivateSocket},
-							{Name: "state", MountPath: ignition.InPlaceStateDir},
+							{Name: "state", MountPath: nodeupdate.StateDir},
 						},
 					}},
 					Volumes: []corev1.Volume{
 						hostDir("systemd", systemdPrivateSocket, corev1.HostPathSocket),
-						hostDir("state", ignition.InPlaceStateDir, corev1.HostPathDirectoryOrCreate),
+						hostDir("state", nodeupdate.StateDir, corev1.HostPathDirectoryOrCreate),
 					},
 				},
 			},
@@ -416,7 +414,7 @@ func jobFailure(job *batchv1.Job, pods []corev1.Pod) (why string, rolledBack boo
 			}
 		}
 	}
-	rolledBack = latest != nil && latest.ExitCode == ignition.InPlaceFailedExitCode
+	rolledBack = latest != nil && latest.ExitCode == nodeupdate.FailedExitCode
 	if latest != nil && strings.TrimSpace(latest.Message) != "" {
 		return strings.TrimSpace(latest.Message), rolledBack
 	}

@@ -8,7 +8,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodeupdate"
 )
 
 // The decision of UpdateMachine: what one call does, from what was gathered (updateFacts:
@@ -165,5 +165,5 @@ func needsControlPlaneVersion(f updateFacts) bool {
 func rolledBackMessage(f updateFacts) string {
 	return fmt.Sprintf("updating Node %s to %s failed: %s. The Job %s/%s keeps the record (its Pod's log and the node's "+
 		"journalctl -u %s); delete the Job to try again once the cause is fixed, or delete the Machine to replace it",
-		f.node.Name, f.version, f.jobEnd.why, UpdateNamespace, f.job.Name, ignition.InPlaceUnit)
+		f.node.Name, f.version, f.jobEnd.why, UpdateNamespace, f.job.Name, nodeupdate.Unit)
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,10 +33,11 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
-	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/inplace"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodeupdate"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/provider"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/nodeimage"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/nspawn"
 )
 
 // In-place updates (docs/adr/035): cabpi's update extension, registered with the suite's Cluster
@@ -641,6 +643,108 @@ func TestInPlaceUpdateRefusesATamperedImage(t *testing.T) {
 		}
 	}
 	require.NotNil(t, failed, "the failed update Job is kept as the record")
-	unit, _ := onNode(t, inst, "journalctl", "--no-pager", "-u", ignition.InPlaceUnit, "-o", "cat")
+	unit, _ := onNode(t, inst, "journalctl", "--no-pager", "-u", nodeupdate.Unit, "-o", "cat")
 	assert.Contains(t, unit, "does not match its published SHA-256", "the node's journal says why")
+}
+
+// A worker's in-place update loses its power twice: during the swap (the link renamed,
+// systemd-sysext refreshing, in the update's unit), and, on the boot after, during `kubeadm
+// upgrade node` run by the resume unit before the kubelet starts. On the boot after that, the
+// resume unit finishes the file steps before the kubelet starts and the finish unit the rest:
+// the Machine ends updated in place, and the node runs what the Machine says, with nothing of
+// the update left on it (docs/adr/043).
+func TestInPlaceUpdateThroughPowerCuts(t *testing.T) {
+	t.Parallel()
+	inPlaceCluster(t)
+	md := "powercut-inplace"
+	deployment, machines := inPlaceDeployment(t, stockFlatcar, md, 1, cabpiv1.KubernetesSpec{
+		Source: cabpiv1.KubernetesSourceSysext, Sysext: &cabpiv1.SysextSource{BaseURL: releases.SysextURL()}})
+	m := &machines[0]
+	before := prepareNode(t, m)
+	inst := instanceOf(t, m)
+	setDeploymentVersion(t, deployment, kubernetesVersion, "")
+
+	cutDuringUpdate(t, inst, nodeupdate.Unit, "systemd-sysext", "refresh")
+	require.NoError(t, inst.Boot(t.Context()))
+	cutDuringUpdate(t, inst, nodeupdate.ResumeUnit, "kubeadm", "upgrade")
+	require.NoError(t, inst.Boot(t.Context()))
+
+	updated := waitUpdatedInPlace(t, deployment, kubernetesVersion, names(machines))
+	assertKept(t, []nodeBefore{before}, updated)
+	inst = instanceOf(t, &updated[0])
+	assertSysextMerged(t, inst, kubernetesVersion)
+	assertKubernetesOnNode(t, inst, kubernetesVersion)
+	resume, _ := onNode(t, inst, "journalctl", "--no-pager", "-u", nodeupdate.ResumeUnit, "-o", "cat")
+	assert.Contains(t, resume, "going on with the update to "+kubernetesVersion, "the resume unit went on with the update at boot")
+	finish, _ := onNode(t, inst, "journalctl", "--no-pager", "--boot=0", "-u", nodeupdate.FinishUnit, "-o", "cat")
+	assert.Contains(t, finish, "ok "+kubernetesVersion, "the finish unit ended it after the kubelet started")
+	for _, unit := range []string{nodeupdate.ResumeUnit, nodeupdate.FinishUnit} {
+		assert.False(t, exists(t, inst, "/etc/systemd/system/"+unit), "%s is gone with the update", unit)
+	}
+	assert.False(t, exists(t, inst, nodeupdate.StateDir+"/"+nodeupdate.JournalName), "the journal is gone")
+}
+
+// A worker shuts down while its in-place update runs `kubeadm upgrade node`: systemd's SIGTERM
+// pauses the update (no result, its journal kept) rather than failing it, the node powers off,
+// and after the reboot the boot units finish it: the Machine ends updated in place.
+func TestInPlaceUpdatePausedByAShutdown(t *testing.T) {
+	t.Parallel()
+	inPlaceCluster(t)
+	md := "shutdown-inplace"
+	deployment, machines := inPlaceDeployment(t, stockFlatcar, md, 1, cabpiv1.KubernetesSpec{
+		Source: cabpiv1.KubernetesSourceSysext, Sysext: &cabpiv1.SysextSource{BaseURL: releases.SysextURL()}})
+	m := &machines[0]
+	before := prepareNode(t, m)
+	inst := instanceOf(t, m)
+	setDeploymentVersion(t, deployment, kubernetesVersion, "")
+
+	// kubeadm held, so that the shutdown comes in the middle of the update; systemd sends the
+	// unit's processes SIGCONT with SIGTERM.
+	holdDuringUpdate(t, inst, nodeupdate.Unit, "kubeadm", "upgrade")
+	require.NoError(t, inst.PowerOff(2*time.Minute), "a clean shutdown of %s during its update", inst.Name)
+	unit, err := inst.JournalOffline(t.Context(), nodeupdate.Unit)
+	require.NoError(t, err)
+	assert.Contains(t, string(unit), nodeupdate.ErrPaused.Error(), "SIGTERM paused the update")
+	assert.NotContains(t, string(unit), "rolling back", "a pause is not a failure")
+	require.NoError(t, inst.Boot(t.Context()))
+
+	updated := waitUpdatedInPlace(t, deployment, kubernetesVersion, names(machines))
+	assertKept(t, []nodeBefore{before}, updated)
+	inst = instanceOf(t, &updated[0])
+	assertSysextMerged(t, inst, kubernetesVersion)
+	assertKubernetesOnNode(t, inst, kubernetesVersion)
+}
+
+// cutDuringUpdate waits until a unit of the update runs command with its first argument arg,
+// holds it (SIGSTOP), freezes the node and cuts its power.
+func cutDuringUpdate(t *testing.T, inst *provider.Instance, unit, command, arg string) {
+	t.Helper()
+	holdDuringUpdate(t, inst, unit, command, arg)
+	require.NoError(t, inst.Freeze())
+	require.NoError(t, inst.Kill(), "cutting the power of %s during %s %s", inst.Name, command, arg)
+	t.Logf("%s: power cut during %s's %s %s", inst.Name, unit, command, arg)
+}
+
+// holdDuringUpdate waits until a unit of the update runs command with its first argument arg,
+// and holds it there (SIGSTOP).
+func holdDuringUpdate(t *testing.T, inst *provider.Instance, unit, command, arg string) {
+	t.Helper()
+	deadline := time.Now().Add(updatedWithin)
+	for {
+		procs, err := inst.UnitProcesses(unit)
+		require.NoError(t, err)
+		i := slices.IndexFunc(procs, func(p nspawn.Process) bool {
+			return p.Command == command && len(p.Args) > 1 && p.Args[1] == arg
+		})
+		if i >= 0 {
+			require.NoError(t, syscall.Kill(procs[i].PID, syscall.SIGSTOP))
+			break
+		}
+		if time.Now().After(deadline) {
+			out, _ := onNode(t, inst, "journalctl", "--no-pager", "-u", unit, "-o", "cat")
+			dumpUpdateJobs(t)
+			t.Fatalf("%s on %s never ran %s %s within %s; its journal:\n%s", unit, inst.Name, command, arg, updatedWithin, out)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

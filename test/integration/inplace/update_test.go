@@ -20,6 +20,7 @@ import (
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/inplace"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodeupdate"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/fixtures"
 )
 
@@ -95,8 +96,11 @@ func TestUpdateMachineTakesNothingFromTheRequest(t *testing.T) {
 			}
 			require.Len(t, jobs, 1)
 			args := jobs[0].Spec.Template.Spec.Containers[0].Args
-			assert.Contains(t, args, "--source=sysext", "the source of the stored IgnitionConfig")
-			assert.Contains(t, args, "--version="+target, "the version of the stored Machine")
+			require.Len(t, args, 2)
+			asked, err := nodeupdate.ParseUpdate([]byte(strings.TrimPrefix(args[1], "--update=")))
+			require.NoError(t, err, "the Job's update: %v", args)
+			assert.Equal(t, cabpiv1.KubernetesSourceSysext, asked.Kubernetes.Source, "the source of the stored IgnitionConfig")
+			assert.Equal(t, target, asked.Version, "the version of the stored Machine")
 			assert.NotContains(t, strings.Join(args, " "), "attacker.invalid", "nothing of the request's body")
 			pod := jobs[0].Spec.Template.Spec
 			assert.Equal(t, updateImage, pod.Containers[0].Image, "the image the manager names")

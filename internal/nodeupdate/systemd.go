@@ -1,4 +1,4 @@
-package updatenode
+package nodeupdate
 
 import (
 	"context"
@@ -11,7 +11,8 @@ import (
 // the Pod): no D-Bus daemon is needed, and root may use it.
 type dbusSystemd struct{ conn *dbus.Conn }
 
-func connectSystemd(ctx context.Context) (systemd, error) {
+// ConnectSystemd connects to the host's systemd.
+func ConnectSystemd(ctx context.Context) (Systemd, error) {
 	conn, err := dbus.NewSystemdConnectionContext(ctx)
 	if err != nil {
 		return nil, err
@@ -21,17 +22,17 @@ func connectSystemd(ctx context.Context) (systemd, error) {
 
 // UnitState reads the unit's ActiveState and job. A unit systemd has not loaded (a transient
 // unit after it ended cleanly) is listed as inactive, or not at all.
-func (s *dbusSystemd) UnitState(ctx context.Context, unit string) (unitState, error) {
+func (s *dbusSystemd) UnitState(ctx context.Context, unit string) (UnitState, error) {
 	units, err := s.conn.ListUnitsByNamesContext(ctx, []string{unit})
 	if err != nil {
-		return unitState{}, err
+		return UnitState{}, err
 	}
 	for _, u := range units {
 		if u.Name == unit {
-			return unitState{Active: u.ActiveState, JobPending: u.JobId != 0}, nil
+			return UnitState{Active: u.ActiveState, JobPending: u.JobId != 0}, nil
 		}
 	}
-	return unitState{Active: "inactive"}, nil
+	return UnitState{Active: "inactive"}, nil
 }
 
 func (s *dbusSystemd) ResetFailed(ctx context.Context, unit string) error {

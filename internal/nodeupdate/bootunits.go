@@ -1,0 +1,77 @@
+package nodeupdate
+
+import (
+	"io"
+	"path"
+
+	"github.com/coreos/go-systemd/v22/unit"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodelayout"
+)
+
+// wantsDir is where the boot units are enabled.
+var wantsDir = path.Join(nodelayout.SystemdUnitDir, "multi-user.target.wants")
+
+// bootUnits are the units that finish an update a reboot (a power cut, a shutdown that paused
+// it) interrupted, each started only while the journal is there: ResumeUnit before the kubelet
+// (so that the kubelet never starts on half of each version) goes on with, or rolls back, the
+// file steps and kubeadm; FinishUnit after it restarts the kubelet, waits for its health,
+// checks the version and writes the result.
+func (n *Node) bootUnits() map[string][]*unit.UnitOption {
+	condition := unit.NewUnitOption("Unit", "ConditionPathExists", journalPath)
+	return map[string][]*unit.UnitOption{
+		ResumeUnit: {
+			unit.NewUnitOption("Unit", "Description", "cabpi: an interrupted in-place Kubernetes update, before the kubelet"),
+			condition,
+			unit.NewUnitOption("Unit", "Wants", "network-online.target"),
+			unit.NewUnitOption("Unit", "After", "network-online.target systemd-sysext.service"),
+			unit.NewUnitOption("Unit", "Before", "kubelet.service"),
+			unit.NewUnitOption("Service", "Type", "oneshot"),
+			unit.NewUnitOption("Service", "ExecStart", n.program+" update-node resume"),
+			unit.NewUnitOption("Service", "TimeoutStartSec", "10min"),
+			unit.NewUnitOption("Install", "WantedBy", "multi-user.target"),
+		},
+		FinishUnit: {
+			unit.NewUnitOption("Unit", "Description", "cabpi: an interrupted in-place Kubernetes update, after the kubelet"),
+			condition,
+			unit.NewUnitOption("Unit", "After", "kubelet.service "+ResumeUnit),
+			unit.NewUnitOption("Service", "Type", "oneshot"),
+			unit.NewUnitOption("Service", "ExecStart", n.program+" update-node finish"),
+			unit.NewUnitOption("Service", "TimeoutStartSec", "10min"),
+			unit.NewUnitOption("Install", "WantedBy", "multi-user.target"),
+		},
+	}
+}
+
+// installBootUnits writes and enables the boot units (for the next boot: nothing reloads
+// systemd for them now).
+func (n *Node) installBootUnits() error {
+	units := n.bootUnits()
+	for _, name := range []string{ResumeUnit, FinishUnit} {
+		data, err := io.ReadAll(unit.Serialize(units[name]))
+		if err != nil {
+			return err
+		}
+		file := path.Join(nodelayout.SystemdUnitDir, name)
+		if err := n.disk.writeFile(file, data, 0o644); err != nil {
+			return err
+		}
+		if err := n.disk.link(file, path.Join(wantsDir, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeBootUnits removes them, links first.
+func (n *Node) removeBootUnits() error {
+	for _, name := range []string{ResumeUnit, FinishUnit} {
+		if err := n.disk.remove(path.Join(wantsDir, name)); err != nil {
+			return err
+		}
+		if err := n.disk.remove(path.Join(nodelayout.SystemdUnitDir, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

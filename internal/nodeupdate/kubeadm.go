@@ -1,0 +1,25 @@
+package nodeupdate
+
+import (
+	"context"
+	"path"
+
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodelayout"
+)
+
+// kubeadmUpgrade runs `kubeadm upgrade node` (workers: the kubelet's client certificate
+// rotates by itself, kubeadm renews nothing) and syncs what it rewrote, which kubeadm does not:
+// the kubelet's configuration and flags.
+func (n *Node) kubeadmUpgrade(ctx context.Context) error {
+	if _, err := n.host.Run(ctx, "kubeadm", "upgrade", "node", "--certificate-renewal=false"); err != nil {
+		return err
+	}
+	for _, p := range []string{nodelayout.KubeletConfig, nodelayout.KubeletFlags} {
+		if n.disk.exists(p) {
+			if err := n.disk.sync(p); err != nil {
+				return err
+			}
+		}
+	}
+	return n.disk.sync(path.Dir(nodelayout.KubeletConfig))
+}
