@@ -23,6 +23,7 @@ import (
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/provider"
 )
 
 // joinWithin is how long a Machine may take from creation to a Ready Node here (2 cores,
@@ -117,7 +118,12 @@ func testReboot(t *testing.T, m *clusterv1.Machine) {
 	certBefore, err := onNode(t, inst, "sha256sum", "/var/lib/kubelet/pki/kubelet-client-current.pem")
 	require.NoError(t, err)
 
-	require.NoError(t, inst.PowerOff(time.Minute))
+	started := time.Now()
+	err = inst.PowerOff(time.Minute)
+	if took := time.Since(started); err != nil || took > slowShutdown {
+		logShutdown(t, inst, took)
+	}
+	require.NoError(t, err)
 	require.NoError(t, inst.Boot(t.Context()))
 	assertNoUnitFailed(t, inst, "on the second boot")
 	bootID, err := onNode(t, inst, "cat", "/proc/sys/kernel/random/boot_id")
@@ -144,6 +150,18 @@ func testReboot(t *testing.T, m *clusterv1.Machine) {
 		cur := &clusterv1.Machine{}
 		return mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(m), cur) == nil && machineJoined(cur)
 	}, 2*time.Minute, time.Second, "Machine %s is Running and NodeHealthy after the reboot", m.Name)
+}
+
+// slowShutdown is how long a node's clean shutdown may take before the suite logs what it waited
+// for (a node here powers off in about 4 s).
+const slowShutdown = 8 * time.Second
+
+// logShutdown logs the end of the node's last boot, with monotonic times: what its shutdown
+// stopped, and how long each stop took.
+func logShutdown(t *testing.T, inst *provider.Instance, took time.Duration) {
+	t.Helper()
+	out, err := inst.LastBootEnd(t.Context(), 150)
+	t.Logf("%s took %s to power off; the end of its last boot (%v):\n%s", inst.Name, took.Round(time.Millisecond), err, out)
 }
 
 // A join that cannot succeed: the instance is created with the Machine's data, the Machine's

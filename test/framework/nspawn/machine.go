@@ -357,6 +357,17 @@ func (m *Machine) JournalOffline(ctx context.Context, units ...string) ([]byte, 
 	return out, nil
 }
 
+// LastBootEnd reads the last lines of the machine's last boot from its root while it is powered
+// off, with monotonic times: what its shutdown stopped, and when.
+func (m *Machine) LastBootEnd(ctx context.Context, lines int) ([]byte, error) {
+	out, err := exec.CommandContext(ctx, "journalctl", "--no-pager", "--directory="+filepath.Join(m.root, "var/log/journal"),
+		"--boot=0", "--output=short-monotonic", fmt.Sprintf("--lines=%d", lines)).CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("journalctl of %s: %w: %s", m.Name, err, strings.TrimSpace(string(out)))
+	}
+	return out, nil
+}
+
 // Running says whether the machine is up (booted and not powered off).
 func (m *Machine) Running() bool { return m.up() != nil }
 
