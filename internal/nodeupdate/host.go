@@ -2,12 +2,14 @@ package nodeupdate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodelayout"
@@ -41,6 +43,15 @@ func (h *nodeHost) Run(ctx context.Context, name string, args ...string) (string
 	cmd := exec.CommandContext(ctx, resolved, args...)
 	cmd.Env = append(os.Environ(), "PATH="+h.path)
 	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && ctx.Err() == nil {
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() &&
+			(ws.Signal() == syscall.SIGTERM || ws.Signal() == syscall.SIGINT || ws.Signal() == syscall.SIGHUP) {
+			// Stopped from outside (a shutdown signals the unit's every process), before
+			// this process's own SIGTERM ended its context.
+			return string(out), fmt.Errorf("%s %s: %w (%s)", name, strings.Join(args, " "), ErrInterrupted, ws.Signal())
+		}
+	}
 	if err != nil {
 		last := strings.TrimSpace(string(out))
 		if i := strings.LastIndex(last, "\n"); i >= 0 {

@@ -197,7 +197,12 @@ func (n *Node) logf(format string, args ...any) {
 	fmt.Fprintf(n.log, "cabpi: "+format+"\n", args...)
 }
 
-// paused turns an error of a step cut short by ctx into ErrPaused.
+// ErrInterrupted: a command of a step was stopped by a signal from outside (a shutdown signals
+// every process of the unit, and may reach the command before this process's own SIGTERM ends
+// its context): a pause, not a failure.
+var ErrInterrupted = errors.New("interrupted")
+
+// paused tells a step cut short by ctx (SIGTERM), or by a signal to its command, from a failure.
 func paused(ctx context.Context, err error) bool {
-	return err != nil && ctx.Err() != nil
+	return err != nil && (ctx.Err() != nil || errors.Is(err, ErrInterrupted))
 }

@@ -344,3 +344,34 @@ func TestBoundExceededRollsBack(t *testing.T) {
 	assert.Contains(t, res.Why, "(the update's bound, 2s, passed); rolled back to "+oldVersion)
 	tn.assertAt(oldVersion)
 }
+
+// A shutdown signals every process of the unit: a command of the update stopped by that signal
+// before the update's own context ends is a pause too, not a failure rolled back.
+func TestACommandStoppedByASignalPauses(t *testing.T) {
+	tn := newTestNode(t, sources["binaries"])
+	node := tn.node()
+	node.host = &interruptingHost{fakeHost: tn.host, cmd: "kubeadm upgrade node --certificate-renewal=false"}
+	_, err := node.Apply(context.Background(), tn.update)
+	require.ErrorIs(t, err, ErrPaused)
+	j, err := tn.node().readJournal()
+	require.NoError(t, err)
+	require.NotNil(t, j)
+	assert.False(t, j.RollingBack, "nothing is rolled back")
+	res, err := tn.node().Apply(context.Background(), tn.update)
+	require.NoError(t, err)
+	assert.Equal(t, "ok "+newVersion, res.Line())
+	tn.assertAt(newVersion)
+}
+
+// interruptingHost: cmd is stopped by a signal, as the node host reports it.
+type interruptingHost struct {
+	*fakeHost
+	cmd string
+}
+
+func (h *interruptingHost) Run(ctx context.Context, name string, args ...string) (string, error) {
+	if words(name, args) == h.cmd {
+		return "", fmt.Errorf("%s: %w (terminated)", h.cmd, ErrInterrupted)
+	}
+	return h.fakeHost.Run(ctx, name, args...)
+}

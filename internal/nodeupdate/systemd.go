@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/coreos/go-systemd/v22/dbus"
+	godbus "github.com/godbus/dbus/v5"
 )
 
 // dbusSystemd is the host's systemd over its private socket (/run/systemd/private, mounted into
@@ -48,6 +49,9 @@ func (s *dbusSystemd) StartTransient(ctx context.Context, unit, description stri
 		dbus.PropType("oneshot"),
 		dbus.PropRemainAfterExit(false),
 		dbus.PropExecStart(command, true),
+		// A stop (a shutdown) signals the update alone, which stops its command and keeps its
+		// journal (a pause); the rest of the unit is killed after.
+		{Name: "KillMode", Value: godbus.MakeVariant("mixed")},
 	}
 	// "fail": the start is refused rather than replacing a job queued for the unit.
 	if _, err := s.conn.StartTransientUnitContext(ctx, unit, "fail", props, nil); err != nil {
