@@ -101,9 +101,11 @@ func updateInPlaceByCoreManager(t *testing.T, mc *managementCluster, deployment 
 	// its client certificate (cabpi answers nothing else now).
 	applyManifest(t, mc, filepath.Join(release, "update-extension.yaml"))
 	ec := &runtimev1.ExtensionConfig{}
+	// Discovered, with the handlers registered (Cluster API may report the condition before a
+	// read shows the handlers).
 	ok := assert.Eventually(t, func() bool {
 		return mc.client.Get(ctx, types.NamespacedName{Name: "cabpi-update-extension"}, ec) == nil &&
-			conditions.IsTrue(ec, runtimev1.ExtensionConfigDiscoveredCondition)
+			conditions.IsTrue(ec, runtimev1.ExtensionConfigDiscoveredCondition) && len(ec.Status.Handlers) > 0
 	}, 3*time.Minute, 2*time.Second, "Cluster API's core manager discovers cabpi's update extension")
 	if !ok {
 		dumpPods(t, mc)
