@@ -17,10 +17,10 @@ var wantsDir = path.Join(nodelayout.SystemdUnitDir, "multi-user.target.wants")
 // (so that the kubelet never starts on half of each version) goes on with, or rolls back, the
 // file steps and kubeadm; FinishUnit after it restarts the kubelet, waits for its health,
 // checks the version and writes the result.
-func (n *Node) bootUnits() map[string][]*unit.UnitOption {
+func (n *Node) bootUnits() []bootUnit {
 	condition := unit.NewUnitOption("Unit", "ConditionPathExists", journalPath)
-	return map[string][]*unit.UnitOption{
-		ResumeUnit: {
+	return []bootUnit{
+		{ResumeUnit, []*unit.UnitOption{
 			unit.NewUnitOption("Unit", "Description", "cabpi: an interrupted in-place Kubernetes update, before the kubelet"),
 			condition,
 			unit.NewUnitOption("Unit", "Wants", "network-online.target"),
@@ -31,8 +31,8 @@ func (n *Node) bootUnits() map[string][]*unit.UnitOption {
 			unit.NewUnitOption("Service", "KillMode", "mixed"),
 			unit.NewUnitOption("Service", "TimeoutStartSec", "10min"),
 			unit.NewUnitOption("Install", "WantedBy", "multi-user.target"),
-		},
-		FinishUnit: {
+		}},
+		{FinishUnit, []*unit.UnitOption{
 			unit.NewUnitOption("Unit", "Description", "cabpi: an interrupted in-place Kubernetes update, after the kubelet"),
 			condition,
 			unit.NewUnitOption("Unit", "After", "kubelet.service "+ResumeUnit),
@@ -41,16 +41,22 @@ func (n *Node) bootUnits() map[string][]*unit.UnitOption {
 			unit.NewUnitOption("Service", "KillMode", "mixed"),
 			unit.NewUnitOption("Service", "TimeoutStartSec", "10min"),
 			unit.NewUnitOption("Install", "WantedBy", "multi-user.target"),
-		},
+		}},
 	}
+}
+
+// bootUnit is a unit file's name and options.
+type bootUnit struct {
+	name    string
+	options []*unit.UnitOption
 }
 
 // installBootUnits writes and enables the boot units (for the next boot: nothing reloads
 // systemd for them now).
 func (n *Node) installBootUnits() error {
-	units := n.bootUnits()
-	for _, name := range []string{ResumeUnit, FinishUnit} {
-		data, err := io.ReadAll(unit.Serialize(units[name]))
+	for _, u := range n.bootUnits() {
+		name := u.name
+		data, err := io.ReadAll(unit.Serialize(u.options))
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"syscall"
 	"time"
 )
@@ -159,14 +160,7 @@ func (n *Node) run(ctx context.Context, want *Update, beforeKubelet bool) (Resul
 }
 
 // sameUpdate: the two ask for the same version from the same place.
-func sameUpdate(a, b Update) bool {
-	if a.Version != b.Version || a.Source() != b.Source() {
-		return false
-	}
-	ja, errA := jsonOf(a.Kubernetes)
-	jb, errB := jsonOf(b.Kubernetes)
-	return errA == nil && errB == nil && ja == jb
-}
+func sameUpdate(a, b Update) bool { return reflect.DeepEqual(a, b) }
 
 // lock takes the state directory's lock (one update at a time on a node).
 func (n *Node) lock() (func(), error) {

@@ -242,16 +242,7 @@ func TestSIGTERMPauses(t *testing.T) {
 			node := tn.node()
 			node.host = &cancelingHost{fakeHost: tn.host, cmd: "kubeadm upgrade node --certificate-renewal=false", cancel: cancel}
 			_, err := node.Apply(ctx, tn.update)
-			require.ErrorIs(t, err, ErrPaused)
-			assert.Empty(t, tn.result(), "a paused update has no result")
-			j, err := tn.node().readJournal()
-			require.NoError(t, err)
-			require.NotNil(t, j, "the journal stays")
-			assert.False(t, j.RollingBack, "a pause is not a failure")
-			res, err := tn.node().Apply(context.Background(), tn.update)
-			require.NoError(t, err)
-			assert.Equal(t, "ok "+newVersion, res.Line())
-			tn.assertAt(newVersion)
+			tn.assertPausedThenFinished(err)
 		})
 	}
 }
@@ -352,15 +343,7 @@ func TestACommandStoppedByASignalPauses(t *testing.T) {
 	node := tn.node()
 	node.host = &interruptingHost{fakeHost: tn.host, cmd: "kubeadm upgrade node --certificate-renewal=false"}
 	_, err := node.Apply(context.Background(), tn.update)
-	require.ErrorIs(t, err, ErrPaused)
-	j, err := tn.node().readJournal()
-	require.NoError(t, err)
-	require.NotNil(t, j)
-	assert.False(t, j.RollingBack, "nothing is rolled back")
-	res, err := tn.node().Apply(context.Background(), tn.update)
-	require.NoError(t, err)
-	assert.Equal(t, "ok "+newVersion, res.Line())
-	tn.assertAt(newVersion)
+	tn.assertPausedThenFinished(err)
 }
 
 // interruptingHost: cmd is stopped by a signal, as the node host reports it.
@@ -374,4 +357,21 @@ func (h *interruptingHost) Run(ctx context.Context, name string, args ...string)
 		return "", fmt.Errorf("%s: %w (terminated)", h.cmd, ErrInterrupted)
 	}
 	return h.fakeHost.Run(ctx, name, args...)
+}
+
+// assertPausedThenFinished: the update ended paused (err), with no result, its journal kept and
+// nothing rolled back; the next run finishes it.
+func (tn *testNode) assertPausedThenFinished(err error) {
+	t := tn.t
+	t.Helper()
+	require.ErrorIs(t, err, ErrPaused)
+	assert.Empty(t, tn.result(), "a paused update has no result")
+	j, err := tn.node().readJournal()
+	require.NoError(t, err)
+	require.NotNil(t, j, "the journal stays")
+	assert.False(t, j.RollingBack, "a pause is not a failure")
+	res, err := tn.node().Apply(context.Background(), tn.update)
+	require.NoError(t, err)
+	assert.Equal(t, "ok "+newVersion, res.Line())
+	tn.assertAt(newVersion)
 }

@@ -2,7 +2,6 @@ package nodeupdate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,11 +9,6 @@ import (
 
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodelayout"
 )
-
-func jsonOf(v any) (string, error) {
-	data, err := json.Marshal(v)
-	return string(data), err
-}
 
 // fresh starts the update u on a node with no journal.
 func (n *Node) fresh(ctx context.Context, u Update, beforeKubelet bool) (Result, error) {

@@ -655,25 +655,15 @@ func TestInPlaceUpdateRefusesATamperedImage(t *testing.T) {
 // the update left on it (docs/adr/043).
 func TestInPlaceUpdateThroughPowerCuts(t *testing.T) {
 	t.Parallel()
-	inPlaceCluster(t)
-	md := "powercut-inplace"
-	deployment, machines := inPlaceDeployment(t, stockFlatcar, md, 1, cabpiv1.KubernetesSpec{
-		Source: cabpiv1.KubernetesSourceSysext, Sysext: &cabpiv1.SysextSource{BaseURL: releases.SysextURL()}})
-	m := &machines[0]
-	before := prepareNode(t, m)
-	inst := instanceOf(t, m)
-	setDeploymentVersion(t, deployment, kubernetesVersion, "")
+	w := startOneWorkerUpdate(t, "powercut-inplace")
+	inst := w.inst
 
 	cutDuringUpdate(t, inst, nodeupdate.Unit, "systemd-sysext", "refresh")
 	require.NoError(t, inst.Boot(t.Context()))
 	cutDuringUpdate(t, inst, nodeupdate.ResumeUnit, "kubeadm", "upgrade")
 	require.NoError(t, inst.Boot(t.Context()))
 
-	updated := waitUpdatedInPlace(t, deployment, kubernetesVersion, names(machines))
-	assertKept(t, []nodeBefore{before}, updated)
-	inst = instanceOf(t, &updated[0])
-	assertSysextMerged(t, inst, kubernetesVersion)
-	assertKubernetesOnNode(t, inst, kubernetesVersion)
+	inst = w.assertUpdated(t)
 	resume, _ := onNode(t, inst, "journalctl", "--no-pager", "-u", nodeupdate.ResumeUnit, "-o", "cat")
 	assert.Contains(t, resume, "going on with the update to "+kubernetesVersion, "the resume unit went on with the update at boot")
 	finish, _ := onNode(t, inst, "journalctl", "--no-pager", "--boot=0", "-u", nodeupdate.FinishUnit, "-o", "cat")
@@ -689,14 +679,8 @@ func TestInPlaceUpdateThroughPowerCuts(t *testing.T) {
 // and after the reboot the boot units finish it: the Machine ends updated in place.
 func TestInPlaceUpdatePausedByAShutdown(t *testing.T) {
 	t.Parallel()
-	inPlaceCluster(t)
-	md := "shutdown-inplace"
-	deployment, machines := inPlaceDeployment(t, stockFlatcar, md, 1, cabpiv1.KubernetesSpec{
-		Source: cabpiv1.KubernetesSourceSysext, Sysext: &cabpiv1.SysextSource{BaseURL: releases.SysextURL()}})
-	m := &machines[0]
-	before := prepareNode(t, m)
-	inst := instanceOf(t, m)
-	setDeploymentVersion(t, deployment, kubernetesVersion, "")
+	w := startOneWorkerUpdate(t, "shutdown-inplace")
+	inst := w.inst
 
 	// kubeadm held, so that the shutdown comes in the middle of the update; systemd sends the
 	// unit's processes SIGCONT with SIGTERM.
@@ -708,11 +692,38 @@ func TestInPlaceUpdatePausedByAShutdown(t *testing.T) {
 	assert.NotContains(t, string(unit), "rolling back", "a pause is not a failure")
 	require.NoError(t, inst.Boot(t.Context()))
 
-	updated := waitUpdatedInPlace(t, deployment, kubernetesVersion, names(machines))
-	assertKept(t, []nodeBefore{before}, updated)
-	inst = instanceOf(t, &updated[0])
+	inst = w.assertUpdated(t)
+}
+
+// oneWorkerUpdate is a flatcar-stock worker of the in-place namespace (sysext from the suite's
+// mirror) whose MachineDeployment's version has just changed to kubernetesVersion.
+type oneWorkerUpdate struct {
+	deployment *clusterv1.MachineDeployment
+	machines   []clusterv1.Machine
+	before     nodeBefore
+	inst       *provider.Instance
+}
+
+func startOneWorkerUpdate(t *testing.T, md string) *oneWorkerUpdate {
+	t.Helper()
+	inPlaceCluster(t)
+	deployment, machines := inPlaceDeployment(t, stockFlatcar, md, 1, cabpiv1.KubernetesSpec{
+		Source: cabpiv1.KubernetesSourceSysext, Sysext: &cabpiv1.SysextSource{BaseURL: releases.SysextURL()}})
+	w := &oneWorkerUpdate{deployment: deployment, machines: machines, before: prepareNode(t, &machines[0]), inst: instanceOf(t, &machines[0])}
+	setDeploymentVersion(t, deployment, kubernetesVersion, "")
+	return w
+}
+
+// assertUpdated waits until the worker's Machine is updated in place and checks the node runs
+// kubernetesVersion; it returns the node.
+func (w *oneWorkerUpdate) assertUpdated(t *testing.T) *provider.Instance {
+	t.Helper()
+	updated := waitUpdatedInPlace(t, w.deployment, kubernetesVersion, names(w.machines))
+	assertKept(t, []nodeBefore{w.before}, updated)
+	inst := instanceOf(t, &updated[0])
 	assertSysextMerged(t, inst, kubernetesVersion)
 	assertKubernetesOnNode(t, inst, kubernetesVersion)
+	return inst
 }
 
 // cutDuringUpdate waits until a unit of the update runs command with its first argument arg,
