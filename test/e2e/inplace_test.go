@@ -692,7 +692,7 @@ func TestInPlaceUpdatePausedByAShutdown(t *testing.T) {
 	assert.NotContains(t, string(unit), "rolling back", "a pause is not a failure")
 	require.NoError(t, inst.Boot(t.Context()))
 
-	inst = w.assertUpdated(t)
+	w.assertUpdated(t)
 }
 
 // oneWorkerUpdate is a flatcar-stock worker of the in-place namespace (sysext from the suite's
