@@ -50,8 +50,8 @@ var updateAgents = map[cabpiv1.Variant][]string{
 	cabpiv1.VariantFlatcar: {"update-engine.service", "locksmithd.service"},
 }
 
-// resumePhases are what a resumed run of kubeadm skips (cabpi_attempt's arguments), each
-// a comma-separated list of kubeadm phases.
+// resumePhases are what a resumed run of kubeadm skips (the arguments of cabpi_attempt and of
+// cabpi_skip_etcd_join), each a comma-separated list of kubeadm phases.
 type resumePhases struct {
 	// skip are skipped whenever kubeadm is resumed, the user's skipPhases included: with
 	// --skip-phases on the command line kubeadm ignores the config's.

@@ -27,16 +27,20 @@ var scripts embed.FS
 //     and the kubelet are of the Machine's version; before the user's commands, which may use them.
 //   - metadata.sh and its call, when the node is named from metadata: the named attributes are
 //     substituted into /etc/kubeadm.yml, before the user's commands see it.
-//   - attempt.sh and its call (attempt.go, docs/adr/034-interrupted-first-boot.md): a first
-//     attempt keeps a copy of what Ignition wrote below /etc/kubernetes and /var/lib/kubelet and
-//     marks itself on the disk; a run that finds an interrupted attempt's mark decides from what
-//     kubeadm and the kubelet left whether kubeadm had finished (done), can resume over what it
-//     left (resume: a control-plane node whose etcd member has data), or is reset with kubeadm
-//     reset and the copy (run). Metadata, the source step and the substitution come first: each
-//     is safe to repeat, and kubeadm reset needs the source's kubeadm. cabpi_attempt sets
-//     CABPI_KUBEADM (run, resume or done) and, to resume, CABPI_SKIP_PHASES; a first attempt
-//     writes the kubelet's hold (KubeletHoldPath); it starts the kubelet itself when kubeadm
-//     will not.
+//   - attempt.sh, the role's attempt-worker.sh or attempt-control-plane.sh, and the call
+//     (attempt.go, docs/adr/034-interrupted-first-boot.md): a first attempt keeps a copy of what
+//     Ignition wrote below /etc/kubernetes and /var/lib/kubelet and marks itself on the disk; a
+//     run that finds an interrupted attempt's mark decides from what kubeadm and the kubelet left
+//     whether kubeadm had finished (done: a worker whose kubelet has its certificate), can resume
+//     over what it left (resume: a control-plane node whose etcd member has data), or is reset
+//     with kubeadm reset and the copy (run). The role's file defines cabpi_left, that decision
+//     for the role, so that a worker's script carries no control plane's step. Metadata, the
+//     source step and the substitution come first: each is safe to repeat, and kubeadm reset
+//     needs the source's kubeadm. cabpi_attempt sets CABPI_KUBEADM (run, resume or done) and, to
+//     resume, CABPI_SKIP_PHASES; a first attempt writes the kubelet's hold (KubeletHoldPath); it
+//     starts the kubelet itself when kubeadm will not.
+//   - etcd-voter.sh and its call, for a control-plane join only: a resumed join whose etcd member
+//     already votes skips kubeadm's etcd join (resumePhases.voterSkip).
 //   - the pre-kubeadm commands, in a subshell, unless kubeadm had finished, so that nothing they do to the shell (set +e,
 //     traps, functions or aliases named kubeadm, PATH) reaches the kubeadm step. They share that
 //     one subshell, so a variable one exports is seen by the next.
@@ -91,14 +95,28 @@ func kubeadmScript(role Role, verbosity *int32, inst *kubernetesInstall, substit
 		}
 		b.WriteString(call)
 	}
-	if err := writeScript("attempt.sh"); err != nil {
-		return "", err
+	left := "attempt-control-plane.sh"
+	if role == RoleWorkerJoin {
+		left = "attempt-worker.sh"
 	}
-	call, err := shellCall([]string{"cabpi_attempt", string(role), resume.skip, resume.voterSkip})
-	if err != nil {
-		return "", err
+	attempt := []string{"attempt.sh", left}
+	calls := [][]string{{"cabpi_attempt", resume.skip}}
+	if resume.voterSkip != "" {
+		attempt = append(attempt, "etcd-voter.sh")
+		calls = append(calls, []string{"cabpi_skip_etcd_join", resume.voterSkip})
 	}
-	b.WriteString(call)
+	for _, name := range attempt {
+		if err := writeScript(name); err != nil {
+			return "", err
+		}
+	}
+	for _, words := range calls {
+		call, err := shellCall(words)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(call)
+	}
 	if len(pre) > 0 {
 		b.WriteString("if [[ $CABPI_KUBEADM != done ]]; then\n(\n")
 		for _, line := range pre {

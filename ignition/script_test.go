@@ -38,7 +38,7 @@ func TestCompleteCommandAccepts(t *testing.T) {
 func TestKubeadmScriptLayout(t *testing.T) {
 	script, err := kubeadmScript(RoleWorkerJoin, nil, nil, nil, resumePhases{skip: "preflight"}, []string{"echo pre"}, []string{"echo post"})
 	require.NoError(t, err)
-	assert.Contains(t, script, "\ncabpi_attempt worker preflight ''\nif [[ $CABPI_KUBEADM != done ]]; then\n(\necho pre\n\n)\nfi\n")
+	assert.Contains(t, script, "\ncabpi_attempt preflight\nif [[ $CABPI_KUBEADM != done ]]; then\n(\necho pre\n\n)\nfi\n")
 	const flags = ` ${CABPI_KUBEADM_VERBOSITY:+"--v=${CABPI_KUBEADM_VERBOSITY}"} ${CABPI_SKIP_PHASES:+"--skip-phases=${CABPI_SKIP_PHASES}"}`
 	assert.Contains(t, script, "\nrm -rf /run/cluster-api/bootstrap-success.complete\nif [[ $CABPI_KUBEADM != done ]]; then\nkubeadm join --config /etc/kubeadm.yml"+flags+"\nfi\n: >/var/lib/cabpi-bootstrap/kubeadm-succeeded\n")
 	assert.NotContains(t, script, "CABPI_KUBEADM_VERBOSITY=", "no verbosity set: kubeadm's default")
@@ -48,7 +48,7 @@ func TestKubeadmScriptLayout(t *testing.T) {
 	script, err = kubeadmScript(RoleInit, nil, nil, nil, resumePhases{skip: "preflight"}, nil, nil)
 	require.NoError(t, err)
 	assert.NotContains(t, script, "\n(\n", "no subshell without commands")
-	assert.Contains(t, script, "\ncabpi_attempt init preflight ''\n")
+	assert.Contains(t, script, "\ncabpi_attempt preflight\n")
 	assert.Contains(t, script, "\nkubeadm init --config /etc/kubeadm.yml"+flags+"\n")
 
 	// verbosity (KubeadmConfig's) is kubeadm's --v, set just before the kubeadm step.
@@ -63,13 +63,42 @@ func TestKubeadmScriptLayout(t *testing.T) {
 	assert.Less(t, strings.Index(script, call), strings.Index(script, "echo pre"))
 }
 
+// Each role's script holds only that role's steps: a worker's decides from its kubelet's
+// certificate and has no etcd step; an init resumes over etcd's data and never asks etcd whether
+// it votes; only a control-plane join does.
+func TestKubeadmScriptHoldsOnlyTheRolesSteps(t *testing.T) {
+	for _, tc := range []struct {
+		role        Role
+		resume      resumePhases
+		has, hasNot []string
+	}{
+		{RoleWorkerJoin, resumePhases{skip: "preflight"},
+			[]string{"kubelet-client-current.pem"}, []string{"etcd", "resume"}},
+		{RoleInit, resumePhases{skip: "preflight"},
+			[]string{"/var/lib/etcd/member", "CABPI_KUBEADM=resume"}, []string{"kubelet-client-current.pem", "cabpi_skip_etcd_join", "isLearner"}},
+		{RoleControlPlaneJoin, resumePhases{skip: "preflight,kubelet-start", voterSkip: "etcd-join"},
+			[]string{"/var/lib/etcd/member", "isLearner", "\ncabpi_attempt preflight,kubelet-start\ncabpi_skip_etcd_join etcd-join\n"}, []string{"kubelet-client-current.pem"}},
+	} {
+		script, err := kubeadmScript(tc.role, nil, nil, nil, tc.resume, nil, nil)
+		require.NoError(t, err)
+		for _, s := range tc.has {
+			assert.Contains(t, script, s, tc.role)
+		}
+		for _, s := range tc.hasNot {
+			assert.NotContains(t, script, s, tc.role)
+		}
+	}
+}
+
 // Every script the renderer can compose is valid bash.
 func TestKubeadmScriptParses(t *testing.T) {
-	for _, subs := range [][]string{nil, {"name=HOSTNAME"}} {
-		script, err := kubeadmScript(RoleInit, nil, nil, subs, resumePhases{skip: "preflight"}, []string{"echo pre"}, []string{"echo post"})
-		require.NoError(t, err)
-		_, err = syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "kubeadm.sh")
-		require.NoError(t, err, script)
+	for _, role := range []Role{RoleInit, RoleControlPlaneJoin, RoleWorkerJoin} {
+		for _, subs := range [][]string{nil, {"name=HOSTNAME"}} {
+			script, err := kubeadmScript(role, nil, nil, subs, resumePhases{skip: "preflight", voterSkip: "etcd-join"}, []string{"echo pre"}, []string{"echo post"})
+			require.NoError(t, err)
+			_, err = syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "kubeadm.sh")
+			require.NoError(t, err, script)
+		}
 	}
 }
 
