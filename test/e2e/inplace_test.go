@@ -490,8 +490,10 @@ func assertKubernetesOnNode(t *testing.T, inst *provider.Instance, version strin
 // extension swapped on the flatcar-like nodes, the release binaries on the fcos-like ones). The
 // Machines, providerIDs and Node objects are kept; the MachineDeployment is up to date. Each node
 // is drained first, as a minor upgrade must be: a Pod pinned to it is evicted, and a Deployment
-// with a Pod on each node under a PodDisruptionBudget of minAvailable 1 never has both down. A node rebooted after its update comes back on the new version without kubeadm. On the
-// flatcar-like nodes, a Butane change afterwards is declined and rolled out by replacement.
+// with a Pod on each node under a PodDisruptionBudget of minAvailable 1 never has both down. A node rebooted after its update comes back on the new version without kubeadm: on the
+// flatcar-like nodes, whose config turns systemd-sysupdate on, after a run of it too (the layout
+// publishes a later patch of the old minor, which the node must not take). On the flatcar-like
+// nodes, a Butane change afterwards is declined and rolled out by replacement.
 func TestInPlaceUpdate(t *testing.T) {
 	t.Parallel()
 	inPlaceCluster(t)
@@ -501,7 +503,7 @@ func TestInPlaceUpdate(t *testing.T) {
 		installed  func(t *testing.T, inst *provider.Instance, version string)
 		butane     bool
 	}{
-		{stockFlatcar, cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext, Sysext: &cabpiv1.SysextSource{BaseURL: releases.SysextURL()}},
+		{stockFlatcar, cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext, Sysext: &cabpiv1.SysextSource{BaseURL: releases.SysextURL(), Sysupdate: true}},
 			assertSysextMerged, true},
 		{stockFCOS, cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries, Binaries: &cabpiv1.BinariesSource{BaseURL: releases.BinariesURL()}},
 			assertBinariesInstalled, false},
@@ -539,6 +541,9 @@ func TestInPlaceUpdate(t *testing.T) {
 
 			t.Run("reboot after the update", func(t *testing.T) {
 				m := &updated[0]
+				if tc.kubernetes.Sysext != nil && tc.kubernetes.Sysext.Sysupdate {
+					runSysupdate(t, instanceOf(t, m))
+				}
 				testReboot(t, m)
 				inst := instanceOf(t, m)
 				tc.installed(t, inst, kubernetesVersion)
@@ -566,6 +571,26 @@ func TestInPlaceUpdate(t *testing.T) {
 			})
 		})
 	}
+}
+
+// runSysupdate runs the node's systemd-sysupdate for the Kubernetes component, as
+// systemd-sysupdate.service does before its own run (the config's drop-in; the service and its
+// timer are skipped in a container, ConditionVirtualization=!container, docs/nodes-in-tests.md):
+// after a minor upgrade in place, the transfer file is the new minor's alone, so the run keeps
+// the node on the new version, though the layout publishes a later patch of the old minor
+// (laterPreviousPatch), which the old transfer file would take.
+func runSysupdate(t *testing.T, inst *provider.Instance) {
+	t.Helper()
+	transfers, err := onNode(t, inst, "ls", "/etc/sysupdate.kubernetes.d")
+	require.NoError(t, err)
+	minor := kubernetesVersion[:strings.LastIndex(kubernetesVersion, ".")]
+	assert.Equal(t, "kubernetes-"+minor+".conf", transfers, "the transfer file followed the update")
+	out, err := onNode(t, inst, "bash", "/etc/cabpi/sysupdate-kubernetes.sh")
+	t.Logf("systemd-sysupdate on %s (%v):\n%s", inst.Name, err, out)
+	require.NoError(t, err)
+	assertSysextMerged(t, inst, kubernetesVersion)
+	assert.False(t, exists(t, inst, "/opt/extensions/kubernetes/kubernetes-"+laterPreviousPatch+"-x86-64.raw"),
+		"sysupdate took no image of the old minor")
 }
 
 // An update whose system extension image does not match the digest the layout publishes: the

@@ -58,6 +58,12 @@ const kubernetesVersion = "v1.34.4"
 // E2E_KUBERNETES_PREVIOUS, passed as CABPI_KUBE_BIN_PREVIOUS).
 const previousKubernetesVersion = "v1.33.13"
 
+// laterPreviousPatch is a later patch release of previousKubernetesVersion's minor, which the
+// release server's sysext layout lists (with previousKubernetesVersion's image under its name)
+// and nothing builds: what systemd-sysupdate, following that minor's transfer file, would take
+// a node back to.
+const laterPreviousPatch = "v1.33.14"
+
 // runWrites is about what a run writes to the host's disk once the images are there: the
 // machines' upper layers and containerd copies on their disks (up to some 5 GiB at once), with
 // room to spare.
@@ -242,7 +248,7 @@ func run(m *testing.M) int {
 	// Kubernetes for the stock images, as the Internet would serve it, from the bridge.
 	var served []releaseserver.Release
 	for _, r := range []releaseserver.Release{
-		{Version: previousKubernetesVersion, BinDir: os.Getenv("CABPI_KUBE_BIN_PREVIOUS")},
+		{Version: previousKubernetesVersion, BinDir: os.Getenv("CABPI_KUBE_BIN_PREVIOUS"), LaterPatches: []string{laterPreviousPatch}},
 		{Version: kubernetesVersion, BinDir: kubeBin},
 	} {
 		if r.Sysext, err = instances.Images.Sysext(ctx, r.Version, r.BinDir); err != nil {

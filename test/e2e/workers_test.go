@@ -122,6 +122,8 @@ func testReboot(t *testing.T, m *clusterv1.Machine) {
 	err = inst.PowerOff(time.Minute)
 	if took := time.Since(started); err != nil || took > slowShutdown {
 		logShutdown(t, inst, took)
+	} else {
+		t.Logf("%s powered off in %s", inst.Name, took.Round(time.Millisecond))
 	}
 	require.NoError(t, err)
 	require.NoError(t, inst.Boot(t.Context()))

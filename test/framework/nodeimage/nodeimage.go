@@ -165,6 +165,13 @@ func (b Builder) stock(ctx context.Context, base string, flavor infrav1.Flavor, 
 		}
 		files = append(files, cfg)
 	}
+	if system(flavor) == infrav1.FlavorFlatcar {
+		sysupdate, err := b.sysupdate(ctx)
+		if err != nil {
+			return "", err
+		}
+		files = append(files, sysupdate...)
+	}
 	h := sha256.New()
 	fmt.Fprintf(h, "base=%s flavor=%s\n", filepath.Base(filepath.Dir(base)), flavor)
 	for _, spec := range specs {
@@ -372,10 +379,16 @@ func short(sum []byte) string { return hex.EncodeToString(sum)[:12] }
 
 // run runs a build tool, its output to log.
 func run(ctx context.Context, log io.Writer, name string, args ...string) error {
+	return runIn(ctx, log, "", name, args...)
+}
+
+// runIn is run in directory dir ("": the current one).
+func runIn(ctx context.Context, log io.Writer, dir, name string, args ...string) error {
 	if log == nil {
 		log = io.Discard
 	}
 	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%s: %w", name, err)

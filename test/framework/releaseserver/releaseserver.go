@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -33,6 +34,11 @@ type Release struct {
 	BinDir string
 	// Sysext is its Kubernetes system extension image (nodeimage.Builder.Sysext); empty for none.
 	Sysext string
+	// LaterPatches are versions of later patch releases of the same minor that the sysext layout
+	// publishes too, each with this release's image under its name: what systemd-sysupdate,
+	// following the minor's transfer file, would take next (a bakery publishes new patch
+	// releases of every minor it serves). Nothing else asks for them by name.
+	LaterPatches []string
 }
 
 // Binaries served from each release's BinDir: every release has binaries, and the optional
@@ -75,7 +81,26 @@ type served struct {
 
 // Start serves releases on addr (a free port), until Close.
 func Start(addr netip.Addr, releases []Release) (*Server, error) {
+	ln, err := net.Listen("tcp", netip.AddrPortFrom(addr, 0).String())
+	if err != nil {
+		return nil, fmt.Errorf("listening for the release server: %w", err)
+	}
+	s := &Server{base: "http://" + ln.Addr().String(), done: make(chan error, 1), requests: map[string]int{}}
+	paths, err := s.layouts(releases)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	s.server = &http.Server{Handler: s.handler(paths), ReadHeaderTimeout: 10 * time.Second}
+	go func() { s.done <- s.server.Serve(ln) }()
+	return s, nil
+}
+
+// layouts are the paths the server serves: the release layout and the sysext layout, each with
+// its tampered copy.
+func (s *Server) layouts(releases []Release) (map[string]served, error) {
 	paths := map[string]served{}
+	minors := map[string]bool{}
 	// The bakery's digests of its Kubernetes images, one line per image as sha256sum writes them,
 	// where systemd-sysupdate (and cabpi's in-place update) read them.
 	var sums []byte
@@ -99,31 +124,93 @@ func Start(addr netip.Addr, releases []Release) (*Server, error) {
 				paths[p+".sha256"] = served{data: []byte(sum)}
 			}
 		}
-		if r.Sysext != "" {
-			image := fmt.Sprintf("kubernetes-%s-x86-64.raw", r.Version)
-			sum, err := fileSHA256(r.Sysext)
-			if err != nil {
-				return nil, err
+		if r.Sysext == "" {
+			continue
+		}
+		sum, err := fileSHA256(r.Sysext)
+		if err != nil {
+			return nil, err
+		}
+		minor, err := minorOf(r.Version)
+		if err != nil {
+			return nil, err
+		}
+		minors[minor] = true
+		for _, version := range append([]string{r.Version}, r.LaterPatches...) {
+			if later, err := minorOf(version); err != nil || later != minor {
+				return nil, fmt.Errorf("later patch %q of %s: not of its minor (%v)", version, r.Version, err)
 			}
+			image := fmt.Sprintf("kubernetes-%s-x86-64.raw", version)
 			sums = fmt.Appendf(sums, "%s  %s\n", sum, image)
-			paths[path.Join(sysextPath, image)] = served{file: r.Sysext}
-			// The tampered copy: every image one byte longer than its published digest says.
-			paths[path.Join(tamperedSysextPath, image)] = served{file: r.Sysext, tampered: true}
+			// Where cabpi fetches an image, and beside SHA256SUMS, where a transfer file's
+			// url-file source has systemd-sysupdate fetch it. The tampered copy: every image
+			// one byte longer than its published digest says.
+			for _, dir := range []string{"", path.Dir(sysextSumsPath)} {
+				paths[path.Join(sysextPath, dir, image)] = served{file: r.Sysext}
+				paths[path.Join(tamperedSysextPath, dir, image)] = served{file: r.Sysext, tampered: true}
+			}
 		}
 	}
-	if sums != nil {
-		paths[path.Join(sysextPath, sysextSumsPath)] = served{data: sums}
-		paths[path.Join(tamperedSysextPath, sysextSumsPath)] = served{data: sums}
+	if sums == nil {
+		return paths, nil
 	}
-	ln, err := net.Listen("tcp", netip.AddrPortFrom(addr, 0).String())
-	if err != nil {
-		return nil, fmt.Errorf("listening for the release server: %w", err)
+	for _, layout := range []string{sysextPath, tamperedSysextPath} {
+		paths[path.Join(layout, sysextSumsPath)] = served{data: sums}
+		paths[path.Join(layout, "noop.conf")] = served{data: []byte(noopTransfer)}
+		for minor := range minors {
+			source := s.base + path.Join(layout, path.Dir(sysextSumsPath)) + "/"
+			paths[path.Join(layout, path.Dir(sysextSumsPath), "kubernetes-"+minor+".conf")] = served{data: transferFile(source, minor)}
+		}
 	}
-	s := &Server{base: "http://" + ln.Addr().String(), done: make(chan error, 1), requests: map[string]int{}}
-	s.server = &http.Server{Handler: s.handler(paths), ReadHeaderTimeout: 10 * time.Second}
-	go func() { s.done <- s.server.Serve(ln) }()
-	return s, nil
+	return paths, nil
 }
+
+// minorOf is "vMAJOR.MINOR" of a release "vMAJOR.MINOR.PATCH".
+func minorOf(version string) (string, error) {
+	parts := strings.Split(version, ".")
+	if len(parts) != 3 || !strings.HasPrefix(version, "v") {
+		return "", fmt.Errorf("release %q is not vMAJOR.MINOR.PATCH", version)
+	}
+	return parts[0] + "." + parts[1], nil
+}
+
+// transferFile is systemd-sysupdate's transfer file for the Kubernetes images of one minor, as a
+// bakery publishes it beside its digests: the newest patch release of the minor from source
+// (url-file: SHA256SUMS and the images, beside each other), kept in the directory where cabpi
+// puts the image, with the sysext link at the current one. Verify=false: the bakery publishes no
+// signature of its SHA256SUMS, and Flatcar's documented transfer files say so too.
+func transferFile(source, minor string) []byte {
+	pattern := "kubernetes-" + minor + ".@v-%a.raw"
+	return fmt.Appendf(nil, `[Transfer]
+Verify=false
+
+[Source]
+Type=url-file
+Path=%s
+MatchPattern=%s
+
+[Target]
+InstancesMax=3
+Type=regular-file
+Path=/opt/extensions/kubernetes
+CurrentSymlink=/etc/extensions/kubernetes.raw
+MatchPattern=%s
+`, source, pattern, pattern)
+}
+
+// noopTransfer is the bakery's noop.conf in kind: a transfer that matches nothing, so that
+// systemd-sysupdate's run of the default component (the OS) finds a configuration and nothing
+// to do.
+const noopTransfer = `[Source]
+Type=regular-file
+Path=/
+MatchPattern=invalid@v.raw
+
+[Target]
+Type=regular-file
+Path=/
+MatchPattern=invalid@v.raw
+`
 
 func (s *Server) handler(paths map[string]served) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

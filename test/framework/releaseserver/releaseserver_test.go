@@ -64,3 +64,50 @@ func TestServesTheLayouts(t *testing.T) {
 	code, _ = get(s.BinariesURL() + "/v1.33.0/bin/linux/amd64/kubeadm")
 	assert.Equal(t, http.StatusNotFound, code)
 }
+
+// The sysext layout serves what systemd-sysupdate reads: a transfer file per minor whose source
+// is the directory of SHA256SUMS, the images beside it (a later patch release too, listed with
+// its digest), and noop.conf. A version outside its release's minor is refused.
+func TestServesSysupdate(t *testing.T) {
+	bin := t.TempDir()
+	for _, name := range binaries {
+		require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte("the "+name+" binary"), 0o755))
+	}
+	sysext := filepath.Join(t.TempDir(), "kubernetes.raw")
+	require.NoError(t, os.WriteFile(sysext, []byte("squashfs"), 0o644))
+	_, err := Start(netip.MustParseAddr("127.0.0.1"), []Release{{Version: "v1.33.7", BinDir: bin, Sysext: sysext, LaterPatches: []string{"v1.34.0"}}})
+	require.ErrorContains(t, err, "not of its minor")
+
+	s, err := Start(netip.MustParseAddr("127.0.0.1"), []Release{{Version: "v1.33.7", BinDir: bin, Sysext: sysext, LaterPatches: []string{"v1.33.99"}}})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, s.Close()) })
+	get := func(url string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(url)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(body)
+	}
+	code, transfer := get(s.SysextURL() + "/kubernetes/kubernetes-v1.33.conf")
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, transfer, "\nPath="+s.SysextURL()+"/kubernetes/\nMatchPattern=kubernetes-v1.33.@v-%a.raw\n")
+	assert.Contains(t, transfer, "\nCurrentSymlink=/etc/extensions/kubernetes.raw\n")
+	code, _ = get(s.SysextURL() + "/kubernetes/kubernetes-v1.34.conf")
+	assert.Equal(t, http.StatusNotFound, code, "no transfer file for a minor not served")
+	code, _ = get(s.SysextURL() + "/noop.conf")
+	assert.Equal(t, http.StatusOK, code)
+
+	sum := sha256.Sum256([]byte("squashfs"))
+	digest := hex.EncodeToString(sum[:])
+	_, sums := get(s.SysextURL() + "/kubernetes/SHA256SUMS")
+	assert.Equal(t, digest+"  kubernetes-v1.33.7-x86-64.raw\n"+digest+"  kubernetes-v1.33.99-x86-64.raw\n", sums)
+	for _, image := range []string{"kubernetes-v1.33.7-x86-64.raw", "kubernetes-v1.33.99-x86-64.raw"} {
+		for _, dir := range []string{"/", "/kubernetes/"} {
+			code, body := get(s.SysextURL() + dir + image)
+			assert.Equal(t, http.StatusOK, code, dir+image)
+			assert.Equal(t, "squashfs", body, dir+image)
+		}
+	}
+}
