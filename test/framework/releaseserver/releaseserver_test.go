@@ -14,28 +14,44 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The server serves each binary with its digest as dl.k8s.io does, the tampered copy with one
-// byte more than that digest says, the system extension in the bakery's layout, and nothing else.
-func TestServesTheLayouts(t *testing.T) {
+// release is one release's files for the server: binaries whose content names them, and a
+// system extension image that reads "squashfs".
+func release(t *testing.T, version string, laterPatches ...string) Release {
+	t.Helper()
 	bin := t.TempDir()
 	for _, name := range binaries {
 		require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte("the "+name+" binary"), 0o755))
 	}
 	sysext := filepath.Join(t.TempDir(), "kubernetes.raw")
 	require.NoError(t, os.WriteFile(sysext, []byte("squashfs"), 0o644))
-	s, err := Start(netip.MustParseAddr("127.0.0.1"), []Release{{Version: "v1.34.4", BinDir: bin, Sysext: sysext}})
+	return Release{Version: version, BinDir: bin, Sysext: sysext, LaterPatches: laterPatches}
+}
+
+// start serves r until the test ends.
+func start(t *testing.T, r Release) *Server {
+	t.Helper()
+	s, err := Start(netip.MustParseAddr("127.0.0.1"), []Release{r})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, s.Close()) })
+	return s
+}
 
-	get := func(url string) (int, []byte) {
-		t.Helper()
-		resp, err := http.Get(url)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, body
-	}
+// get fetches url: its status code and body.
+func get(t *testing.T, url string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, body
+}
+
+// The server serves each binary with its digest as dl.k8s.io does, the tampered copy with one
+// byte more than that digest says, the system extension in the bakery's layout, and nothing else.
+func TestServesTheLayouts(t *testing.T) {
+	s := start(t, release(t, "v1.34.4"))
+	get := func(url string) (int, []byte) { t.Helper(); return get(t, url) }
 	for _, name := range binaries {
 		code, body := get(s.BinariesURL() + "/v1.34.4/bin/linux/amd64/" + name)
 		require.Equal(t, http.StatusOK, code)
@@ -69,27 +85,11 @@ func TestServesTheLayouts(t *testing.T) {
 // is the directory of SHA256SUMS, the images beside it (a later patch release too, listed with
 // its digest), and noop.conf. A version outside its release's minor is refused.
 func TestServesSysupdate(t *testing.T) {
-	bin := t.TempDir()
-	for _, name := range binaries {
-		require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte("the "+name+" binary"), 0o755))
-	}
-	sysext := filepath.Join(t.TempDir(), "kubernetes.raw")
-	require.NoError(t, os.WriteFile(sysext, []byte("squashfs"), 0o644))
-	_, err := Start(netip.MustParseAddr("127.0.0.1"), []Release{{Version: "v1.33.7", BinDir: bin, Sysext: sysext, LaterPatches: []string{"v1.34.0"}}})
+	_, err := Start(netip.MustParseAddr("127.0.0.1"), []Release{release(t, "v1.33.7", "v1.34.0")})
 	require.ErrorContains(t, err, "not of its minor")
 
-	s, err := Start(netip.MustParseAddr("127.0.0.1"), []Release{{Version: "v1.33.7", BinDir: bin, Sysext: sysext, LaterPatches: []string{"v1.33.99"}}})
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, s.Close()) })
-	get := func(url string) (int, string) {
-		t.Helper()
-		resp, err := http.Get(url)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(body)
-	}
+	s := start(t, release(t, "v1.33.7", "v1.33.99"))
+	get := func(url string) (int, string) { t.Helper(); code, body := get(t, url); return code, string(body) }
 	code, transfer := get(s.SysextURL() + "/kubernetes/kubernetes-v1.33.conf")
 	require.Equal(t, http.StatusOK, code)
 	assert.Contains(t, transfer, "\nPath="+s.SysextURL()+"/kubernetes/\nMatchPattern=kubernetes-v1.33.@v-%a.raw\n")
