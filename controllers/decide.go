@@ -39,7 +39,8 @@ const (
 	// actTokenLost: the token of data a provisioned machine took is gone; the Machine cannot
 	// join and must be replaced (actFail with reason JoinTokenLost).
 	actTokenLost
-	// actAdopt: a data Secret the status does not record is recorded, never rendered again.
+	// actAdopt: a data Secret the status does not record is recorded, never rendered again
+	// (an ownerless one only once its owner started provisioning).
 	actAdopt
 	// actForgetDataSecret: the data Secret was deleted before the node joined; the status
 	// forgets it, so the next reconcile renders it again.
@@ -160,10 +161,12 @@ func decide(f facts, p policy) action {
 		// Delivered data stays delivered whatever the Cluster does next: the gates below are
 		// for data not rendered yet (infrastructureProvisioned turns false around a move).
 		return decideDelivered(f, p)
-	case f.dataSecret:
+	case f.dataSecret && (!f.dataSecretUnowned || f.ownerProvisioningStarted):
 		// The Secret exists but the status does not say so: a crash between the two writes, a
 		// status lost in a move, or a cache behind this controller's own status write. Never
-		// rendered twice.
+		// rendered twice. An ownerless one is taken as it is only once the owner started
+		// provisioning, when the machine may have booted from it; before, anyone who may create
+		// Secrets here could have planted it: it is rendered over below (docs/adr/044).
 		return action{kind: actAdopt}
 	case !f.infrastructureProvisioned:
 		return action{kind: actWait, reason: cabpiv1.WaitingForClusterInfrastructureReason,

@@ -105,6 +105,18 @@ func decideRows() []decideRow {
 			facts: worker(func(f *facts) { f.dataSecret = true })},
 		{name: "adopted even while the Cluster's infrastructure is not provisioned (a move)", kind: actAdopt,
 			facts: worker(func(f *facts) { f.dataSecret, f.infrastructureProvisioned = true, false })},
+		{name: "an ownerless data Secret is adopted as it is once the owner started provisioning (a restore, a move)", kind: actAdopt,
+			facts: worker(func(f *facts) { f.dataSecret, f.dataSecretUnowned, f.ownerProvisioningStarted = true, true, true })},
+		{name: "an ownerless data Secret before the owner provisions may be planted: rendered over", kind: actWorkerJoin,
+			facts: worker(func(f *facts) { f.dataSecret, f.dataSecretUnowned = true, true })},
+		{name: "an ownerless init data Secret before the owner provisions: rendered over", kind: actInit,
+			facts: worker(func(f *facts) {
+				f.dataSecret, f.dataSecretUnowned, f.role, f.controlPlane, f.controlPlaneInitialized = true, true, ignition.RoleInit, true, false
+			})},
+		{name: "an ownerless data Secret waits with the rest for the infrastructure, not adopted", kind: actWait, reason: cabpiv1.WaitingForClusterInfrastructureReason,
+			facts: worker(func(f *facts) { f.dataSecret, f.dataSecretUnowned, f.infrastructureProvisioned = true, true, false })},
+		{name: "an ownerless data Secret waits with the rest for the control plane, not adopted", kind: actWait, reason: cabpiv1.WaitingForControlPlaneInitializedReason, requeue: waitRequeue,
+			facts: worker(func(f *facts) { f.dataSecret, f.dataSecretUnowned, f.controlPlaneInitialized = true, true, false })},
 
 		// Delivered data whose Secret was deleted.
 		{name: "data Secret deleted before the node joined: rendered again", kind: actForgetDataSecret, reason: cabpiv1.DataSecretInternalErrorReason, requeue: time.Second,
@@ -268,6 +280,14 @@ func machineScope(version string, endpoint bool) *scope {
 	return &scope{config: &cabpiv1.IgnitionConfig{}, cluster: c, configOwner: configOwner{machine: m}}
 }
 
+// unownedScope is a Machine's scope that found an ownerless data Secret the status does not
+// record.
+func unownedScope() *scope {
+	s := machineScope("v1.34.4", true)
+	s.dataSecret, s.dataSecretUnowned = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "w0"}}, true
+	return s
+}
+
 func caCertificate(pem string) *secret.Certificate {
 	return &secret.Certificate{Purpose: secret.ClusterCA, KeyPair: &certs.KeyPair{Cert: []byte(pem), Key: []byte("k")}}
 }
@@ -351,6 +371,11 @@ func outcomeRows(t *testing.T) []outcomeRow {
 
 		// Stored.
 		{name: "stored", outcome: storedRow(ignition.Output{}), reason: cabpiv1.DataSecretAvailableReason, requeue: tokenCheck, condition: metav1.ConditionTrue},
+		{name: "stored over an ownerless Secret the status did not record", outcome: replacedUnowned(unownedScope(), storedRow(ignition.Output{})),
+			reason: cabpiv1.DataSecretAvailableReason, requeue: tokenCheck, condition: metav1.ConditionTrue,
+			events: []string{cabpiv1.DataSecretReplacedEventReason}},
+		{name: "not stored over an ownerless Secret: no event of it", outcome: replacedUnowned(unownedScope(), waitingForInitLock()),
+			reason: cabpiv1.WaitingForInitLockReason, requeue: waitRequeue},
 		{name: "stored, over the platform's limit", outcome: storedRow(bigOutput), reason: cabpiv1.OverPlatformLimitReason, requeue: tokenCheck,
 			events: []string{cabpiv1.OverPlatformLimitReason}, condition: metav1.ConditionTrue},
 		{name: "stored, with warnings", outcome: storedRow(warned), reason: cabpiv1.RenderedWithWarningsReason, requeue: tokenCheck,

@@ -92,6 +92,13 @@ func (r *Reconciler) adopt(ctx context.Context, s *scope) outcome {
 	if delivered, err := r.deliveredPerAPIServer(ctx, s.config); err != nil || delivered {
 		return outcome{err: err, stale: delivered}
 	}
+	if s.dataSecretUnowned {
+		owned, err := r.ownDataSecret(ctx, s.config, s.cluster.Name, s.dataSecret)
+		if err != nil {
+			return outcome{err: err}
+		}
+		s.dataSecret = owned
+	}
 	ctrl.LoggerFrom(ctx).Info("Data Secret already exists, recording it", "Secret", klog.KObj(s.dataSecret))
 	o := outcome{stored: &storedData{secretName: s.dataSecret.Name, inputsHash: s.config.Status.DataInputsHash,
 		specHash: s.config.Status.DataSpecHash},

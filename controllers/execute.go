@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,8 +32,10 @@ func (r *Reconciler) execute(ctx context.Context, s *scope, a action) outcome {
 		o = r.adopt(ctx, s)
 	case actInit:
 		o = r.initialize(ctx, s)
+		o = replacedUnowned(s, o)
 	case actControlPlaneJoin, actWorkerJoin:
 		o = r.join(ctx, s, a.role)
+		o = replacedUnowned(s, o)
 	case actRerender:
 		var why *notStored
 		o, why = r.rerender(ctx, s, *a.rerender, a.requeue)
@@ -84,5 +87,16 @@ func (r *Reconciler) firstRender(ctx context.Context, s *scope, b built, err err
 		}
 	}
 	o.certificatesAvailable = b.certificates
+	return o
+}
+
+// replacedUnowned adds to a first render that stored its data over an ownerless Secret the
+// status did not record (decide) the event that says so.
+func replacedUnowned(s *scope, o outcome) outcome {
+	if s.dataSecretUnowned && o.stored != nil {
+		o.events = append(o.events, event{eventType: corev1.EventTypeWarning, reason: cabpiv1.DataSecretReplacedEventReason,
+			note: "Secret " + s.dataSecret.Name + " had no owner and was not recorded as this config's data, and the " +
+				s.kind() + " had not started provisioning: it was replaced with this config's rendered data"})
+	}
 	return o
 }

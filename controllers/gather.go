@@ -35,6 +35,8 @@ type facts struct {
 	delivered bool
 	// dataSecret: the data Secret exists (and is this config's).
 	dataSecret bool
+	// dataSecretUnowned: it has no controller and the status does not record it.
+	dataSecretUnowned bool
 	// tokenID is the join token the data carries ("" for none).
 	tokenID string
 
@@ -104,6 +106,7 @@ func (r *Reconciler) gather(ctx context.Context, s *scope, conflict error) (fact
 	f := facts{
 		delivered:                 dataDelivered(config),
 		dataSecret:                s.dataSecret != nil,
+		dataSecretUnowned:         s.dataSecretUnowned,
 		tokenID:                   s.currentTokenID(),
 		role:                      s.role(),
 		controlPlane:              s.isControlPlane(),

@@ -219,8 +219,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}()
 
-	// A data Secret restored without owner (backup, move) is adopted before anything else.
-	dataSecret, err := r.getDataSecret(ctx, config, cluster.Name)
+	// A data Secret restored without owner (backup, move) that the status records is adopted
+	// before anything else; one it does not record is decide's.
+	dataSecret, unowned, err := r.getDataSecret(ctx, config, cluster.Name)
 	conflict := err
 	if !errors.Is(err, errDataSecretConflict) {
 		conflict = nil
@@ -229,7 +230,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}
 
-	s := &scope{config: config, cluster: cluster, configOwner: owner, dataSecret: dataSecret}
+	s := &scope{config: config, cluster: cluster, configOwner: owner, dataSecret: dataSecret, dataSecretUnowned: unowned}
 	f, err := r.gather(ctx, s, conflict)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -30,6 +30,9 @@ type scope struct {
 	// dataSecret is the config's data Secret (metadata only when read from the cache); nil
 	// while there is none.
 	dataSecret *corev1.Secret
+	// dataSecretUnowned: dataSecret has no controller and the status does not record it
+	// (restored, moved, or planted by someone who may create Secrets here).
+	dataSecretUnowned bool
 }
 
 // configOwner is the config's Machine or MachinePool: exactly one of them is set.

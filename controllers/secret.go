@@ -46,12 +46,14 @@ func configOwnerRef(config *cabpiv1.IgnitionConfig) metav1.OwnerReference {
 // errDataSecretConflict: a Secret with the data Secret's name is controlled by another object.
 var errDataSecretConflict = errors.New("data Secret conflict")
 
-// getDataSecret returns the config's data Secret, or nil when there is none. A Secret without a
-// controller (restored from a backup or moved) gets this config as controller and the
-// cluster-name label the contract asks for, if it is a data Secret in form (notOurs); any other
-// Secret, or one controlled by something else, is an errDataSecretConflict, never adopted,
-// served or overwritten.
-func (r *Reconciler) getDataSecret(ctx context.Context, config *cabpiv1.IgnitionConfig, clusterName string) (*corev1.Secret, error) {
+// getDataSecret returns the config's data Secret, or nil when there is none, and whether it has
+// no controller. A Secret without a controller (restored from a backup or moved, or planted) is
+// taken only if it is a data Secret in form (notOurs); any other Secret, or one controlled by
+// something else, is an errDataSecretConflict, never adopted, served or overwritten. An
+// ownerless one the status records is made this config's (ownDataSecret) at once; one it does
+// not record is left as it is for decide: adopted as it is only once the owner started
+// provisioning (the machine may have booted from it), rendered over before (docs/adr/044).
+func (r *Reconciler) getDataSecret(ctx context.Context, config *cabpiv1.IgnitionConfig, clusterName string) (*corev1.Secret, bool, error) {
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: config.Namespace, Name: dataSecretName(config)}
 	// The cache answers for the Secrets this controller wrote (they carry the cluster-name
@@ -64,9 +66,9 @@ func (r *Reconciler) getDataSecret(ctx context.Context, config *cabpiv1.Ignition
 	}
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil
+			return nil, false, nil
 		}
-		return nil, fmt.Errorf("getting data Secret %s: %w", key, err)
+		return nil, false, fmt.Errorf("getting data Secret %s: %w", key, err)
 	}
 	ctl := metav1.GetControllerOf(secret)
 	if ctl == nil && !wholeFromAPI {
@@ -74,34 +76,44 @@ func (r *Reconciler) getDataSecret(ctx context.Context, config *cabpiv1.Ignition
 		// server. A cache that has not seen the adoption yet finds it done there.
 		if err := r.Client.Get(ctx, key, secret); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, nil
+				return nil, false, nil
 			}
-			return nil, fmt.Errorf("getting data Secret %s: %w", key, err)
+			return nil, false, fmt.Errorf("getting data Secret %s: %w", key, err)
 		}
 		ctl = metav1.GetControllerOf(secret)
 	}
 	switch {
 	case ctl != nil && ctl.UID == config.UID:
 		// Callers never read its data (from the cache there is none: it keeps metadata only).
-		return secret, nil
+		return secret, false, nil
 	case ctl != nil:
-		return nil, fmt.Errorf("%w: Secret %s is controlled by %s %s, not by this IgnitionConfig: delete or rename it",
+		return nil, false, fmt.Errorf("%w: Secret %s is controlled by %s %s, not by this IgnitionConfig: delete or rename it",
 			errDataSecretConflict, key, ctl.Kind, ctl.Name)
 	}
 	if why := notOurs(secret); why != "" {
-		return nil, fmt.Errorf("%w: Secret %s has no controller but is not bootstrap data of this kind (%s): delete or rename it",
+		return nil, false, fmt.Errorf("%w: Secret %s has no controller but is not bootstrap data of this kind (%s): delete or rename it",
 			errDataSecretConflict, key, why)
 	}
-	original := secret.DeepCopy()
-	secret.OwnerReferences = util.EnsureOwnerRef(secret.OwnerReferences, configOwnerRef(config))
-	if secret.Labels == nil {
-		secret.Labels = map[string]string{}
+	if !dataDelivered(config) {
+		return secret, true, nil
 	}
-	secret.Labels[clusterv1.ClusterNameLabel] = clusterName
-	if err := r.Client.Patch(ctx, secret, client.MergeFrom(original)); err != nil {
-		return nil, fmt.Errorf("adopting data Secret %s: %w", key, err)
+	owned, err := r.ownDataSecret(ctx, config, clusterName, secret)
+	return owned, false, err
+}
+
+// ownDataSecret makes this config the controller of an ownerless data Secret, with the
+// cluster-name label the contract asks for.
+func (r *Reconciler) ownDataSecret(ctx context.Context, config *cabpiv1.IgnitionConfig, clusterName string, secret *corev1.Secret) (*corev1.Secret, error) {
+	owned := secret.DeepCopy()
+	owned.OwnerReferences = util.EnsureOwnerRef(owned.OwnerReferences, configOwnerRef(config))
+	if owned.Labels == nil {
+		owned.Labels = map[string]string{}
 	}
-	return secret, nil
+	owned.Labels[clusterv1.ClusterNameLabel] = clusterName
+	if err := r.Client.Patch(ctx, owned, client.MergeFrom(secret)); err != nil {
+		return nil, fmt.Errorf("adopting data Secret %s: %w", klog.KObj(secret), err)
+	}
+	return owned, nil
 }
 
 // notOurs says why secret is not a data Secret as this controller writes them: type
@@ -148,7 +160,7 @@ func (r *Reconciler) storeDataSecret(ctx context.Context, s *scope, in nodeInput
 	if existing == nil {
 		err = r.Client.Create(ctx, secret)
 		if apierrors.IsAlreadyExists(err) {
-			if existing, err = r.getDataSecret(ctx, s.config, s.cluster.Name); err == nil && existing == nil {
+			if existing, _, err = r.getDataSecret(ctx, s.config, s.cluster.Name); err == nil && existing == nil {
 				err = fmt.Errorf("data Secret %s vanished while being written, retrying", klog.KObj(secret))
 			}
 		}
@@ -160,6 +172,8 @@ func (r *Reconciler) storeDataSecret(ctx context.Context, s *scope, in nodeInput
 		existing = existing.DeepCopy()
 		existing.Data = secret.Data
 		existing.Labels = util.MergeMap(existing.Labels, secret.Labels)
+		// An ownerless Secret rendered over (decide) becomes this config's.
+		existing.OwnerReferences = util.EnsureOwnerRef(existing.OwnerReferences, configOwnerRef(s.config))
 		if existing.Annotations == nil {
 			existing.Annotations = map[string]string{}
 		}

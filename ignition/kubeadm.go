@@ -3,6 +3,7 @@ package ignition
 import (
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/blang/semver/v4"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,18 @@ func parseKubernetesVersion(v string) (semver.Version, *Error) {
 	if err != nil {
 		return semver.Version{}, errorf(ErrUnsupportedKubernetesVersion, At(PartKubernetesVersion),
 			"Kubernetes version %q is not a semantic version: %v", v, err)
+	}
+	// ParseTolerant drops leading zeros ("v1.034.0" is 1.34.0), but the node is not told the
+	// parsed version: the release is fetched by the string, which no release has, and Cluster API
+	// compares the Machine's version with the kubelet's as strings.
+	core, _, _ := strings.Cut(strings.TrimPrefix(v, "v"), "-")
+	core, _, _ = strings.Cut(core, "+")
+	for _, segment := range strings.Split(core, ".") {
+		if len(segment) > 1 && segment[0] == '0' {
+			return semver.Version{}, errorf(ErrUnsupportedKubernetesVersion, At(PartKubernetesVersion),
+				"Kubernetes version %q has a leading zero: releases are named v%s, and Cluster API compares the Machine's "+
+					"version with the node's as written", v, ver)
+		}
 	}
 	if _, err := kubeadmtypes.KubeVersionToKubeadmAPIGroupVersion(ver); err != nil {
 		return semver.Version{}, errorf(ErrUnsupportedKubernetesVersion, At(PartKubernetesVersion),

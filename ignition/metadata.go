@@ -112,6 +112,12 @@ func applyNodeName(reg *kubeadmv1.NodeRegistrationOptions, src *metadataSource, 
 		return errorf(ErrInvalidInput, At(PartNodeName),
 			"%s.name is set too; use one of %s and %s.name", registration, At(PartNodeName, NodeNamePlatform), registration)
 	}
+	// The kubelet's own flag names the node as well, and wins over the registration's name:
+	// two sources for one name, the same as above.
+	if slices.ContainsFunc(reg.KubeletExtraArgs, func(a kubeadmv1.Arg) bool { return a.Name == "hostname-override" }) {
+		return errorf(ErrInvalidInput, At(PartNodeName),
+			"%s.kubeletExtraArgs sets hostname-override too; use one of %s and the kubelet argument", registration, At(PartNodeName, NodeNamePlatform))
+	}
 	reg.Name = placeholder(src.nodeName)
 	if !providerID {
 		return nil

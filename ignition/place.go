@@ -147,6 +147,10 @@ const (
 	UserGecos   Member = "gecos"
 	UserHomeDir Member = "homeDir"
 	UserShell   Member = "shell"
+	// UserPrimaryGroup and UserGroups: /etc/group's fields are separated the same way, and
+	// useradd takes the supplementary groups as one comma-separated list.
+	UserPrimaryGroup Member = "primaryGroup"
+	UserGroups       Member = "groups"
 )
 
 // JoinControlPlane is the controlPlane member of a JoinConfiguration, which makes a join a

@@ -103,6 +103,7 @@ func mergeInput(in *Input) (*merged, error) {
 		rep.Warnings = append(rep.Warnings, snip.warnings...)
 	}
 	rep.Warnings = append(rep.Warnings, foreignSysextWarnings(in, snip)...)
+	rep.Warnings = append(rep.Warnings, twiceDefinedUserWarnings(in, snip)...)
 	var target string
 	if !pinErr {
 		target, ierr = targetIgnitionVersion(in.Variant, emitted, in.IgnitionVersion)

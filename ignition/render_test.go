@@ -560,6 +560,18 @@ systemd:
 func TestValidatorsAgreeWithRender(t *testing.T) {
 	require.NoError(t, ignition.ValidateKubernetesVersion("v1.22.0"))
 	require.Error(t, ignition.ValidateKubernetesVersion("v1.21.0"))
+	// A leading zero parses (tolerantly), but names no release and no kubelet's version.
+	for _, v := range []string{"v1.034.0", "v01.34.0", "v1.34.04", "1.034"} {
+		err := ignition.ValidateKubernetesVersion(v)
+		require.ErrorContains(t, err, "leading zero", v)
+		_, err = ignition.Render(joinInput(cabpiv1.VariantFlatcar, v))
+		var ierr *ignition.Error
+		require.ErrorAs(t, err, &ierr, v)
+		assert.Equal(t, ignition.ErrUnsupportedKubernetesVersion, ierr.Kind, v)
+	}
+	for _, v := range []string{"v1.34.0", "1.34", "v1.34.10", "v1.35.0-rc.0", "v1.34.0+build.01"} {
+		require.NoError(t, ignition.ValidateKubernetesVersion(v), v)
+	}
 	require.NoError(t, ignition.ValidateIgnitionVersion(cabpiv1.VariantFlatcar, ""))
 	assert.Equal(t, []string{"3.3.0", "3.4.0"}, ignition.AllowedIgnitionVersions(cabpiv1.VariantFlatcar))
 	for _, v := range ignition.AllowedIgnitionVersions(cabpiv1.VariantFCOS) {

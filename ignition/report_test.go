@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	kubeadmv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
@@ -164,6 +165,19 @@ func TestRenderRefusesBadInputs(t *testing.T) {
 			ignition.ErrInvalidInput, ignition.Entry(ignition.PartUser, 0, ignition.UserShell), "useradd"},
 		{"GECOS with a colon", worker(cabpiv1.KubernetesSpec{}, user(ignition.User{Name: "ops", Gecos: "Ops:Team"})),
 			ignition.ErrInvalidInput, ignition.Entry(ignition.PartUser, 0, ignition.UserGecos), "useradd"},
+		{"primary group with a colon", worker(cabpiv1.KubernetesSpec{}, user(ignition.User{Name: "ops", PrimaryGroup: "ops:x"})),
+			ignition.ErrInvalidInput, ignition.Entry(ignition.PartUser, 0, ignition.UserPrimaryGroup), "useradd"},
+		{"a group with a newline", worker(cabpiv1.KubernetesSpec{}, user(ignition.User{Name: "ops", Groups: []string{"wheel", "docker\nroot"}})),
+			ignition.ErrInvalidInput, ignition.Entry(ignition.PartUser, 0, ignition.UserGroups), "groups[1]"},
+		{"a group with a comma", worker(cabpiv1.KubernetesSpec{}, user(ignition.User{Name: "ops", Groups: []string{"wheel,root"}})),
+			ignition.ErrInvalidInput, ignition.Entry(ignition.PartUser, 0, ignition.UserGroups), "','"},
+		// Two sources for one node name.
+		{"node name from metadata and nodeRegistration.name", worker(cabpiv1.KubernetesSpec{}, nodeName,
+			func(in *ignition.Input) { in.JoinConfiguration.NodeRegistration.Name = "w0" }),
+			ignition.ErrInvalidInput, ignition.At(ignition.PartNodeName), "name is set too"},
+		{"node name from metadata and hostname-override", worker(cabpiv1.KubernetesSpec{}, nodeName, func(in *ignition.Input) {
+			in.JoinConfiguration.NodeRegistration.KubeletExtraArgs = []kubeadmv1.Arg{{Name: "hostname-override", Value: ptr.To("w0")}}
+		}), ignition.ErrInvalidInput, ignition.At(ignition.PartNodeName), "hostname-override"},
 		// A verification hash of the right length that is not hex.
 		{"hash not hex", worker(cabpiv1.KubernetesSpec{}, butane(hash(strings.Repeat("z", 64)))),
 			ignition.ErrInvalidButane, butaneAt, "not hexadecimal"},
@@ -181,6 +195,7 @@ func TestRenderRefusesBadInputs(t *testing.T) {
 		"base URL with a port":   worker(binaries("https://mirror.example:8443/release")),
 		"file at /usrx":          worker(cabpiv1.KubernetesSpec{}, file("/usrx/y", "x")),
 		"GECOS with spaces":      worker(cabpiv1.KubernetesSpec{}, user(ignition.User{Name: "ops", Gecos: "Ops Team, room 4"})),
+		"groups of their own":    worker(cabpiv1.KubernetesSpec{}, user(ignition.User{Name: "ops", PrimaryGroup: "ops", Groups: []string{"wheel", "docker"}})),
 		"discovery kubeconfig":   worker(sysext, discoveryAt("/etc/kubernetes/discovery.conf")),
 		"metadata unit disabled": worker(cabpiv1.KubernetesSpec{}, butane("systemd:\n  units:\n    - name: coreos-metadata.service\n      enabled: false\n")),
 	} {
@@ -236,4 +251,21 @@ func TestForeignSysextVersionWarned(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, out.Warnings, 1)
 	assert.Equal(t, "files[0].path", out.Warnings[0].Place.String())
+}
+
+// A user defined in the input's users and again in the snippet renders with a warning that
+// names the user and the snippet, at the user's place; another user in the snippet is not
+// warned of.
+func TestUserDefinedTwiceWarned(t *testing.T) {
+	snippet := "variant: flatcar\nversion: 1.0.0\npasswd:\n  users:\n    - name: ops\n      shell: /bin/sh\n    - name: dev\n"
+	in := kubernetesWorker(cabpiv1.VariantFlatcar, k8sRelease, cabpiv1.KubernetesSpec{}, withButane(snippet), func(in *ignition.Input) {
+		in.Users = []ignition.User{{Name: "admin"}, {Name: "ops", Shell: "/bin/bash"}}
+	})
+	out, err := ignition.Render(in)
+	require.NoError(t, err)
+	require.Len(t, out.Warnings, 1, "%v", out.Warnings)
+	assert.Equal(t, ignition.WarnUserDefinedTwice, out.Warnings[0].Kind)
+	assert.Equal(t, "users[1].name", out.Warnings[0].Place.String())
+	assert.Contains(t, out.Warnings[0].Message, `"ops"`)
+	assert.Contains(t, out.Warnings[0].Message, "butane")
 }

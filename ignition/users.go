@@ -8,25 +8,40 @@ import (
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
-// passwdSeparators separate the fields (':') and the entries (newlines) of /etc/passwd.
-// useradd, which Ignition creates users with, refuses a field that holds one, and Ignition
-// then fails the boot.
-const passwdSeparators = ":\n\r"
+// passwdSeparators separate the fields (':') and the entries (newlines) of /etc/passwd and
+// /etc/group. useradd, which Ignition creates users with, refuses a field that holds one, and
+// Ignition then fails the boot. groupListSeparator separates the supplementary groups useradd
+// takes as one list (--groups): a group name with one would be read as two groups.
+const (
+	passwdSeparators   = ":\n\r"
+	groupListSeparator = ","
+)
 
-// checkUsers refuses the user fields useradd refuses at boot: a name, GECOS, home directory or
-// shell with a ':' or a newline. Each field at fault is reported.
+// checkUsers refuses the user fields useradd refuses at boot: a name, GECOS, home directory,
+// shell or primary group with a ':' or a line break, and a supplementary group with one or a
+// ','. Each field at fault is reported.
 func checkUsers(users []User) []*Error {
 	var errs []*Error
+	refuse := func(i int, member Member, what, value string, listed bool) {
+		separators, also := passwdSeparators, ""
+		if listed {
+			separators, also = passwdSeparators+groupListSeparator, " or a ','"
+		}
+		if strings.ContainsAny(value, separators) {
+			errs = append(errs, errorf(ErrInvalidInput, Entry(PartUser, i, member),
+				"%s holds a ':' or a line break%s, which separate the fields and entries of /etc/passwd and /etc/group "+
+					"and useradd's list of groups: useradd refuses it at boot and Ignition fails the boot", what, also).withValue(value))
+		}
+	}
 	for i, u := range users {
 		for _, f := range []struct {
 			member Member
 			value  string
-		}{{UserName, u.Name}, {UserGecos, u.Gecos}, {UserHomeDir, u.HomeDir}, {UserShell, u.Shell}} {
-			if strings.ContainsAny(f.value, passwdSeparators) {
-				errs = append(errs, errorf(ErrInvalidInput, Entry(PartUser, i, f.member),
-					"%s holds a ':' or a line break, which separate the fields and entries of /etc/passwd: "+
-						"useradd refuses it at boot and Ignition fails the boot", f.member).withValue(f.value))
-			}
+		}{{UserName, u.Name}, {UserGecos, u.Gecos}, {UserHomeDir, u.HomeDir}, {UserShell, u.Shell}, {UserPrimaryGroup, u.PrimaryGroup}} {
+			refuse(i, f.member, string(f.member), f.value, false)
+		}
+		for j, g := range u.Groups {
+			refuse(i, UserGroups, fmt.Sprintf("groups[%d]", j), g, true)
 		}
 	}
 	return errs
@@ -75,6 +90,27 @@ func foreignSysextWarnings(in *Input, snip *snippet) []Warning {
 		look(at, l.Path)
 		if l.Target != nil {
 			look(at, *l.Target)
+		}
+	}
+	return out
+}
+
+// twiceDefinedUserWarnings warn of a user that both the input's users and the snippet define:
+// Ignition merges the two entries silently, the snippet's fields winning where both set one (a
+// password hash, a shell), so one of the two definitions is not what the node gets.
+func twiceDefinedUserWarnings(in *Input, snip *snippet) []Warning {
+	if snip == nil {
+		return nil
+	}
+	var out []Warning
+	for i, u := range in.Users {
+		for _, su := range snip.config.Passwd.Users {
+			if su.Name == u.Name {
+				out = append(out, Warning{Kind: WarnUserDefinedTwice, Place: Entry(PartUser, i, UserName), Message: fmt.Sprintf(
+					"user %q is defined in %s (%s) too: Ignition merges the two, and where both set a field the snippet's wins; "+
+						"define the user in one place", u.Name, snip.source.name, snip.source.place())})
+				break
+			}
 		}
 	}
 	return out

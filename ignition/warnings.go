@@ -32,6 +32,10 @@ type WarningKind string
 // know yet (admission without an owner renders for a default version).
 const WarnKubernetesVersionMismatch WarningKind = "KubernetesVersionMismatch"
 
+// WarnUserDefinedTwice: a user of spec.users is defined in the snippet as well; Ignition merges
+// the two, the snippet's fields winning where both set one.
+const WarnUserDefinedTwice WarningKind = "UserDefinedTwice"
+
 // String is the place, the position in the document and the message: "butane: line 4, column
 // 3: ...". A warning at PartWhole (as callers that say the place themselves make it) has none.
 func (w Warning) String() string {

@@ -11,19 +11,24 @@ import (
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 )
 
-// redactedKeys are the fields whose values a diff does not show: file contents, the Butane
-// document, bootstrap tokens (discovery, TLS bootstrap), kubeadm's certificate key, kubeconfig
-// credentials, name/value pairs (extra args, extra environment variables) and the pre- and
-// post-kubeadm commands (which carry registry passwords in practice) may hold secrets, and an
-// admission error ends up in logs (the topology controller's, the API server's audit log).
-var redactedKeys = map[string]bool{
-	"content": true, "inline": true, "token": true, "tlsBootstrapToken": true, "certificateKey": true,
+// secretFields are the fields whose values no diff or message shows, by their JSON name wherever
+// they are in a spec: file contents, the Butane document, users' password hashes, bootstrap tokens
+// (discovery, TLS bootstrap), kubeconfig credentials, name/value pairs
+// (extra args, extra environment variables), the pre- and post-kubeadm commands (which carry
+// registry passwords in practice), and URLs that may carry credentials (a proxy's, a mirror's).
+// An admission error ends up in logs (the topology controller's, the API server's audit log).
+// This is the one list: TestEverySpecFieldIsClassified walks the API types and fails on a field
+// that is neither here nor reviewed as not secret.
+var secretFields = map[string]bool{
+	"content": true, "inline": true, "passwordHash": true,
+	"token": true, "tlsBootstrapToken": true,
 	"authProvider": true, "exec": true, "value": true,
 	"preKubeadmCommands": true, "postKubeadmCommands": true,
+	"proxyURL": true, "baseURL": true,
 }
 
 // specDiff is a readable diff of two specs in their JSON form (-old +new), with the values of
-// redactedKeys replaced by markers that only say whether the value changed.
+// secretFields replaced by markers that only say whether the value changed.
 func specDiff(oldSpec, newSpec *cabpiv1.IgnitionConfigSpec) string {
 	o, err := runtime.DefaultUnstructuredConverter.ToUnstructured(oldSpec)
 	if err != nil {
@@ -41,7 +46,7 @@ func specDiff(oldSpec, newSpec *cabpiv1.IgnitionConfigSpec) string {
 	return strings.TrimSpace(diff)
 }
 
-// redact walks the old and new JSON trees side by side and replaces the values of redactedKeys
+// redact walks the old and new JSON trees side by side and replaces the values of secretFields
 // by "<redacted>", and the new value by "<redacted: changed>" where the two differ.
 // Elements of lists are paired by index.
 func redact(o, n any) (any, any) {
@@ -57,7 +62,7 @@ func redact(o, n any) (any, any) {
 			switch {
 			case !inNew:
 				ro[k] = redactValue(k, ov, "<redacted: changed>")
-			case redactedKeys[k]:
+			case secretFields[k]:
 				// A change must still show as a line of the diff, without the value: the old
 				// side says "<redacted>", the new one "<redacted: changed>".
 				ro[k], rn[k] = "<redacted>", "<redacted>"
@@ -97,7 +102,7 @@ func redact(o, n any) (any, any) {
 
 // redactValue is v with key k redacted: marker when k is redacted, else v's redacted fields.
 func redactValue(k string, v any, marker string) any {
-	if redactedKeys[k] {
+	if secretFields[k] {
 		return marker
 	}
 	return redactOne(v)

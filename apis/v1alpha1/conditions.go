@@ -130,6 +130,11 @@ const (
 	// is not rendered again (Warning for a Machine: roll out new data through its
 	// MachineDeployment; Normal for a MachinePool, whose next join-token rotation renders it).
 	NotRerenderedEventReason = "NotRerendered"
+	// DataSecretReplacedEventReason (Warning): a data Secret with no controller that the status
+	// did not record was found before the owner started provisioning; nothing can have booted
+	// from it, and anyone who may create Secrets in the namespace could have put it there, so it
+	// was rendered over with this config's data.
+	DataSecretReplacedEventReason = "DataSecretReplaced"
 )
 
 // Annotations and labels cabpi sets.

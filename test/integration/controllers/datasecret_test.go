@@ -67,9 +67,10 @@ func TestDeletedDataSecret(t *testing.T) {
 	assert.Equal(t, "joined", cfg.Status.DataSecretName)
 }
 
-// A data Secret that exists before its config is reconciled (restored from a backup, or a crash
-// between writing it and the status) is adopted, not rendered again, and gets the contract's
-// owner reference and cluster-name label.
+// A data Secret with no owner that exists before its config is reconciled, for a Machine that
+// started provisioning (restored from a backup with the rest of a running cluster: the machine
+// may have booted from it), is adopted, not rendered again, and gets the contract's owner
+// reference and cluster-name label.
 func TestRestoredDataSecretIsAdopted(t *testing.T) {
 	ctx := t.Context()
 	f := fx.NewCluster(t, fixtures.ClusterSetup{})
@@ -79,7 +80,7 @@ func TestRestoredDataSecretIsAdopted(t *testing.T) {
 		Data:       map[string][]byte{"value": []byte(`{"ignition":{"version":"3.3.0"}}`), "format": []byte("ignition")},
 	}
 	require.NoError(t, env.Client.Create(ctx, restored))
-	f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
+	f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{}, func(m *clusterv1.Machine) { m.Spec.ProviderID = "nspawn://w0" })
 
 	fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
 	// Cluster API's patch helper writes the conditions first, then the rest of the status.
@@ -97,6 +98,39 @@ func TestRestoredDataSecretIsAdopted(t *testing.T) {
 	require.NotNil(t, ctl, "the config controls the adopted Secret")
 	assert.Equal(t, getConfig(t, f.Namespace, "w0").UID, ctl.UID)
 	assert.Empty(t, fixtures.TokenIDs(fx.TokensOf(t, f.Namespace, "w0")), "no join token for data that is not rendered")
+}
+
+// A data Secret in form with no owner, put there before the config rendered and before its
+// Machine started provisioning, by anyone who may create Secrets in the namespace, is not
+// adopted: the Machine's data is cabpi's own, rendered over it (with a join token of its own),
+// the Secret is the config's, and a warning event says so.
+func TestPlantedDataSecretIsRenderedOver(t *testing.T) {
+	ctx := t.Context()
+	f := fx.NewCluster(t, fixtures.ClusterSetup{})
+	planted := []byte(`{"ignition":{"version":"3.3.0"},"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["ssh-ed25519 AAAA planted"]}]}}`)
+	require.NoError(t, env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: "w0"},
+		Type:       clusterv1.ClusterSecretType,
+		Data:       map[string][]byte{"value": planted, "format": []byte("ignition")},
+	}))
+	f.AddMachine(t, "w0", false, cabpiv1.IgnitionConfigSpec{})
+
+	fx.WaitForCondition(t, f.Namespace, "w0", cabpiv1.DataSecretAvailableCondition, metav1.ConditionTrue, cabpiv1.DataSecretAvailableReason)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, "w0", getConfig(t, f.Namespace, "w0").Status.DataSecretName)
+	}, eventually, tick)
+	s, ok := fx.DataSecret(t, f.Namespace, "w0")
+	require.True(t, ok)
+	assert.NotEqual(t, planted, s.Data["value"], "the planted data is not served")
+	assert.NotContains(t, string(s.Data["value"]), "planted")
+	assert.Contains(t, string(s.Data["value"]), "kubeadm", "the config's own rendered data")
+	ctl := metav1.GetControllerOf(s)
+	require.NotNil(t, ctl)
+	assert.Equal(t, getConfig(t, f.Namespace, "w0").UID, ctl.UID)
+	assert.Len(t, fixtures.TokenIDs(fx.TokensOf(t, f.Namespace, "w0")), 1, "a join token of its own")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.NotEmpty(c, eventsFor(c, f.Namespace, "w0", cabpiv1.DataSecretReplacedEventReason), "an event says the Secret was replaced")
+	}, eventually, tick)
 }
 
 // A Secret with the data Secret's name that another object controls is never overwritten: the

@@ -1079,7 +1079,7 @@ func TestIgnitionConfigInPlaceUpdate(t *testing.T) {
 }
 
 // TestIgnitionConfigTemplateImmutable: spec.template.spec cannot change; the rejection shows a
-// diff that redacts contents; metadata changes are fine.
+// diff that redacts contents and password hashes; metadata changes are fine.
 func TestIgnitionConfigTemplateImmutable(t *testing.T) {
 	ctx := t.Context()
 	ns := env.CreateNamespace(t, "immutable").Name
@@ -1100,6 +1100,22 @@ func TestIgnitionConfigTemplateImmutable(t *testing.T) {
 	assertDiffLine(t, err, `-\s+"preKubeadmCommands":\s+string\("<redacted>"\)`)
 	assertDiffLine(t, err, `\+\s+"preKubeadmCommands":\s+string\("<redacted: changed>"\)`)
 	assert.NotContains(t, err.Error(), "secret-value", "file contents are not shown")
+
+	// A user's password hash, added or changed, is named, never shown.
+	const oldHash, newHash = "$6$oldsalt$0ldHashValue", "$6$newsalt$NewHashValue"
+	withUser := newTemplate(ns, func(s *cabpiv1.IgnitionConfigSpec) {
+		s.Users = []cabpiv1.User{{Name: "ops", PasswordHash: oldHash}}
+	})
+	require.NoError(t, env.Client.Create(ctx, withUser))
+	rehashed := withUser.DeepCopy()
+	rehashed.Spec.Template.Spec.Users[0].PasswordHash = newHash
+	rehashed.Spec.Template.Spec.Users = append(rehashed.Spec.Template.Spec.Users, cabpiv1.User{Name: "dev", PasswordHash: newHash})
+	err = env.Client.Update(ctx, rehashed)
+	requireInvalid(t, err, cause{"spec.template.spec", "immutable"})
+	assertDiffLine(t, err, `\+\s+"passwordHash":\s+string\("<redacted: changed>"\)`)
+	for _, hash := range []string{oldHash, newHash, "0ldHashValue", "NewHashValue", "oldsalt", "newsalt"} {
+		assert.NotContains(t, err.Error(), hash, "a password hash is not shown")
+	}
 
 	variant := tpl.DeepCopy()
 	variant.Spec.Template.Spec.Variant = cabpiv1.VariantFCOS
