@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -176,6 +177,17 @@ func decide(f facts, p policy) action {
 	case !f.controlPlaneInitialized:
 		return action{kind: actWait, reason: cabpiv1.WaitingForControlPlaneInitializedReason, requeue: waitRequeue,
 			message: "Waiting for the Cluster's control plane to be initialized (condition ControlPlaneInitialized)"}
+	}
+	switch verdict, cp := joinSkew(f.role, f.machineVersion, f.controlPlaneVersions); verdict {
+	case skewAheadOfControlPlane:
+		return action{kind: actWait, reason: cabpiv1.WaitingForControlPlaneVersionReason, requeue: waitRequeue,
+			message: fmt.Sprintf("Waiting for the control plane to reach the Machine's Kubernetes minor: the Machine has %s, the control plane %s "+
+				"(a worker must not be newer than any control-plane machine, and a control plane upgrades one minor at a time); "+
+				"rendered once the control plane is upgraded", f.machineVersion, cp)}
+	case skewBehindKubeadm:
+		return action{kind: actFail, reason: cabpiv1.KubeadmVersionSkewReason, requeue: renderErrorRetry,
+			message: fmt.Sprintf("The Machine's Kubernetes %s is more than one minor behind the control plane's %s: kubeadm joins a node "+
+				"only at the control plane's minor or the one before it; give the Machine (its MachineDeployment or MachinePool) a version kubeadm can join", f.machineVersion, cp)}
 	}
 	return joinAction(f.role)
 }

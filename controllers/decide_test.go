@@ -55,6 +55,13 @@ func deliveredWorker(change ...func(*facts)) facts {
 	}}, change...)...)
 }
 
+// skewed: the Machine at machine, the other control-plane Machines between oldest and newest.
+func skewed(machine, oldest, newest string) func(*facts) {
+	return func(f *facts) {
+		f.machineVersion, f.controlPlaneVersions = machine, controlPlaneVersions{oldest: oldest, newest: newest}
+	}
+}
+
 func inputs(hash string) *currentInputs {
 	return &currentInputs{input: nodeInput{Input: ignition.Input{Role: ignition.RoleWorkerJoin}, joinToken: true, hash: hash}}
 }
@@ -95,6 +102,25 @@ func decideRows() []decideRow {
 			facts: worker(func(f *facts) { f.role, f.controlPlane, f.controlPlaneInitialized = ignition.RoleInit, true, false })},
 		{name: "a worker waits for the control plane", kind: actWait, reason: cabpiv1.WaitingForControlPlaneInitializedReason, requeue: waitRequeue,
 			facts: worker(func(f *facts) { f.controlPlaneInitialized = false })},
+		// The join skew guard: held to the control-plane Machines' versions (oldest, newest).
+		{name: "a worker a minor ahead of the control plane waits for it", kind: actWait, reason: cabpiv1.WaitingForControlPlaneVersionReason, requeue: waitRequeue,
+			facts: worker(skewed("v1.35.0", "v1.34.4", "v1.34.4")),
+			check: func(t *testing.T, a action) { assert.Contains(t, a.message, "v1.35.0"); assert.Contains(t, a.message, "v1.34.4") }},
+		{name: "a worker waits for the last old control-plane Machine during an upgrade", kind: actWait, reason: cabpiv1.WaitingForControlPlaneVersionReason, requeue: waitRequeue,
+			facts: worker(skewed("v1.35.0", "v1.34.4", "v1.35.0"))},
+		{name: "a worker renders once the control plane caught up", kind: actWorkerJoin, facts: worker(skewed("v1.35.0", "v1.35.0", "v1.35.0"))},
+		{name: "a worker a patch ahead of the control plane joins", kind: actWorkerJoin, facts: worker(skewed("v1.34.5", "v1.34.4", "v1.34.4"))},
+		{name: "a worker one minor behind the control plane joins", kind: actWorkerJoin, facts: worker(skewed("v1.33.13", "v1.34.4", "v1.34.4"))},
+		{name: "a worker two minors behind the control plane is refused: kubeadm will not join it", kind: actFail, reason: cabpiv1.KubeadmVersionSkewReason, requeue: renderErrorRetry,
+			facts: worker(skewed("v1.32.9", "v1.34.4", "v1.34.4")),
+			check: func(t *testing.T, a action) { assert.Contains(t, a.message, "v1.32.9"); assert.Contains(t, a.message, "v1.34.4") }},
+		{name: "a control-plane join one minor ahead is the control plane's upgrade: it joins", kind: actControlPlaneJoin,
+			facts: worker(skewed("v1.35.0", "v1.34.4", "v1.34.4"), func(f *facts) { f.role, f.controlPlane = ignition.RoleControlPlaneJoin, true })},
+		{name: "a control-plane join two minors ahead waits", kind: actWait, reason: cabpiv1.WaitingForControlPlaneVersionReason, requeue: waitRequeue,
+			facts: worker(skewed("v1.36.0", "v1.34.4", "v1.34.4"), func(f *facts) { f.role, f.controlPlane = ignition.RoleControlPlaneJoin, true })},
+		{name: "a control-plane join two minors behind is refused", kind: actFail, reason: cabpiv1.KubeadmVersionSkewReason, requeue: renderErrorRetry,
+			facts: worker(skewed("v1.32.9", "v1.34.4", "v1.34.4"), func(f *facts) { f.role, f.controlPlane = ignition.RoleControlPlaneJoin, true })},
+		{name: "no control-plane Machine (a managed control plane) holds nothing", kind: actWorkerJoin, facts: worker(skewed("v1.35.0", "", ""))},
 		{name: "a worker joins", kind: actWorkerJoin, facts: worker(),
 			check: func(t *testing.T, a action) { assert.Equal(t, ignition.RoleWorkerJoin, a.role) }},
 		{name: "a MachinePool joins as a worker", kind: actWorkerJoin, facts: worker(func(f *facts) { f.machinePool = true })},

@@ -48,6 +48,10 @@ type facts struct {
 
 	infrastructureProvisioned bool
 	controlPlaneInitialized   bool
+	// machineVersion is the owner's Kubernetes version, and controlPlaneVersions what the
+	// Cluster's control plane says of its own: read for a join not delivered yet (skew.go).
+	machineVersion       string
+	controlPlaneVersions controlPlaneVersions
 
 	dataSecretAvailableTrue   bool
 	dataSecretAvailableReason string
@@ -134,6 +138,15 @@ func (r *Reconciler) gather(ctx context.Context, s *scope, conflict error) (fact
 	if conflict != nil {
 		f.conflict = conflict.Error()
 		return f, nil
+	}
+	if !f.delivered && f.role != ignition.RoleInit && f.controlPlaneInitialized {
+		// What the join skew guard decides from; only a join still to render needs it.
+		f.machineVersion = s.kubernetesVersion()
+		v, err := r.readControlPlaneVersions(ctx, s)
+		if err != nil {
+			return f, err
+		}
+		f.controlPlaneVersions = v
 	}
 	if !f.delivered || !f.dataSecret {
 		return f, nil

@@ -27,6 +27,13 @@ const (
 	// WaitingForControlPlaneInitializedReason (False): a joining node waits for the Cluster's
 	// ControlPlaneInitialized condition.
 	WaitingForControlPlaneInitializedReason = "WaitingForControlPlaneInitialized"
+	// WaitingForControlPlaneVersionReason (False): a join whose Machine's Kubernetes minor is
+	// newer than the control plane's waits for the control plane to be upgraded (a kubelet must
+	// not be newer than the API server); the message names both versions.
+	WaitingForControlPlaneVersionReason = "WaitingForControlPlaneVersion"
+	// KubeadmVersionSkewReason (False): a join whose Machine's Kubernetes minor is more than one
+	// behind the control plane's, which kubeadm refuses to join; the message names both versions.
+	KubeadmVersionSkewReason = "KubeadmVersionSkew"
 	// WaitingForInitLockReason (False): another control-plane Machine holds the cluster's kubeadm init lock.
 	WaitingForInitLockReason = "WaitingForInitLock"
 	// WaitingForControlPlaneEndpointReason (False): Cluster spec.controlPlaneEndpoint is not set.

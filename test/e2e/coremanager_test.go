@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -192,8 +194,18 @@ func applyManifest(t *testing.T, mc *managementCluster, path string) {
 		if len(obj.Object) == 0 {
 			continue
 		}
-		require.NoError(t, mc.client.Patch(t.Context(), obj, client.Apply, client.FieldOwner("e2e"), client.ForceOwnership), //nolint:staticcheck // unstructured objects from a file: no apply configurations
-			"applying %s %s from %s", obj.GetKind(), obj.GetName(), filepath.Base(path))
+		// A webhook of a Deployment just rolled out may not be reachable through its Service yet
+		// (the new Pod is Ready before every node's Service rules point at it: "connection
+		// refused"): the API server reports that as an internal error, which is tried again, as
+		// a user's `kubectl apply` would be.
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(2 * time.Second) {
+			err = mc.client.Patch(t.Context(), obj.DeepCopy(), client.Apply, client.FieldOwner("e2e"), client.ForceOwnership) //nolint:staticcheck // unstructured objects from a file: no apply configurations
+			if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "failed calling webhook") || time.Now().After(deadline) {
+				break
+			}
+			t.Logf("applying %s %s: %v; trying again", obj.GetKind(), obj.GetName(), err)
+		}
+		require.NoError(t, err, "applying %s %s from %s", obj.GetKind(), obj.GetName(), filepath.Base(path))
 	}
 }
 
