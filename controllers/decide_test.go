@@ -121,6 +121,7 @@ func decideRows() []decideRow {
 		{name: "a control-plane join two minors behind is refused", kind: actFail, reason: cabpiv1.KubeadmVersionSkewReason, requeue: renderErrorRetry,
 			facts: worker(skewed("v1.32.9", "v1.34.4", "v1.34.4"), func(f *facts) { f.role, f.controlPlane = ignition.RoleControlPlaneJoin, true })},
 		{name: "no control-plane Machine (a managed control plane) holds nothing", kind: actWorkerJoin, facts: worker(skewed("v1.35.0", "", ""))},
+		{name: "a version cabpi cannot render for is the render's to report, not held", kind: actWorkerJoin, facts: worker(skewed("v1.21.3", "v1.34.4", "v1.34.4"))},
 		{name: "a worker joins", kind: actWorkerJoin, facts: worker(),
 			check: func(t *testing.T, a action) { assert.Equal(t, ignition.RoleWorkerJoin, a.role) }},
 		{name: "a MachinePool joins as a worker", kind: actWorkerJoin, facts: worker(func(f *facts) { f.machinePool = true })},

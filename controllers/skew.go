@@ -45,11 +45,13 @@ const (
 // Machine, and waits for the last of them during a control-plane upgrade. A control-plane join is
 // how a control plane upgrades, one minor at a time: it may be one minor ahead of the newest
 // control-plane Machine, no more. Either is refused when more than one minor behind the newest
-// (kubeadm's join). Versions that do not parse, another major, or no control-plane Machine hold
-// nothing (the render says what is wrong with a version). The second result is the control
-// plane's version the verdict is about.
+// (kubeadm's join). Versions that do not parse or cabpi cannot render for, another major, or no
+// control-plane Machine hold nothing (the render says what is wrong with a version). The second
+// result is the control plane's version the verdict is about.
 func joinSkew(role ignition.Role, machine string, cp controlPlaneVersions) (skewVerdict, string) {
-	if role == ignition.RoleInit || cp.oldest == "" || cp.newest == "" {
+	// A version cabpi cannot render for at all is the render's to report (its reason names the
+	// version's own problem, which no control plane fixes).
+	if role == ignition.RoleInit || cp.oldest == "" || cp.newest == "" || ignition.ValidateKubernetesVersion(machine) != nil {
 		return skewSupported, ""
 	}
 	m, errM := semver.ParseTolerant(machine)
