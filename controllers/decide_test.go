@@ -105,7 +105,10 @@ func decideRows() []decideRow {
 		// The join skew guard: held to the control-plane Machines' versions (oldest, newest).
 		{name: "a worker a minor ahead of the control plane waits for it", kind: actWait, reason: cabpiv1.WaitingForControlPlaneVersionReason, requeue: waitRequeue,
 			facts: worker(skewed("v1.35.0", "v1.34.4", "v1.34.4")),
-			check: func(t *testing.T, a action) { assert.Contains(t, a.message, "v1.35.0"); assert.Contains(t, a.message, "v1.34.4") }},
+			check: func(t *testing.T, a action) {
+				assert.Contains(t, a.message, "v1.35.0")
+				assert.Contains(t, a.message, "v1.34.4")
+			}},
 		{name: "a worker waits for the last old control-plane Machine during an upgrade", kind: actWait, reason: cabpiv1.WaitingForControlPlaneVersionReason, requeue: waitRequeue,
 			facts: worker(skewed("v1.35.0", "v1.34.4", "v1.35.0"))},
 		{name: "a worker renders once the control plane caught up", kind: actWorkerJoin, facts: worker(skewed("v1.35.0", "v1.35.0", "v1.35.0"))},
@@ -113,7 +116,10 @@ func decideRows() []decideRow {
 		{name: "a worker one minor behind the control plane joins", kind: actWorkerJoin, facts: worker(skewed("v1.33.13", "v1.34.4", "v1.34.4"))},
 		{name: "a worker two minors behind the control plane is refused: kubeadm will not join it", kind: actFail, reason: cabpiv1.KubeadmVersionSkewReason, requeue: renderErrorRetry,
 			facts: worker(skewed("v1.32.9", "v1.34.4", "v1.34.4")),
-			check: func(t *testing.T, a action) { assert.Contains(t, a.message, "v1.32.9"); assert.Contains(t, a.message, "v1.34.4") }},
+			check: func(t *testing.T, a action) {
+				assert.Contains(t, a.message, "v1.32.9")
+				assert.Contains(t, a.message, "v1.34.4")
+			}},
 		{name: "a control-plane join one minor ahead is the control plane's upgrade: it joins", kind: actControlPlaneJoin,
 			facts: worker(skewed("v1.35.0", "v1.34.4", "v1.34.4"), func(f *facts) { f.role, f.controlPlane = ignition.RoleControlPlaneJoin, true })},
 		{name: "a control-plane join two minors ahead waits", kind: actWait, reason: cabpiv1.WaitingForControlPlaneVersionReason, requeue: waitRequeue,
