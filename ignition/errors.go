@@ -26,6 +26,10 @@ const (
 	ErrUnsupportedKubernetesVersion ErrorKind = "UnsupportedKubernetesVersion"
 	// ErrUnsupportedIgnitionVersion: the pinned version does not exist for the variant or is too low.
 	ErrUnsupportedIgnitionVersion ErrorKind = "UnsupportedIgnitionVersion"
+	// ErrKubernetesDigestUnknown: a file the node would download and run (a release binary, a
+	// system extension image) has no SHA-256 known: neither in cabpi's catalogue nor in
+	// spec.kubernetes.digestsFrom (KubernetesPins).
+	ErrKubernetesDigestUnknown ErrorKind = "KubernetesDigestUnknown"
 	// ErrInvalidInput: anything else wrong with the input (bad role, bad file, merged config invalid).
 	ErrInvalidInput ErrorKind = "InvalidInput"
 )

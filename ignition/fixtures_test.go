@@ -1,6 +1,8 @@
 package ignition_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +12,7 @@ import (
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodelayout"
 )
 
 // Fixed credentials: the renderer is pure, so these make the output reproducible byte for byte.
@@ -25,6 +28,7 @@ func joinInput(variant cabpiv1.Variant, kubernetesVersion string) ignition.Input
 		Variant:           variant,
 		Role:              ignition.RoleWorkerJoin,
 		KubernetesVersion: kubernetesVersion,
+		KubernetesDigests: testDigests(),
 		JoinConfiguration: &kubeadmv1.JoinConfiguration{
 			NodeRegistration: kubeadmv1.NodeRegistrationOptions{
 				KubeletExtraArgs: []kubeadmv1.Arg{{Name: "node-labels", Value: ptr.To("pool=default")}},
@@ -55,6 +59,7 @@ func initInput(variant cabpiv1.Variant, kubernetesVersion string) ignition.Input
 		Variant:           variant,
 		Role:              ignition.RoleInit,
 		KubernetesVersion: kubernetesVersion,
+		KubernetesDigests: testDigests(),
 		ClusterConfiguration: &kubeadmv1.ClusterConfiguration{
 			ControlPlaneEndpoint: testEndpoint,
 			APIServer:            kubeadmv1.APIServer{CertSANs: []string{"api.example.com"}},
@@ -186,4 +191,19 @@ var userTaint = corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.Tain
 // butaneDropin is a flatcar snippet adding one drop-in to unit.
 func butaneDropin(unit, contents string) string {
 	return fmt.Sprintf("variant: flatcar\nversion: 1.0.0\nsystemd:\n  units:\n    - name: %s\n      dropins:\n        - name: 10-x.conf\n          contents: %q\n", unit, contents)
+}
+
+// testDigests are the digests a user lists in spec.kubernetes.digestsFrom for the system
+// extension images the tests render (cabpi's catalogue has the official release binaries
+// only): made-up images' digests, one per version and architecture.
+func testDigests() ignition.KubernetesDigests {
+	user := nodelayout.Digests{}
+	for _, v := range []string{"v1.33.2", "v1.33.10", "v1.34.0", "v1.34.4", "v1.35.0"} {
+		for _, arch := range []cabpiv1.Architecture{cabpiv1.ArchitectureAMD64, cabpiv1.ArchitectureARM64} {
+			name := ignition.SysextImageName(v, arch)
+			sum := sha256.Sum256([]byte("test image " + name))
+			user[name] = hex.EncodeToString(sum[:])
+		}
+	}
+	return ignition.KubernetesDigests{User: user}
 }

@@ -64,6 +64,9 @@ type Input struct {
 	// Kubernetes says where kubeadm and the kubelet come from (spec.kubernetes): the image
 	// (zero value), the Kubernetes system extension, or the release binaries.
 	Kubernetes cabpiv1.KubernetesSpec
+	// KubernetesDigests are the digests the source's downloads are pinned to: the user's
+	// (spec.kubernetes.digestsFrom) over cabpi's catalogue (KubernetesPins).
+	KubernetesDigests KubernetesDigests
 
 	// ClusterConfiguration and InitConfiguration are used for RoleInit, already defaulted from the Cluster.
 	ClusterConfiguration *kubeadmv1.ClusterConfiguration
@@ -156,7 +159,7 @@ type Output struct {
 	// know and dropped); none with strict, where they are errors.
 	Warnings []Warning
 	// KubernetesFrom are the URLs the node downloads kubeadm and the kubelet from (source sysext
-	// or binaries, with their SHA-256 files); none when the image has them.
+	// or binaries); none when the image has them.
 	KubernetesFrom []string
 }
 

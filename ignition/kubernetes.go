@@ -61,10 +61,11 @@ type kubernetesInstall struct {
 	owned []string
 }
 
-// remoteFile is a file Ignition downloads.
+// remoteFile is a file Ignition downloads, and checks against sha256 when it is set before it
+// writes it (verification.hash): nothing runs a file that does not match.
 type remoteFile struct {
-	path, source string
-	mode         int
+	path, source, sha256 string
+	mode                 int
 }
 
 // checkKubernetes checks spec.kubernetes on its own and against the variant and version: the
@@ -196,14 +197,15 @@ func ParseSysextImageName(name string) (version string, arch cabpiv1.Architectur
 	return nodelayout.ParseSysextImageName(name)
 }
 
-// kubernetesFor builds what the input's Kubernetes source adds, once checkKubernetes accepted it.
-func kubernetesFor(in *Input) (*kubernetesInstall, error) {
+// kubernetesFor builds what the input's Kubernetes source adds, once checkKubernetes accepted it,
+// each download pinned to its digest in pins (KubernetesPins).
+func kubernetesFor(in *Input, pins nodelayout.Digests) (*kubernetesInstall, error) {
 	k := in.Kubernetes
 	switch kubernetesSource(k) {
 	case cabpiv1.KubernetesSourceSysext:
-		return sysextInstall(k, in.KubernetesVersion)
+		return sysextInstall(k, in.KubernetesVersion, pins)
 	case cabpiv1.KubernetesSourceBinaries:
-		return binariesInstall(k, in.KubernetesVersion)
+		return binariesInstall(k, in.KubernetesVersion, pins)
 	}
 	return &kubernetesInstall{}, nil
 }
@@ -211,13 +213,15 @@ func kubernetesFor(in *Input) (*kubernetesInstall, error) {
 // sysextInstall: Ignition downloads the image into the bakery's directory and links it from
 // /etc/extensions, where systemd-sysext merges it into /usr at boot; kubeadm.service waits for
 // that merge and the bootstrap checks it happened and brought the Machine's version.
-func sysextInstall(k cabpiv1.KubernetesSpec, version string) (*kubernetesInstall, error) {
+func sysextInstall(k cabpiv1.KubernetesSpec, version string, pins nodelayout.Digests) (*kubernetesInstall, error) {
 	l, err := nodelayout.SysextFor(k, version)
 	if err != nil {
 		return nil, err
 	}
+	sysupdate := k.Sysext != nil && k.Sysext.Sysupdate
+	downloads := l.Downloads(sysupdate)
 	inst := &kubernetesInstall{
-		remote: []remoteFile{{path: l.ImagePath, source: l.ImageURL, mode: 0o644}},
+		remote: []remoteFile{{path: l.ImagePath, source: l.ImageURL, sha256: pins[downloads[0].Rel], mode: 0o644}},
 		links:  []types.Link{{Node: types.Node{Path: SysextLink, Overwrite: ptr.To(true)}, LinkEmbedded1: types.LinkEmbedded1{Target: l.ImagePath}}},
 		after:  []string{sysextService},
 		owned:  append([]string{SysextDir, SysextLink}, nodelayout.UpdateOwned...),
@@ -227,7 +231,7 @@ func sysextInstall(k cabpiv1.KubernetesSpec, version string) (*kubernetesInstall
 		return nil, err
 	}
 	inst.stepFiles, inst.stepCall = []string{"kubernetes-version.sh", "kubernetes-sysext.sh"}, call
-	if k.Sysext == nil || !k.Sysext.Sysupdate {
+	if !sysupdate {
 		return inst, nil
 	}
 	// The bakery's systemd-sysupdate configuration for the version's minor: patch releases only.
@@ -236,8 +240,8 @@ func sysextInstall(k cabpiv1.KubernetesSpec, version string) (*kubernetesInstall
 		return nil, fmt.Errorf("reading the embedded sysupdate script: %w", err)
 	}
 	inst.remote = append(inst.remote,
-		remoteFile{path: l.TransferPath, source: l.TransferURL, mode: 0o644},
-		remoteFile{path: SysupdateNoopPath, source: l.NoopURL, mode: 0o644})
+		remoteFile{path: l.TransferPath, source: l.TransferURL, sha256: pins[downloads[1].Rel], mode: 0o644},
+		remoteFile{path: SysupdateNoopPath, source: l.NoopURL, sha256: pins[downloads[2].Rel], mode: 0o644})
 	inst.data = append(inst.data, File{Path: sysupdateScript, Content: script, Mode: 0o755})
 	dropin := serializeUnit([]*unit.UnitOption{
 		unit.NewUnitOption("Service", "ExecStartPre", "/bin/bash "+sysupdateScript),
@@ -250,20 +254,17 @@ func sysextInstall(k cabpiv1.KubernetesSpec, version string) (*kubernetesInstall
 	return inst, nil
 }
 
-// binariesInstall: Ignition downloads kubeadm, kubelet (and kubectl) with their SHA-256 files into
-// a staging directory; the bootstrap checks them and installs them into /opt/bin. The kubelet's
-// unit and kubeadm's drop-in for it are written here, the unit enabled by the bootstrap only
-// after the check.
-func binariesInstall(k cabpiv1.KubernetesSpec, version string) (*kubernetesInstall, error) {
+// binariesInstall: Ignition downloads kubeadm, kubelet (and kubectl) into a staging directory,
+// each checked against its pin before it is written; the bootstrap installs them into /opt/bin
+// and checks their versions. The kubelet's unit and kubeadm's drop-in for it are written here,
+// the unit enabled by the bootstrap only after the check.
+func binariesInstall(k cabpiv1.KubernetesSpec, version string, pins nodelayout.Digests) (*kubernetesInstall, error) {
 	b := nodelayout.BinariesFor(k, version)
 	stage := path.Join(binariesStage, version)
 	inst := &kubernetesInstall{owned: append([]string{binariesStage}, nodelayout.UpdateOwned...)}
-	for _, name := range b.Names {
-		source := b.URL(name)
-		inst.remote = append(inst.remote,
-			remoteFile{path: path.Join(stage, name), source: source, mode: 0o644},
-			remoteFile{path: path.Join(stage, name+".sha256"), source: source + ".sha256", mode: 0o644})
-		inst.owned = append(inst.owned, path.Join(binDir, name))
+	for _, d := range b.Downloads() {
+		inst.remote = append(inst.remote, remoteFile{path: path.Join(stage, d.Name), source: d.URL, sha256: pins[d.Rel], mode: 0o644})
+		inst.owned = append(inst.owned, path.Join(binDir, d.Name))
 	}
 	kubeletPath := path.Join(binDir, "kubelet")
 	inst.units = []types.Unit{{
@@ -320,6 +321,18 @@ func (k *kubernetesInstall) ownedFiles() []ownedFile {
 		out = append(out, ownedFile{File: f, place: At(PartKubernetes)})
 	}
 	return out
+}
+
+// specVersion is the spec version of the base config: baseSpecVersion, or pinnedSpecVersion when
+// a download is pinned to a SHA-256, which verification.hash takes from 3.1.0 on (3.0.0 has
+// sha512 only). The base is built with 3.0.0's types either way: 3.1.0 only adds to them.
+func (k *kubernetesInstall) specVersion() string {
+	for _, f := range k.remote {
+		if f.sha256 != "" {
+			return pinnedSpecVersion
+		}
+	}
+	return baseSpecVersion
 }
 
 // remotePaths are the paths of the files and links the source has Ignition write.

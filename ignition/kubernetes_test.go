@@ -12,10 +12,12 @@ import (
 	exptypes "github.com/coreos/ignition/v2/config/v3_7_experimental/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
 	"mvdan.cc/sh/v3/syntax"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodelayout"
 )
 
 // The sources as the spec names them, and the release the outputs are checked at.
@@ -40,6 +42,15 @@ func kubernetesWorker(variant cabpiv1.Variant, version string, k cabpiv1.Kuberne
 
 func withFiles(files ...ignition.File) func(*ignition.Input) {
 	return func(in *ignition.Input) { in.Files = files }
+}
+
+// withDigests adds user's digests (spec.kubernetes.digestsFrom) to the test's.
+func withDigests(user nodelayout.Digests) func(*ignition.Input) {
+	return func(in *ignition.Input) {
+		for p, sum := range user {
+			in.KubernetesDigests.User[p] = sum
+		}
+	}
 }
 
 func withButane(doc string) func(*ignition.Input) {
@@ -75,6 +86,7 @@ func TestKubernetesRejects(t *testing.T) {
 	binariesAt := ignition.At(ignition.PartKubernetes, ignition.KubernetesBinaries)
 	sysextBase := ignition.At(ignition.PartKubernetes, ignition.KubernetesSysext, ignition.KubernetesBaseURL)
 	binariesBase := ignition.At(ignition.PartKubernetes, ignition.KubernetesBinaries, ignition.KubernetesBaseURL)
+	digestsAt := ignition.At(ignition.PartKubernetes, ignition.KubernetesDigestsFrom)
 	versionAt := ignition.At(ignition.PartKubernetesVersion)
 	butaneAt := ignition.At(ignition.PartButane)
 	file0 := ignition.Entry(ignition.PartFile, 0, ignition.FilePath)
@@ -211,6 +223,21 @@ func TestKubernetesRejects(t *testing.T) {
 		{"snippet masks kubelet.service with binaries", kubernetesWorker(cabpiv1.VariantFlatcar, k8sRelease,
 			cabpiv1.KubernetesSpec{Source: binaries}, withButane(kubeletUnit("      mask: true\n"))),
 			ignition.ErrOwnedPathConflict, butaneAt, "kubelet.service"},
+		// Digests that do not come from the mirror (docs/adr/046): what runs must be pinned.
+		{"sysext image with no digest", kubernetesWorker(cabpiv1.VariantFlatcar, "v1.34.3", cabpiv1.KubernetesSpec{Source: sysext}),
+			ignition.ErrKubernetesDigestUnknown, digestsAt, "kubernetes-v1.34.3-x86-64.raw of v1.34.3"},
+		{"binaries of a release newer than the catalogue", kubernetesWorker(cabpiv1.VariantFlatcar, "v1.99.0", cabpiv1.KubernetesSpec{Source: binaries}),
+			ignition.ErrKubernetesDigestUnknown, digestsAt, "v1.99.0/bin/linux/amd64/kubeadm, v1.99.0/bin/linux/amd64/kubelet"},
+		{"a pre-release's kubectl with no digest", kubernetesWorker(cabpiv1.VariantFlatcar, "v1.35.0-rc.1",
+			cabpiv1.KubernetesSpec{Source: binaries, Binaries: &cabpiv1.BinariesSource{Kubectl: true}}, withDigests(preReleaseDigests)),
+			ignition.ErrKubernetesDigestUnknown, digestsAt, "spec.kubernetes.digestsFrom"},
+		{"http with sysupdate's files unpinned", kubernetesWorker(cabpiv1.VariantFlatcar, k8sRelease,
+			cabpiv1.KubernetesSpec{Source: sysext, Sysext: &cabpiv1.SysextSource{BaseURL: "http://10.0.0.5/ext", Sysupdate: true}}),
+			ignition.ErrInvalidInput, sysextBase, "kubernetes/kubernetes-v1.34.conf, noop.conf have no digest"},
+		{"pinned Ignition 3.0.0 with pinned downloads", kubernetesWorker(cabpiv1.VariantFCOS, k8sRelease, cabpiv1.KubernetesSpec{Source: binaries},
+			func(in *ignition.Input) { in.IgnitionVersion = "3.0.0" }),
+			ignition.ErrUnsupportedIgnitionVersion, ignition.At(ignition.PartIgnitionVersion), "verification.hash"},
+
 		{"snippet replaces kubeadm's kubelet drop-in with binaries", kubernetesWorker(cabpiv1.VariantFlatcar, k8sRelease,
 			cabpiv1.KubernetesSpec{Source: binaries}, withButane(kubeletUnit("      dropins:\n        - name: 10-kubeadm.conf\n          contents: \"[Service]\\n\"\n"))),
 			ignition.ErrOwnedPathConflict, butaneAt, "10-kubeadm.conf"},
@@ -242,7 +269,12 @@ func TestKubernetesAcceptsNearMisses(t *testing.T) {
 		name string
 		in   ignition.Input
 	}{
-		{"binaries pre-release", kubernetesWorker(cabpiv1.VariantFlatcar, "v1.35.0-rc.1", cabpiv1.KubernetesSpec{Source: binaries})},
+		{"binaries pre-release", kubernetesWorker(cabpiv1.VariantFlatcar, "v1.35.0-rc.1", cabpiv1.KubernetesSpec{Source: binaries}, withDigests(preReleaseDigests))},
+		{"http with sysupdate's files pinned too", kubernetesWorker(cabpiv1.VariantFlatcar, k8sRelease,
+			cabpiv1.KubernetesSpec{Source: sysext, Sysext: &cabpiv1.SysextSource{BaseURL: "http://10.0.0.5/ext", Sysupdate: true}},
+			withDigests(nodelayout.Digests{"kubernetes/kubernetes-v1.34.conf": strings.Repeat("3", 64), "noop.conf": strings.Repeat("4", 64)}))},
+		{"http binaries, pinned by the catalogue", kubernetesWorker(cabpiv1.VariantFlatcar, k8sRelease,
+			cabpiv1.KubernetesSpec{Source: binaries, Binaries: &cabpiv1.BinariesSource{BaseURL: "http://10.0.0.5/release"}})},
 		{"image build metadata", kubernetesWorker(cabpiv1.VariantFlatcar, "v1.34.0+vendor.1", cabpiv1.KubernetesSpec{})},
 		{"image pre-release", kubernetesWorker(cabpiv1.VariantFlatcar, "v1.34.0-rc.1", cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceImage})},
 		{"image arm64", kubernetesWorker(cabpiv1.VariantFCOS, k8sRelease, cabpiv1.KubernetesSpec{Arch: cabpiv1.ArchitectureARM64})},
@@ -298,10 +330,22 @@ func TestKubeletDropinMergesWithBinaries(t *testing.T) {
 	assert.ElementsMatch(t, []string{"10-kubeadm.conf", "20-extra.conf"}, names)
 }
 
-// remoteFile is a file Ignition downloads at boot, as the outputs are checked.
+// remoteFile is a file Ignition downloads at boot, as the outputs are checked: hash is its
+// verification.hash, "" for none.
 type remoteFile struct {
 	source string
 	mode   int
+	hash   string
+}
+
+// imageHash is the verification.hash of a system extension image of testDigests.
+func imageHash(name string) string { return "sha256-" + testDigests().User[name] }
+
+// preReleaseDigests are a user's digests of a pre-release's binaries, which cabpi's catalogue
+// does not have.
+var preReleaseDigests = nodelayout.Digests{
+	"v1.35.0-rc.1/bin/linux/amd64/kubeadm": strings.Repeat("1", 64),
+	"v1.35.0-rc.1/bin/linux/amd64/kubelet": strings.Repeat("2", 64),
 }
 
 // What each source adds to the config: the files Ignition downloads (all of them, with their
@@ -312,10 +356,12 @@ func TestKubernetesOutputs(t *testing.T) {
 	stage := func(version, arch, base string, names ...string) map[string]remoteFile {
 		out := map[string]remoteFile{}
 		for _, n := range names {
-			src := base + version + "/bin/linux/" + arch + "/" + n
-			dir := "/opt/cabpi/kubernetes/" + version + "/"
-			out[dir+n] = remoteFile{src, 0o644}
-			out[dir+n+".sha256"] = remoteFile{src + ".sha256", 0o644}
+			rel := version + "/bin/linux/" + arch + "/" + n
+			sum, ok := nodelayout.CatalogueDigest(rel)
+			if !ok {
+				sum = preReleaseDigests[rel]
+			}
+			out["/opt/cabpi/kubernetes/"+version+"/"+n] = remoteFile{base + rel, 0o644, "sha256-" + sum}
 		}
 		return out
 	}
@@ -333,7 +379,7 @@ func TestKubernetesOutputs(t *testing.T) {
 		{
 			name:   "sysext default",
 			in:     kubernetesWorker(cabpiv1.VariantFlatcar, k8sRelease, cabpiv1.KubernetesSpec{Source: sysext}),
-			remote: map[string]remoteFile{sysextImage: {bakery + "kubernetes-v1.34.4-x86-64.raw", 0o644}},
+			remote: map[string]remoteFile{sysextImage: {bakery + "kubernetes-v1.34.4-x86-64.raw", 0o644, imageHash("kubernetes-v1.34.4-x86-64.raw")}},
 			link:   sysextImage,
 			call:   "cabpi_use_sysext v1.34.4",
 		},
@@ -341,7 +387,7 @@ func TestKubernetesOutputs(t *testing.T) {
 			name: "sysext arm64",
 			in:   kubernetesWorker(cabpiv1.VariantFlatcar, k8sRelease, cabpiv1.KubernetesSpec{Source: sysext, Arch: cabpiv1.ArchitectureARM64}),
 			remote: map[string]remoteFile{
-				"/opt/extensions/kubernetes/kubernetes-v1.34.4-arm64.raw": {bakery + "kubernetes-v1.34.4-arm64.raw", 0o644},
+				"/opt/extensions/kubernetes/kubernetes-v1.34.4-arm64.raw": {bakery + "kubernetes-v1.34.4-arm64.raw", 0o644, imageHash("kubernetes-v1.34.4-arm64.raw")},
 			},
 			link: "/opt/extensions/kubernetes/kubernetes-v1.34.4-arm64.raw",
 			call: "cabpi_use_sysext v1.34.4",
@@ -350,7 +396,7 @@ func TestKubernetesOutputs(t *testing.T) {
 			name: "sysext from a mirror with a trailing slash, on fcos",
 			in: kubernetesWorker(cabpiv1.VariantFCOS, k8sRelease,
 				cabpiv1.KubernetesSpec{Source: sysext, Sysext: &cabpiv1.SysextSource{BaseURL: "https://mirror.example/ext/"}}),
-			remote: map[string]remoteFile{sysextImage: {"https://mirror.example/ext/kubernetes-v1.34.4-x86-64.raw", 0o644}},
+			remote: map[string]remoteFile{sysextImage: {"https://mirror.example/ext/kubernetes-v1.34.4-x86-64.raw", 0o644, imageHash("kubernetes-v1.34.4-x86-64.raw")}},
 			link:   sysextImage,
 			call:   "cabpi_use_sysext v1.34.4",
 		},
@@ -358,12 +404,12 @@ func TestKubernetesOutputs(t *testing.T) {
 			name: "sysext with sysupdate",
 			in: kubernetesWorker(cabpiv1.VariantFlatcar, k8sRelease,
 				cabpiv1.KubernetesSpec{Source: sysext, Sysext: &cabpiv1.SysextSource{Sysupdate: true}}),
-			remote: map[string]remoteFile{sysextImage: {bakery + "kubernetes-v1.34.4-x86-64.raw", 0o644}},
+			remote: map[string]remoteFile{sysextImage: {bakery + "kubernetes-v1.34.4-x86-64.raw", 0o644, imageHash("kubernetes-v1.34.4-x86-64.raw")}},
 			link:   sysextImage,
 			call:   "cabpi_use_sysext v1.34.4",
 			sysupdate: map[string]remoteFile{
-				"/etc/sysupdate.kubernetes.d/kubernetes-v1.34.conf": {bakery + "kubernetes/kubernetes-v1.34.conf", 0o644},
-				"/etc/sysupdate.d/noop.conf":                        {bakery + "noop.conf", 0o644},
+				"/etc/sysupdate.kubernetes.d/kubernetes-v1.34.conf": {bakery + "kubernetes/kubernetes-v1.34.conf", 0o644, ""},
+				"/etc/sysupdate.d/noop.conf":                        {bakery + "noop.conf", 0o644, ""},
 			},
 		},
 		{
@@ -371,13 +417,13 @@ func TestKubernetesOutputs(t *testing.T) {
 			in: kubernetesWorker(cabpiv1.VariantFlatcar, "v1.33.10",
 				cabpiv1.KubernetesSpec{Source: sysext, Sysext: &cabpiv1.SysextSource{BaseURL: "https://mirror.example/ext//", Sysupdate: true}}),
 			remote: map[string]remoteFile{
-				"/opt/extensions/kubernetes/kubernetes-v1.33.10-x86-64.raw": {"https://mirror.example/ext/kubernetes-v1.33.10-x86-64.raw", 0o644},
+				"/opt/extensions/kubernetes/kubernetes-v1.33.10-x86-64.raw": {"https://mirror.example/ext/kubernetes-v1.33.10-x86-64.raw", 0o644, imageHash("kubernetes-v1.33.10-x86-64.raw")},
 			},
 			link: "/opt/extensions/kubernetes/kubernetes-v1.33.10-x86-64.raw",
 			call: "cabpi_use_sysext v1.33.10",
 			sysupdate: map[string]remoteFile{
-				"/etc/sysupdate.kubernetes.d/kubernetes-v1.33.conf": {"https://mirror.example/ext/kubernetes/kubernetes-v1.33.conf", 0o644},
-				"/etc/sysupdate.d/noop.conf":                        {"https://mirror.example/ext/noop.conf", 0o644},
+				"/etc/sysupdate.kubernetes.d/kubernetes-v1.33.conf": {"https://mirror.example/ext/kubernetes/kubernetes-v1.33.conf", 0o644, ""},
+				"/etc/sysupdate.d/noop.conf":                        {"https://mirror.example/ext/noop.conf", 0o644, ""},
 			},
 		},
 		{
@@ -401,8 +447,9 @@ func TestKubernetesOutputs(t *testing.T) {
 			call:   "cabpi_install_binaries v1.34.4 /opt/cabpi/kubernetes/v1.34.4 kubeadm kubelet",
 		},
 		{
-			name:   "binaries pre-release",
-			in:     kubernetesWorker(cabpiv1.VariantFlatcar, "v1.35.0-rc.1", cabpiv1.KubernetesSpec{Source: binaries}),
+			name: "binaries pre-release",
+			in: kubernetesWorker(cabpiv1.VariantFlatcar, "v1.35.0-rc.1", cabpiv1.KubernetesSpec{Source: binaries},
+				withDigests(preReleaseDigests)),
 			remote: stage("v1.35.0-rc.1", "amd64", "https://dl.k8s.io/release/", "kubeadm", "kubelet"),
 			call:   "cabpi_install_binaries v1.35.0-rc.1 /opt/cabpi/kubernetes/v1.35.0-rc.1 kubeadm kubelet",
 		},
@@ -426,7 +473,7 @@ func TestKubernetesOutputs(t *testing.T) {
 					continue
 				}
 				require.NotNil(t, f.Mode, f.Path)
-				got[f.Path] = remoteFile{*f.Contents.Source, *f.Mode}
+				got[f.Path] = remoteFile{*f.Contents.Source, *f.Mode, ptr.Deref(f.Contents.Verification.Hash, "")}
 				assert.True(t, f.Overwrite != nil && *f.Overwrite, "%s is written over what is there", f.Path)
 				assert.Nil(t, f.Contents.Compression, f.Path)
 				_, afterScheme, _ := strings.Cut(*f.Contents.Source, "://")

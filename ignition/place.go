@@ -139,6 +139,8 @@ const (
 	KubernetesBinaries  Member = "binaries"
 	KubernetesBaseURL   Member = "baseURL"
 	KubernetesSysupdate Member = "sysupdate"
+	// KubernetesDigestsFrom is where the digests of the source's downloads are listed.
+	KubernetesDigestsFrom Member = "digestsFrom"
 )
 
 // Members of a User place, named as the spec names them.

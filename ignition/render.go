@@ -70,8 +70,11 @@ func mergeInput(in *Input) (*merged, error) {
 	pinErr := rep.add(validateIgnitionVersion(in.Variant, in.IgnitionVersion))
 	inst := &kubernetesInstall{}
 	if !rep.addAll(checkKubernetes(in.Variant, in.Kubernetes, in.KubernetesVersion)) && versionErr == nil {
+		// A download with no digest is reported, and the rest built and checked all the same.
+		pins, errs := kubernetesPins(in.Kubernetes, in.KubernetesVersion, in.KubernetesDigests)
+		rep.addAll(errs)
 		var err error
-		if inst, err = kubernetesFor(in); err != nil {
+		if inst, err = kubernetesFor(in, pins); err != nil {
 			return nil, err
 		}
 	}
@@ -106,7 +109,7 @@ func mergeInput(in *Input) (*merged, error) {
 	rep.Warnings = append(rep.Warnings, twiceDefinedUserWarnings(in, snip)...)
 	var target string
 	if !pinErr {
-		target, ierr = targetIgnitionVersion(in.Variant, emitted, in.IgnitionVersion)
+		target, ierr = targetIgnitionVersion(in.Variant, inst.specVersion(), emitted, in.IgnitionVersion)
 		rep.add(ierr)
 	}
 	if len(rep.Errors) > 0 {
@@ -123,7 +126,7 @@ func mergeInput(in *Input) (*merged, error) {
 		return nil, err
 	}
 	unit := kubeadmUnit(metadata, inst.after, updateAgents[in.Variant])
-	base, err := json.Marshal(baseConfig(kubeadmYAML, script, unit, provider, inst, in.Files, in.Users, in.Compress))
+	base, err := json.Marshal(baseConfig(inst.specVersion(), kubeadmYAML, script, unit, provider, inst, in.Files, in.Users, in.Compress))
 	if err != nil {
 		return nil, fmt.Errorf("encoding the base config: %w", err)
 	}

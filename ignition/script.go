@@ -23,7 +23,7 @@ var scripts embed.FS
 //     /opt/bin appended to PATH, because images that add kubeadm to Flatcar's read-only /usr put
 //     it there and systemd does not search it (system binaries keep precedence).
 //   - with a Kubernetes source other than the image (kubernetes.go), its step: the sysext is
-//     merged, or the release binaries match their SHA-256 files and are installed, and kubeadm
+//     merged, or the release binaries (checked by Ignition against their pins) are installed, and kubeadm
 //     and the kubelet are of the Machine's version; before the user's commands, which may use them.
 //   - metadata.sh and its call, when the node is named from metadata: the named attributes are
 //     substituted into /etc/kubeadm.yml, before the user's commands see it.

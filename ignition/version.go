@@ -64,9 +64,10 @@ func specFor(variant cabpiv1.Variant) (variantSpec, *Error) {
 }
 
 // targetIgnitionVersion picks the spec version of the output: the highest of the variant's
-// floor and what the snippet emits, or the pinned version, which must be at least what the
-// snippet emits (a config cannot be translated down). emitted is empty without a snippet.
-func targetIgnitionVersion(variant cabpiv1.Variant, emitted, pinned string) (string, *Error) {
+// floor, the base config's own version and what the snippet emits, or the pinned version, which
+// must be at least the base's and what the snippet emits (a config cannot be translated down).
+// emitted is empty without a snippet.
+func targetIgnitionVersion(variant cabpiv1.Variant, base, emitted, pinned string) (string, *Error) {
 	spec, ierr := specFor(variant)
 	if ierr != nil {
 		return "", ierr
@@ -75,11 +76,17 @@ func targetIgnitionVersion(variant cabpiv1.Variant, emitted, pinned string) (str
 		return "", ierr
 	}
 	target := spec.floor
-	if emitted != "" && mustVersion(emitted).GT(mustVersion(target)) {
-		target = emitted
+	for _, v := range []string{base, emitted} {
+		if v != "" && mustVersion(v).GT(mustVersion(target)) {
+			target = v
+		}
 	}
 	if pinned == "" {
 		return target, nil
+	}
+	if mustVersion(pinned).LT(mustVersion(base)) {
+		return "", errorf(ErrUnsupportedIgnitionVersion, At(PartIgnitionVersion),
+			"pinned Ignition version %s is lower than %s, the first whose verification.hash takes the SHA-256 the Kubernetes downloads are pinned to", pinned, base)
 	}
 	if emitted != "" && mustVersion(pinned).LT(mustVersion(emitted)) {
 		return "", errorf(ErrUnsupportedIgnitionVersion, At(PartIgnitionVersion),

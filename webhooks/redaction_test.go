@@ -64,7 +64,7 @@ func specFieldNames(t reflect.Type) map[string]string {
 // keys and certificates, numbers, switches, and the structures that hold other fields.
 var notSecretFields = map[string]bool{
 	"advertiseAddress": true, "apiServer": true, "apiServerEndpoint": true, "apiVersion": true,
-	"append": true, "arch": true, "binaries": true, "bindPort": true,
+	"append": true, "arch": true, "binaries": true, "bindPort": true, "digestsFrom": true,
 	"bootstrapToken": true, "bootstrapTokens": true, "butane": true, "caCertHashes": true,
 	"caCertPath": true, "caCertificateValidityPeriodDays": true, "caFile": true, "certFile": true,
 	"certSANs": true, "certificateAuthorityData": true, "certificateValidityPeriodDays": true,

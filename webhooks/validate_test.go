@@ -94,7 +94,7 @@ func TestValidateKubernetesPlaces(t *testing.T) {
 			s.Files = []cabpiv1.File{{Path: "/opt/bin/kubeadm", Content: "x"}}
 		}, []want{{"spec.files[0].path", "/opt/bin/kubeadm"}}},
 		{"template: a snippet writing the extension link with sysext", true, func(s *cabpiv1.IgnitionConfigSpec) {
-			s.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext}
+			s.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext, DigestsFrom: digestsFrom}
 			s.Butane.Inline = "variant: flatcar\nversion: 1.0.0\nstorage:\n  files:\n  - path: /etc/extensions/kubernetes.raw\n"
 		}, []want{{"spec.template.spec.butane.inline", "/etc/extensions/kubernetes.raw"}}},
 		// Set aside, spec.kubernetes leaves the rest to be checked: the file's error is found too.
@@ -103,8 +103,16 @@ func TestValidateKubernetesPlaces(t *testing.T) {
 			s.PreKubeadmCommands = []string{"echo 'x"}
 		}, []want{{"spec.kubernetes.binaries.baseURL", `Invalid value: "ftp://x": `}, {"spec.preKubeadmCommands[0]", "not a complete shell command"}}},
 		{"config: flatcar sysext", false, func(s *cabpiv1.IgnitionConfigSpec) {
-			s.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext, Sysext: &cabpiv1.SysextSource{Sysupdate: true}}
+			s.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext, Sysext: &cabpiv1.SysextSource{Sysupdate: true}, DigestsFrom: digestsFrom}
 		}, nil},
+		// The catalogue has no system extension images: their digests are the user's to give.
+		{"template: flatcar sysext without digests", true, func(s *cabpiv1.IgnitionConfigSpec) {
+			s.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext}
+		}, []want{{"spec.template.spec.kubernetes.digestsFrom", "no SHA-256 is known for kubernetes-v1.34.0-x86-64.raw"}}},
+		{"config: http sysext with sysupdate and no digests", false, func(s *cabpiv1.IgnitionConfigSpec) {
+			s.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext,
+				Sysext: &cabpiv1.SysextSource{BaseURL: "http://10.0.0.5/ext", Sysupdate: true}}
+		}, []want{{"spec.kubernetes.digestsFrom", "no SHA-256 is known"}, {"spec.kubernetes.sysext.baseURL", "http://"}}},
 		{"template: fcos binaries from a mirror", true, func(s *cabpiv1.IgnitionConfigSpec) {
 			s.Variant = cabpiv1.VariantFCOS
 			s.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries, Arch: cabpiv1.ArchitectureARM64,
@@ -157,7 +165,8 @@ func TestValidateKubernetesOwnerVersion(t *testing.T) {
 		{cabpiv1.KubernetesSourceImage, "v1.34.0+vendor.1", false},
 	} {
 		t.Run(string(tc.source)+"-"+tc.version, func(t *testing.T) {
-			spec := &cabpiv1.IgnitionConfigSpec{Kubernetes: cabpiv1.KubernetesSpec{Source: tc.source}}
+			// digestsFrom is not read at admission: its downloads are pinned to a stand-in.
+			spec := &cabpiv1.IgnitionConfigSpec{Kubernetes: cabpiv1.KubernetesSpec{Source: tc.source, DigestsFrom: digestsFrom}}
 			errs, _ := validateSpec(specCheck{spec: spec, path: field.NewPath("spec"), kubernetesVersion: tc.version})
 			if !tc.bad {
 				assert.Empty(t, errs)
@@ -247,3 +256,6 @@ func TestValidateForeignSysextWarnedForTheOwnersVersion(t *testing.T) {
 	_, warnings = validateSpec(specCheck{spec: spec, path: field.NewPath("spec"), kubernetesVersion: configinput.DefaultKubernetesVersion})
 	assert.Empty(t, warnings)
 }
+
+// digestsFrom names a user's digest list, which admission does not read.
+var digestsFrom = &cabpiv1.DigestsSource{ConfigMap: &cabpiv1.KeyReference{Name: "mirror-digests", Key: "SHA256SUMS"}}

@@ -69,6 +69,10 @@ const (
 	// UnsupportedIgnitionVersionReason (False): spec.ignitionVersion is not emitted for the variant,
 	// or is lower than the butane snippet needs.
 	UnsupportedIgnitionVersionReason = "UnsupportedIgnitionVersion"
+	// KubernetesDigestUnknownReason: a file the node would download and run (a release binary, a
+	// system extension image) has no SHA-256 known, in cabpi's catalogue or in
+	// spec.kubernetes.digestsFrom; nothing is stored until one is listed there (docs/adr/046).
+	KubernetesDigestUnknownReason = "KubernetesDigestUnknown"
 	// InvalidConfigReason (False): any other rendering error (e.g. the merged Ignition fails validation).
 	InvalidConfigReason = "InvalidConfig"
 	// WaitingForInfrastructureMachineReason (False): the owner's infrastructure machine, whose

@@ -174,9 +174,9 @@ const (
 	// kubeadm.service runs (Flatcar's way; the extension carries the kubelet's unit).
 	KubernetesSourceSysext KubernetesSource = "sysext"
 	// KubernetesSourceBinaries: kubeadm and kubelet (and kubectl if asked) of the release layout
-	// are downloaded by Ignition, checked against the release's SHA-256 files by the bootstrap
-	// before anything runs them, and installed into /opt/bin; cabpi writes the kubelet's unit
-	// and kubeadm's drop-in for it.
+	// are downloaded by Ignition, each checked against its pinned SHA-256 (digestsFrom, cabpi's
+	// catalogue) before anything runs it, and installed into /opt/bin; cabpi writes the
+	// kubelet's unit and kubeadm's drop-in for it.
 	KubernetesSourceBinaries KubernetesSource = "binaries"
 )
 
@@ -198,7 +198,7 @@ const (
 	// kubernetes/kubernetes-<minor>.conf and noop.conf.
 	DefaultSysextBaseURL = "https://extensions.flatcar.org/extensions"
 	// DefaultBinariesBaseURL is the Kubernetes release layout:
-	// <version>/bin/linux/<arch>/<binary> and <binary>.sha256.
+	// <version>/bin/linux/<arch>/<binary>.
 	DefaultBinariesBaseURL = "https://dl.k8s.io/release"
 )
 
@@ -225,6 +225,29 @@ type KubernetesSpec struct {
 	// binaries configures source binaries.
 	// +optional
 	Binaries *BinariesSource `json:"binaries,omitempty"`
+
+	// digestsFrom names a Secret or ConfigMap key that lists the SHA-256 of the files the node
+	// downloads, as sha256sum prints them when run in the mirror's root
+	// ("<hex>  v1.34.2/bin/linux/amd64/kubelet", "<hex>  kubernetes-v1.34.2-x86-64.raw"; the
+	// sysext bakery's SHA256SUMS has this form). Each download is pinned to its digest: Ignition
+	// checks it before anything runs it, and so does an in-place update. cabpi knows the
+	// digests of the official release binaries; list those of your own builds and of the
+	// system extension images here. A digest listed here wins over cabpi's for the same path.
+	// A version whose binaries or image have no digest known is not rendered
+	// (KubernetesDigestUnknown).
+	// +optional
+	DigestsFrom *DigestsSource `json:"digestsFrom,omitempty"`
+}
+
+// DigestsSource names exactly one Secret or ConfigMap key holding a digest list.
+// +kubebuilder:validation:XValidation:rule="has(self.secret) != has(self.configMap)",message="set exactly one of secret or configMap"
+type DigestsSource struct {
+	// secret is a key of a Secret in the config's namespace.
+	// +optional
+	Secret *KeyReference `json:"secret,omitempty"`
+	// configMap is a key of a ConfigMap in the config's namespace.
+	// +optional
+	ConfigMap *KeyReference `json:"configMap,omitempty"`
 }
 
 // SysextSource is where the Kubernetes system extension comes from.
@@ -232,7 +255,9 @@ type SysextSource struct {
 	// baseURL serves kubernetes-<version>-<x86-64|arm64>.raw (and, with sysupdate,
 	// kubernetes/kubernetes-<minor>.conf and noop.conf), as the Flatcar sysext bakery does. Set
 	// it to a mirror of that layout for air-gapped nodes. Default
-	// https://extensions.flatcar.org/extensions.
+	// https://extensions.flatcar.org/extensions. The image is checked against a digest you give
+	// (spec.kubernetes.digestsFrom), never against the mirror's own list. An http:// URL is
+	// refused with sysupdate unless the transfer file and noop.conf are pinned there too.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	BaseURL string `json:"baseURL,omitempty"`
@@ -248,9 +273,10 @@ type SysextSource struct {
 // BinariesSource is where the release binaries come from.
 type BinariesSource struct {
 	// baseURL serves the Kubernetes release layout:
-	// <baseURL>/<version>/bin/linux/<arch>/{kubeadm,kubelet,kubectl} and a .sha256 file beside
-	// each. Set it to a mirror of that layout for air-gapped nodes. Default
-	// https://dl.k8s.io/release.
+	// <baseURL>/<version>/bin/linux/<arch>/{kubeadm,kubelet,kubectl}. Set it to a mirror of that
+	// layout for air-gapped nodes. Default https://dl.k8s.io/release. What it serves is checked
+	// against digests that do not come from it (digestsFrom, cabpi's catalogue); http:// is
+	// accepted because every download is pinned.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	BaseURL string `json:"baseURL,omitempty"`

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -32,6 +33,8 @@ type Options struct {
 	Platform string
 	// Name selects the config in a file of several documents.
 	Name string
+	// Digests is a file with the digest list spec.kubernetes.digestsFrom names ("" stands in).
+	Digests string
 }
 
 // Main runs `cabpi render` with args; the rendered config goes to stdout, the size report to stderr.
@@ -44,10 +47,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.StringVar(&opts.Name, "name", "", "name of the IgnitionConfig or IgnitionConfigTemplate to render, when the file holds several")
 	fs.StringVar(&opts.KubernetesVersion, "kubernetes-version", DefaultVersion, "Kubernetes version of the node (selects the kubeadm API version)")
 	fs.StringVar(&opts.Role, "role", string(ignition.RoleWorkerJoin), "worker, init or control-plane")
+	fs.StringVar(&opts.Digests, "digests", "", "file with the digest list spec.kubernetes.digestsFrom names (sha256sum's output in the mirror's root); "+
+		"without it, a download with no digest in cabpi's catalogue is pinned to a stand-in")
 	fs.BoolVar(&opts.Butane, "butane", false, "print the rendered config as a Butane document instead of Ignition JSON")
 	fs.StringVar(&opts.Platform, "platform", "", "platform the data is for, as spec.platform (aws, azure, gcp, hetzner, openstack, vsphere, docker); "+
 		"sets the user-data limit and whether the data may be compressed; default: the file's spec.platform, else none known (no limit, compressed)")
-	data, err := cliinput.ParseArgs(fs, args, "Usage: cabpi render -f config.yaml [--name NAME] [--kubernetes-version v1.34.0] [--role worker|init|control-plane] [--platform aws|...|docker] [--butane]",
+	data, err := cliinput.ParseArgs(fs, args, "Usage: cabpi render -f config.yaml [--name NAME] [--kubernetes-version v1.34.0] [--role worker|init|control-plane] [--platform aws|...|docker] [--digests FILE] [--butane]",
 		&opts.File, stdin)
 	if err != nil {
 		return err
@@ -70,7 +75,16 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if !role.Known() {
 		return fmt.Errorf("--role %q: use worker, init or control-plane", role)
 	}
-	out, err := configinput.RenderOfflineFor(context.Background(), spec, role, opts.KubernetesVersion, sel.delivery, stderr)
+	res := configinput.OfflineResolver{Warn: stderr}
+	if opts.Digests != "" {
+		if spec.Kubernetes.DigestsFrom == nil {
+			return fmt.Errorf("--digests: the config has no spec.kubernetes.digestsFrom to read them for")
+		}
+		if res.Digests, err = os.ReadFile(opts.Digests); err != nil {
+			return fmt.Errorf("--digests: %w", err)
+		}
+	}
+	out, err := configinput.RenderOfflineWith(context.Background(), spec, role, opts.KubernetesVersion, sel.delivery, res)
 	if err != nil {
 		return refused(doc, err)
 	}

@@ -309,14 +309,17 @@ func TestButaneWarningsOnStderr(t *testing.T) {
 }
 
 // `cabpi render` of spec.kubernetes shows what Ignition downloads (the release binaries and
-// their SHA-256 files in the staging directory, the extension image), the kubelet's unit for
+// pinned by verification.hash in the staging directory, the extension image), the kubelet's unit for
 // /opt/bin, and the bootstrap's step; the Butane view of it translates back to the same config.
 func TestRenderKubernetesSources(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct {
 		name, spec, version string
-		// contains are lines of the JSON output; butane, of the Butane view.
+		// digests is the --digests file, "" for none.
+		digests string
+		// contains are lines of the JSON output; butane, of the Butane view; stderr, of the report.
 		contains, butane []string
+		stderr           string
 	}{
 		{
 			name:    "binaries",
@@ -325,33 +328,40 @@ func TestRenderKubernetesSources(t *testing.T) {
 			contains: []string{
 				`"path": "/opt/cabpi/kubernetes/v1.34.4/kubeadm"`,
 				`"source": "https://dl.k8s.io/release/v1.34.4/bin/linux/amd64/kubeadm"`,
-				`"path": "/opt/cabpi/kubernetes/v1.34.4/kubeadm.sha256"`,
-				`"source": "https://dl.k8s.io/release/v1.34.4/bin/linux/amd64/kubeadm.sha256"`,
+				// The official release's digest, from cabpi's catalogue.
+				`"hash": "sha256-b967f1fa0e36621c402d38bb560eb4a943954d5cf5a00e5150842f6f5da73455"`,
 				`"path": "/opt/cabpi/kubernetes/v1.34.4/kubelet"`,
-				`"path": "/opt/cabpi/kubernetes/v1.34.4/kubelet.sha256"`,
 				`"path": "/opt/cabpi/kubernetes/v1.34.4/kubectl"`,
-				`"source": "https://dl.k8s.io/release/v1.34.4/bin/linux/amd64/kubectl.sha256"`,
 				`"name": "kubelet.service"`,
 				`ExecStart=/opt/bin/kubelet\n`,
 			},
 			butane: []string{
 				"cabpi_install_binaries v1.34.4 /opt/cabpi/kubernetes/v1.34.4 kubeadm kubelet kubectl\n",
 				"source: https://dl.k8s.io/release/v1.34.4/bin/linux/amd64/kubelet\n",
-				"path: /opt/cabpi/kubernetes/v1.34.4/kubelet.sha256\n",
+				"hash: sha256-03b8fea715a7ef82eeaf518dee34c72670c57cc7bc40dc1320c04fbf4f15172f\n",
 			},
 		},
 		{
 			name:    "sysext",
-			spec:    "  kubernetes:\n    source: sysext\n    arch: arm64\n",
+			spec:    "  kubernetes:\n    source: sysext\n    arch: arm64\n    digestsFrom:\n      configMap: {name: bakery, key: SHA256SUMS}\n",
 			version: "v1.34.4",
+			digests: strings.Repeat("e", 64) + "  kubernetes-v1.34.4-arm64.raw\n",
 			contains: []string{
 				`"path": "/opt/extensions/kubernetes/kubernetes-v1.34.4-arm64.raw"`,
 				`"source": "https://extensions.flatcar.org/extensions/kubernetes-v1.34.4-arm64.raw"`,
+				`"hash": "sha256-` + strings.Repeat("e", 64) + `"`,
 				`"path": "/etc/extensions/kubernetes.raw"`,
 				`"target": "/opt/extensions/kubernetes/kubernetes-v1.34.4-arm64.raw"`,
 				`After=systemd-sysext.service\n`,
 			},
 			butane: []string{"cabpi_use_sysext v1.34.4\n", "target: /opt/extensions/kubernetes/kubernetes-v1.34.4-arm64.raw\n"},
+		},
+		{
+			name:     "sysext, its digests not given",
+			spec:     "  kubernetes:\n    source: sysext\n    digestsFrom:\n      configMap: {name: bakery, key: SHA256SUMS}\n",
+			version:  "v1.34.4",
+			contains: []string{`"hash": "sha256-` + ignition.StandInDigest + `"`},
+			stderr:   "spec.kubernetes.digestsFrom is not read offline",
 		},
 	}
 	for _, tc := range cases {
@@ -359,9 +369,15 @@ func TestRenderKubernetesSources(t *testing.T) {
 			p := filepath.Join(dir, tc.name+".yaml")
 			require.NoError(t, os.WriteFile(p, []byte("kind: IgnitionConfig\napiVersion: bootstrap.cluster.x-k8s.io/v1alpha1\nspec:\n"+tc.spec), 0o644))
 			args := []string{"-f", p, "--kubernetes-version", tc.version}
+			if tc.digests != "" {
+				d := filepath.Join(dir, tc.name+".sha256sums")
+				require.NoError(t, os.WriteFile(d, []byte(tc.digests), 0o644))
+				args = append(args, "--digests", d)
+			}
 			out, stderr, err := run(t, args...)
 			require.NoError(t, err, stderr)
 			require.Contains(t, stderr, "rendered Ignition")
+			require.Contains(t, stderr, tc.stderr)
 			for _, s := range tc.contains {
 				require.Contains(t, out, s)
 			}

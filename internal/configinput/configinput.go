@@ -12,6 +12,7 @@ import (
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodelayout"
 )
 
 // Resolver reads the content of referenced Secret and ConfigMap keys. field is the spec field of
@@ -30,9 +31,14 @@ type RefField struct {
 	Part ignition.Part
 	// Index is the file or user (Part.Listed).
 	Index int
-	// ConfigMap says the reference is a document's contentFrom.configMap rather than a Secret.
+	// ConfigMap says the reference is a configMap (a document's contentFrom, the digests'
+	// digestsFrom) rather than a Secret.
 	ConfigMap bool
 }
+
+// Digests reports whether the reference holds the digests of the Kubernetes downloads
+// (spec.kubernetes.digestsFrom).
+func (f RefField) Digests() bool { return f.Part == ignition.PartKubernetes }
 
 // Document reports whether the reference holds a provisioning document, which is translated:
 // no placeholder can stand in for it.
@@ -43,13 +49,16 @@ func (f RefField) Document() bool {
 // String is the field's spec path, for messages: "spec.butane.contentFrom.secret",
 // "spec.files[2].contentFrom.secret", "spec.users[0].passwordHashFrom.secret".
 func (f RefField) String() string {
-	source := fileContentFrom
-	if f.Part == ignition.PartUser {
-		source = userPasswordHashFrom
-	}
 	kind := "secret"
 	if f.ConfigMap {
 		kind = "configMap"
+	}
+	if f.Digests() {
+		return fmt.Sprintf("spec.%s.%s", ignition.At(ignition.PartKubernetes, ignition.KubernetesDigestsFrom), kind)
+	}
+	source := fileContentFrom
+	if f.Part == ignition.PartUser {
+		source = userPasswordHashFrom
 	}
 	return fmt.Sprintf("spec.%s.%s", ignition.Entry(f.Part, f.Index, source), kind)
 }
@@ -129,6 +138,9 @@ func FromSpec(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role igniti
 		}
 		in.Findings = append(in.Findings, findings...)
 		in.Files = append(in.Files, file)
+	}
+	if err := kubernetesDigests(ctx, spec.Kubernetes.DigestsFrom, res, &in); err != nil {
+		return in, err
 	}
 	for i, u := range spec.Users {
 		user, err := userFromSpec(ctx, i, u, res)
@@ -251,3 +263,47 @@ func ParseMode(permissions string) (int, error) {
 	}
 	return int(mode), nil
 }
+
+// kubernetesDigests reads the digest list spec.kubernetes.digestsFrom names into the input. A
+// resolver that stands in for what it cannot read (admission, cabpi render without --digests)
+// leaves the digests standing in; a list that does not parse is a finding at the field.
+func kubernetesDigests(ctx context.Context, from *cabpiv1.DigestsSource, res Resolver, in *ignition.Input) error {
+	if from == nil {
+		return nil
+	}
+	if s, ok := res.(digestsStandIn); ok && s.DigestsStandIn() {
+		in.KubernetesDigests.StandIn = true
+		return nil
+	}
+	var data []byte
+	var name, key string
+	switch {
+	case from.Secret != nil:
+		var err error
+		if data, err = res.SecretKey(ctx, RefField{Part: ignition.PartKubernetes}, *from.Secret); err != nil {
+			return err
+		}
+		name, key = "Secret "+from.Secret.Name, from.Secret.Key
+	case from.ConfigMap != nil:
+		text, err := res.ConfigMapKey(ctx, RefField{Part: ignition.PartKubernetes, ConfigMap: true}, *from.ConfigMap)
+		if err != nil {
+			return err
+		}
+		data, name, key = []byte(text), "ConfigMap "+from.ConfigMap.Name, from.ConfigMap.Key
+	default:
+		return nil
+	}
+	digests, err := nodelayout.ParseDigests(data)
+	if err != nil {
+		in.Findings = append(in.Findings, &ignition.Error{Kind: ignition.ErrInvalidInput,
+			Place:   ignition.At(ignition.PartKubernetes, ignition.KubernetesDigestsFrom),
+			Message: fmt.Sprintf("%s key %s is not a digest list: %v", name, key, err)})
+		return nil
+	}
+	in.KubernetesDigests.User = digests
+	return nil
+}
+
+// digestsStandIn is a Resolver that does not read spec.kubernetes.digestsFrom: the renderer pins
+// what has no digest known to a stand-in (ignition.StandInDigest).
+type digestsStandIn interface{ DigestsStandIn() bool }

@@ -2,6 +2,7 @@ package configinput_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +11,7 @@ import (
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/configinput"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodelayout"
 )
 
 // keys resolves references from maps, and records the fields they were asked for.
@@ -113,4 +115,56 @@ func TestOfflineCannotReadReferencedDocuments(t *testing.T) {
 			assert.Contains(t, err.Error(), "put the Container Linux Config inline to preview it")
 		})
 	}
+}
+
+// spec.kubernetes.digestsFrom is read from its Secret or ConfigMap key into the input's user
+// digests; a list that does not parse is a finding at the field, naming the object and the line;
+// a missing object names the field; an offline resolver stands the digests in, or reads the
+// list it was given (cabpi render --digests).
+func TestFromSpecReadsTheDigests(t *testing.T) {
+	sum := strings.Repeat("a", 64)
+	list := sum + "  v1.37.0/bin/linux/amd64/kubelet\n"
+	from := func(secret bool, name string) cabpiv1.IgnitionConfigSpec {
+		ref := &cabpiv1.KeyReference{Name: name, Key: "SHA256SUMS"}
+		d := &cabpiv1.DigestsSource{ConfigMap: ref}
+		if secret {
+			d = &cabpiv1.DigestsSource{Secret: ref}
+		}
+		return cabpiv1.IgnitionConfigSpec{Kubernetes: cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries, DigestsFrom: d}}
+	}
+	res := keys{secrets: map[string]string{"s/SHA256SUMS": list}, configMaps: map[string]string{"c/SHA256SUMS": list, "bad/SHA256SUMS": "not a list\n"}, asked: &[]string{}}
+	for _, secret := range []bool{true, false} {
+		name := map[bool]string{true: "s", false: "c"}[secret]
+		spec := from(secret, name)
+		in, err := configinput.FromSpec(t.Context(), &spec, ignition.RoleWorkerJoin, "v1.37.0", res)
+		require.NoError(t, err)
+		assert.Empty(t, in.Findings)
+		assert.Equal(t, nodelayout.Digests{"v1.37.0/bin/linux/amd64/kubelet": sum}, in.KubernetesDigests.User)
+		assert.False(t, in.KubernetesDigests.StandIn)
+	}
+	assert.Equal(t, []string{"spec.kubernetes.digestsFrom.secret", "spec.kubernetes.digestsFrom.configMap"}, *res.asked)
+
+	spec := from(false, "bad")
+	in, err := configinput.FromSpec(t.Context(), &spec, ignition.RoleWorkerJoin, "v1.37.0", res)
+	require.NoError(t, err)
+	require.Len(t, in.Findings, 1)
+	assert.Equal(t, ignition.At(ignition.PartKubernetes, ignition.KubernetesDigestsFrom), in.Findings[0].Place)
+	assert.Contains(t, in.Findings[0].Message, "ConfigMap bad key SHA256SUMS is not a digest list: line 1")
+
+	spec = from(true, "gone")
+	_, err = configinput.FromSpec(t.Context(), &spec, ignition.RoleWorkerJoin, "v1.37.0", res)
+	var missing *configinput.MissingReferenceError
+	require.ErrorAs(t, err, &missing)
+	assert.Equal(t, `spec.kubernetes.digestsFrom.secret: Secret "gone" not found`, err.Error())
+
+	var warn strings.Builder
+	spec = from(false, "c")
+	in, err = configinput.FromSpec(t.Context(), &spec, ignition.RoleWorkerJoin, "v1.37.0", configinput.OfflineResolver{Warn: &warn})
+	require.NoError(t, err)
+	assert.True(t, in.KubernetesDigests.StandIn)
+	assert.Contains(t, warn.String(), "spec.kubernetes.digestsFrom is not read offline")
+	in, err = configinput.FromSpec(t.Context(), &spec, ignition.RoleWorkerJoin, "v1.37.0", configinput.OfflineResolver{Digests: []byte(list)})
+	require.NoError(t, err)
+	assert.False(t, in.KubernetesDigests.StandIn)
+	assert.Equal(t, sum, in.KubernetesDigests.User["v1.37.0/bin/linux/amd64/kubelet"])
 }

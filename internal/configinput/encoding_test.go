@@ -129,7 +129,8 @@ func TestAppendRefusedForCAPD(t *testing.T) {
 func TestDownloadingKubernetesSourceRefusedForCAPD(t *testing.T) {
 	for _, source := range []cabpiv1.KubernetesSource{cabpiv1.KubernetesSourceSysext, cabpiv1.KubernetesSourceBinaries} {
 		t.Run(string(source), func(t *testing.T) {
-			spec := &cabpiv1.IgnitionConfigSpec{Platform: cabpiv1.PlatformDocker, Kubernetes: cabpiv1.KubernetesSpec{Source: source}}
+			spec := &cabpiv1.IgnitionConfigSpec{Platform: cabpiv1.PlatformDocker, Kubernetes: cabpiv1.KubernetesSpec{Source: source,
+				DigestsFrom: &cabpiv1.DigestsSource{ConfigMap: &cabpiv1.KeyReference{Name: "mirror", Key: "SHA256SUMS"}}}}
 			_, err := RenderOffline(t.Context(), spec, ignition.RoleWorkerJoin, DefaultKubernetesVersion, nil)
 			var ierr *ignition.Error
 			require.ErrorAs(t, err, &ierr)

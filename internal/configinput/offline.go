@@ -15,10 +15,26 @@ const DefaultKubernetesVersion = "v1.34.0"
 
 // OfflineResolver resolves references without a cluster: a file's Secret content becomes a
 // placeholder (noted on Warn); a Butane document or Container Linux Config from a Secret or
-// ConfigMap cannot be read and is an error.
-type OfflineResolver struct{ Warn io.Writer }
+// ConfigMap cannot be read and is an error. spec.kubernetes.digestsFrom reads Digests (cabpi
+// render --digests); without them, a download with no digest known is pinned to a stand-in
+// (noted on Warn).
+type OfflineResolver struct {
+	Warn    io.Writer
+	Digests []byte
+}
+
+// DigestsStandIn says the digests of spec.kubernetes.digestsFrom stand in: none were given.
+func (o OfflineResolver) DigestsStandIn() bool {
+	if o.Digests == nil && o.Warn != nil {
+		fmt.Fprintln(o.Warn, "warning: spec.kubernetes.digestsFrom is not read offline (give its list with --digests): a download with no digest known is pinned to a stand-in")
+	}
+	return o.Digests == nil
+}
 
 func (o OfflineResolver) SecretKey(_ context.Context, field RefField, ref cabpiv1.KeyReference) ([]byte, error) {
+	if field.Digests() {
+		return o.Digests, nil
+	}
 	if field.Document() {
 		return nil, fmt.Errorf("%s: rendering offline cannot read Secret %q; put the %s inline to preview it", field, ref.Name, documentName(field.Part))
 	}
@@ -32,6 +48,9 @@ func (o OfflineResolver) SecretKey(_ context.Context, field RefField, ref cabpiv
 func (o OfflineResolver) Placeholders() bool { return true }
 
 func (o OfflineResolver) ConfigMapKey(_ context.Context, field RefField, ref cabpiv1.KeyReference) (string, error) {
+	if field.Digests() {
+		return string(o.Digests), nil
+	}
 	return "", fmt.Errorf("%s: rendering offline cannot read ConfigMap %q; put the %s inline to preview it", field, ref.Name, documentName(field.Part))
 }
 

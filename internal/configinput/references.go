@@ -17,7 +17,7 @@ type Reference struct {
 }
 
 // References lists every object spec reads content from (butane and containerLinuxConfig
-// contentFrom, files[].contentFrom, users[].passwordHashFrom), each once, in spec order. The
+// contentFrom, files[].contentFrom, kubernetes.digestsFrom, users[].passwordHashFrom), each once, in spec order. The
 // controller indexes configs by them, so that a change to one renders the configs that use it.
 func References(spec *cabpiv1.IgnitionConfigSpec) []Reference {
 	var refs []Reference
@@ -43,6 +43,10 @@ func References(spec *cabpiv1.IgnitionConfigSpec) []Reference {
 		if from := spec.Files[i].ContentFrom; from != nil {
 			add(SecretKind, &from.Secret)
 		}
+	}
+	if from := spec.Kubernetes.DigestsFrom; from != nil {
+		add(SecretKind, from.Secret)
+		add(ConfigMapKind, from.ConfigMap)
 	}
 	for i := range spec.Users {
 		if from := spec.Users[i].PasswordHashFrom; from != nil {

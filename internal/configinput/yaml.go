@@ -63,12 +63,17 @@ func RenderOffline(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role i
 // RenderOfflineFor is RenderOffline for a machine that hands the data over as delivery says
 // (`cabpi render` of a generated cluster, which holds the infrastructure machine too).
 func RenderOfflineFor(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role ignition.Role, version string, delivery Delivery, warn io.Writer) (ignition.Output, error) {
+	return RenderOfflineWith(ctx, spec, role, version, delivery, OfflineResolver{Warn: warn})
+}
+
+// RenderOfflineWith is RenderOfflineFor with the offline resolver given (cabpi render --digests).
+func RenderOfflineWith(ctx context.Context, spec *cabpiv1.IgnitionConfigSpec, role ignition.Role, version string, delivery Delivery, res OfflineResolver) (ignition.Output, error) {
 	if !role.Known() {
 		return ignition.Output{}, fmt.Errorf("unknown role %q: use worker, init or control-plane", role)
 	}
 	cluster := Placeholders(spec, role)
 	cluster.Delivery = delivery
-	in, err := Build(ctx, spec, role, version, cluster, OfflineResolver{Warn: warn})
+	in, err := Build(ctx, spec, role, version, cluster, res)
 	if err != nil {
 		return ignition.Output{}, err
 	}

@@ -275,9 +275,10 @@ storage:
 `,
 			check: func(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, notes string) {
 				assert.Equal(t, cabpiv1.KubernetesSpec{
-					Source: cabpiv1.KubernetesSourceSysext,
-					Arch:   cabpiv1.ArchitectureARM64,
-					Sysext: &cabpiv1.SysextSource{BaseURL: "https://mirror.example/sysext"},
+					Source:      cabpiv1.KubernetesSourceSysext,
+					Arch:        cabpiv1.ArchitectureARM64,
+					Sysext:      &cabpiv1.SysextSource{BaseURL: "https://mirror.example/sysext"},
+					DigestsFrom: sysextDigests,
 				}, spec.Kubernetes)
 				clc := spec.ContainerLinuxConfig.Inline
 				assert.NotContains(t, clc, "/etc/extensions/kubernetes.raw")
@@ -343,9 +344,10 @@ systemd:
 `,
 			check: func(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, notes string) {
 				assert.Equal(t, cabpiv1.KubernetesSpec{
-					Source: cabpiv1.KubernetesSourceSysext,
-					Arch:   cabpiv1.ArchitectureAMD64,
-					Sysext: &cabpiv1.SysextSource{Sysupdate: true},
+					Source:      cabpiv1.KubernetesSourceSysext,
+					Arch:        cabpiv1.ArchitectureAMD64,
+					Sysext:      &cabpiv1.SysextSource{Sysupdate: true},
+					DigestsFrom: sysextDigests,
 				}, spec.Kubernetes)
 				clc := spec.ContainerLinuxConfig.Inline
 				assert.NotContains(t, clc, "storage:", "every file and link was the extension's")
@@ -374,7 +376,7 @@ systemd:
           url: https://github.com/flatcar/sysext-bakery/releases/download/latest/noop.conf
 `,
 			check: func(t *testing.T, spec *cabpiv1.IgnitionConfigSpec, notes string) {
-				assert.Equal(t, cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext, Arch: cabpiv1.ArchitectureAMD64}, spec.Kubernetes)
+				assert.Equal(t, cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext, Arch: cabpiv1.ArchitectureAMD64, DigestsFrom: sysextDigests}, spec.Kubernetes)
 				assert.Equal(t, "storage:\n  files:\n    - path: /etc/sysupdate.d/noop.conf\n      contents:\n        remote:\n          url: https://github.com/flatcar/sysext-bakery/releases/download/latest/noop.conf\n", spec.ContainerLinuxConfig.Inline)
 				assert.Contains(t, notes, "the source downloaded kubernetes-${KUBERNETES_VERSION}-x86-64.raw from the bakery's GitHub releases, whose URLs moved (cluster-api-provider-openstack#2600)")
 				assert.Contains(t, notes, "systemd-sysupdate is configured only in part (no a file in /etc/sysupdate.kubernetes.d, no systemd-sysupdate.service's drop-in kubernetes.conf): not mapped onto spec.kubernetes.sysext.sysupdate, its entries are kept as they are")
@@ -429,3 +431,6 @@ systemd:
 		})
 	}
 }
+
+// sysextDigests is where a converted sysext source reads its image's digest from.
+var sysextDigests = &cabpiv1.DigestsSource{ConfigMap: &cabpiv1.KeyReference{Name: SysextDigestsConfigMap, Key: SysextDigestsKey}}

@@ -22,6 +22,10 @@ const (
 	// kubernetesVersionVariable is clusterctl's variable for the cluster's version, which the
 	// flavors put in the image's name; the converted config takes the Machine's version instead.
 	kubernetesVersionVariable = "${KUBERNETES_VERSION}"
+	// SysextDigestsConfigMap and SysextDigestsKey are the ConfigMap key a converted sysext
+	// source reads its image's digest from (spec.kubernetes.digestsFrom).
+	SysextDigestsConfigMap = "kubernetes-sysext-digests"
+	SysextDigestsKey       = "SHA256SUMS"
 	// sysextConfigField is where the findings of the mapping point.
 	sysextConfigField = "ignition.containerLinuxConfig.additionalConfig"
 )
@@ -440,6 +444,8 @@ func mapKubernetesSysext(doc string, f *findings) (string, cabpiv1.KubernetesSpe
 	if sysext != (cabpiv1.SysextSource{}) {
 		k.Sysext = &sysext
 	}
+	// The image is pinned to a digest the user chose (docs/adr/046): the flavor had none.
+	k.DigestsFrom = &cabpiv1.DigestsSource{ConfigMap: &cabpiv1.KeyReference{Name: SysextDigestsConfigMap, Key: SysextDigestsKey}}
 
 	what := "the link at " + ignition.SysextLink + " and the image it points to"
 	if sysupdateMapped {
@@ -454,6 +460,9 @@ func mapKubernetesSysext(doc string, f *findings) (string, cabpiv1.KubernetesSpe
 		moved = fmt.Sprintf("; the source downloaded %s from the bakery's GitHub releases, whose URLs moved (cluster-api-provider-openstack#2600)", path.Base(img.url))
 	}
 	f.note(sysextConfigField, "%s are now spec.kubernetes (source sysext, arch %s): the Kubernetes system extension is downloaded from %s%s", what, k.Arch, where, moved)
+	f.note(sysextConfigField, "the image is pinned to its SHA-256 from ConfigMap %s key %s (spec.kubernetes.digestsFrom), which you create in the "+
+		"cluster's namespace before the Machines: the bakery's kubernetes/SHA256SUMS, or your mirror's, as read once and reviewed (docs/guide/air-gapped.md)",
+		SysextDigestsConfigMap, SysextDigestsKey)
 	if sysupdateNote != "" {
 		f.note(sysextConfigField, "%s", sysupdateNote)
 	}

@@ -7,8 +7,10 @@
 // The extension updates the node's Kubernetes version (the Machine's spec.version, which is
 // not in the spec) and, for a config whose spec.kubernetes.source is sysext or binaries, the
 // mirror that source downloads from (spec.kubernetes.sysext.baseURL or
-// spec.kubernetes.binaries.baseURL). Every other change needs new bootstrap data, which only a
-// new Machine boots with: Cluster API rolls it out by replacing the Machine.
+// spec.kubernetes.binaries.baseURL) with the digests its downloads are pinned to
+// (spec.kubernetes.digestsFrom: a new version or mirror may need a new list). Every other change
+// needs new bootstrap data, which only a new Machine boots with: Cluster API rolls it out by
+// replacing the Machine.
 package inplace
 
 import (
@@ -80,6 +82,7 @@ func accept(current, desired cabpiv1.IgnitionConfigSpec) cabpiv1.IgnitionConfigS
 		return *current.DeepCopy()
 	}
 	out := withMirror(current, mirror(desired.Kubernetes))
+	out.Kubernetes.DigestsFrom = desired.Kubernetes.DigestsFrom.DeepCopy()
 	// An absent block and an empty one say the same; desired's form is taken, so that a patch to
 	// out leaves nothing for Cluster API's comparison (of the objects as JSON) to find.
 	k, d := &out.Kubernetes, desired.Kubernetes
@@ -156,10 +159,12 @@ func deref[T any](p *T) T {
 }
 
 // OutsideInPlace is spec less what an in-place update may change: accept's rule applied with no
-// mirror, and an emptied (or empty) sysext or binaries block unset. Two specs have the same
+// mirror and no digests, and an emptied (or empty) sysext or binaries block unset. Two specs have the same
 // OutsideInPlace exactly when ChangedOutsideInPlace finds nothing between them.
 func OutsideInPlace(spec cabpiv1.IgnitionConfigSpec) cabpiv1.IgnitionConfigSpec {
-	out := accept(spec, withMirror(spec, ""))
+	none := withMirror(spec, "")
+	none.Kubernetes.DigestsFrom = nil
+	out := accept(spec, none)
 	k := &out.Kubernetes
 	if k.Sysext != nil && *k.Sysext == (cabpiv1.SysextSource{}) {
 		k.Sysext = nil

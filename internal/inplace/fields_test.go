@@ -33,6 +33,10 @@ func TestChangedOutsideInPlace(t *testing.T) {
 	}{
 		{name: "nothing changed", change: func(*cabpiv1.IgnitionConfigSpec) {}},
 		{name: "sysext mirror", change: func(s *cabpiv1.IgnitionConfigSpec) { s.Kubernetes.Sysext.BaseURL = "https://mirror-b.example/x" }},
+		{name: "the digests, with the mirror", change: func(s *cabpiv1.IgnitionConfigSpec) {
+			s.Kubernetes.Sysext.BaseURL = "https://mirror-b.example/x"
+			s.Kubernetes.DigestsFrom = &cabpiv1.DigestsSource{Secret: &cabpiv1.KeyReference{Name: "mirror-b", Key: "SHA256SUMS"}}
+		}},
 		{name: "sysext mirror set to the default (unset)", change: func(s *cabpiv1.IgnitionConfigSpec) { s.Kubernetes.Sysext = nil }},
 		{name: "sysext mirror set where there was no sysext block",
 			old:    func(s *cabpiv1.IgnitionConfigSpec) { s.Kubernetes.Sysext = nil },

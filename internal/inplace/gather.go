@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,6 +17,7 @@ import (
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodelayout"
 )
 
 // The trust model of UpdateMachine (docs/adr/038-update-extension-trust.md): a request is a
@@ -44,6 +46,8 @@ func isRefusal(err error) bool {
 type updateInputs struct {
 	machine *clusterv1.Machine
 	config  *cabpiv1.IgnitionConfig
+	// digests are the user's of the config's spec.kubernetes.digestsFrom, nil without one.
+	digests nodelayout.Digests
 }
 
 // gatherUpdate reads the Machine that key names, and its IgnitionConfig, from the API server
@@ -82,7 +86,54 @@ func (h *Handlers) gatherUpdate(ctx context.Context, key client.ObjectKey) (upda
 	if _, marked := config.Annotations[clusterv1.UpdateInProgressAnnotation]; !marked {
 		return updateInputs{}, refuse("Cluster API has not marked IgnitionConfig %s for the update (no %s annotation)", configKey, clusterv1.UpdateInProgressAnnotation)
 	}
-	return updateInputs{machine: machine, config: config}, nil
+	digests, err := h.kubernetesDigests(ctx, machine.Namespace, config.Spec.Kubernetes.DigestsFrom)
+	if err != nil {
+		return updateInputs{}, err
+	}
+	return updateInputs{machine: machine, config: config, digests: digests}, nil
+}
+
+// kubernetesDigests reads the digest list spec.kubernetes.digestsFrom names, from the API server
+// at the moment of the call, as the config's render reads it: the update checks what it swaps
+// in against the same pins as first boot (ignition.KubernetesPins). A list that is missing or
+// does not parse is an error answered with a retry: the user can create or fix it.
+func (h *Handlers) kubernetesDigests(ctx context.Context, namespace string, from *cabpiv1.DigestsSource) (nodelayout.Digests, error) {
+	if from == nil {
+		return nil, nil
+	}
+	var data []byte
+	var what string
+	switch {
+	case from.Secret != nil:
+		what = fmt.Sprintf("Secret %s/%s key %s (spec.kubernetes.digestsFrom)", namespace, from.Secret.Name, from.Secret.Key)
+		secret := &corev1.Secret{}
+		if err := h.apiReader().Get(ctx, client.ObjectKey{Namespace: namespace, Name: from.Secret.Name}, secret); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", what, err)
+		}
+		d, ok := secret.Data[from.Secret.Key]
+		if !ok {
+			return nil, fmt.Errorf("%s: no such key", what)
+		}
+		data = d
+	case from.ConfigMap != nil:
+		what = fmt.Sprintf("ConfigMap %s/%s key %s (spec.kubernetes.digestsFrom)", namespace, from.ConfigMap.Name, from.ConfigMap.Key)
+		cm := &corev1.ConfigMap{}
+		if err := h.apiReader().Get(ctx, client.ObjectKey{Namespace: namespace, Name: from.ConfigMap.Name}, cm); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", what, err)
+		}
+		d, ok := cm.Data[from.ConfigMap.Key]
+		if !ok {
+			return nil, fmt.Errorf("%s: no such key", what)
+		}
+		data = []byte(d)
+	default:
+		return nil, nil
+	}
+	digests, err := nodelayout.ParseDigests(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a digest list: %w", what, err)
+	}
+	return digests, nil
 }
 
 // updateMachineHook is the hook's name in Cluster API's pending-hooks annotation.

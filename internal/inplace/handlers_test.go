@@ -20,6 +20,8 @@ import (
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodelayout"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodeupdate"
 )
 
@@ -215,14 +217,21 @@ func TestUpdateJob(t *testing.T) {
 	assert.LessOrEqual(t, len(jobName("0b9a3c4e-8f2d-4d6e-9a1b-2c3d4e5f6a7b", strings.Repeat("9", 200))), 63)
 	assert.NotEqual(t, jobName("uid-a", "v1.34.4"), jobName("uid-b", "v1.34.4"), "one Job per Machine")
 	assert.NotEqual(t, jobName("uid-a", "v1.34.4"), jobName("uid-a", "v1.34.5"), "one Job per update")
+	mine := strings.Repeat("c", 64)
 	args, err := updateNodeArgs(cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries,
-		Binaries: &cabpiv1.BinariesSource{BaseURL: "https://mirror.example/release", Kubectl: true}}, "v1.34.4")
+		Binaries: &cabpiv1.BinariesSource{BaseURL: "https://mirror.example/release", Kubectl: true}}, "v1.34.4",
+		nodelayout.Digests{"v1.34.4/bin/linux/amd64/kubelet": mine})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"update-node",
-		`--update={"version":"v1.34.4","kubernetes":{"source":"binaries","binaries":{"baseURL":"https://mirror.example/release","kubectl":true}}}`}, args,
-		"the update as data")
-	_, err = updateNodeArgs(cabpiv1.KubernetesSpec{}, "v1.34.4")
+		`--update={"version":"v1.34.4","kubernetes":{"source":"binaries","binaries":{"baseURL":"https://mirror.example/release","kubectl":true}},` +
+			`"digests":{"v1.34.4/bin/linux/amd64/kubeadm":"b967f1fa0e36621c402d38bb560eb4a943954d5cf5a00e5150842f6f5da73455",` +
+			`"v1.34.4/bin/linux/amd64/kubectl":"d50c359d95e0841eaad08ddc27c7be37cba8fdccfba5c8e2ded65e121ff112db",` +
+			`"v1.34.4/bin/linux/amd64/kubelet":"` + mine + `"}}`}, args,
+		"the update as data, each download pinned: the user's digest over the catalogue's")
+	_, err = updateNodeArgs(cabpiv1.KubernetesSpec{}, "v1.34.4", nil)
 	assert.Error(t, err, "the image source cannot be updated in place")
+	_, err = updateNodeArgs(cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext}, "v1.34.4", nil)
+	assert.ErrorIs(t, err, ignition.ErrKubernetesDigestUnknown, "an image with no digest known is not swapped in")
 
 	job := updateJob("uid-a", "node-1", "v1.34.4", "example.invalid/cabpi:v1", args)
 	pod := job.Spec.Template.Spec

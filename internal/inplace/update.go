@@ -23,6 +23,7 @@ import (
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/ignition"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/metrics"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodelayout"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodeupdate"
 )
 
@@ -98,7 +99,7 @@ func (h *Handlers) update(ctx context.Context, in updateInputs) (progress, error
 func (h *Handlers) gatherWorkload(ctx context.Context, in updateInputs) (updateFacts, client.Client, error) {
 	machine := in.machine
 	f := updateFacts{machine: machine, version: machine.Spec.Version}
-	f.args, f.argsErr = updateNodeArgs(in.config.Spec.Kubernetes, f.version)
+	f.args, f.argsErr = updateNodeArgs(in.config.Spec.Kubernetes, f.version, in.digests)
 	if f.argsErr != nil || !machine.Status.NodeRef.IsDefined() {
 		return f, nil, nil
 	}
@@ -230,14 +231,19 @@ func (h *Handlers) start(ctx context.Context, f updateFacts, u nodeUpdate) (prog
 	return progress{retryAfter: retryRunning, message: fmt.Sprintf("started updating Node %s to %s", f.node.Name, f.version)}, nil
 }
 
-// updateNodeArgs are the arguments of cabpi update-node: the update as data (the version and the
-// stored config's Kubernetes source, nodeupdate.Update); an error for a source that cannot be
-// updated in place.
-func updateNodeArgs(k cabpiv1.KubernetesSpec, version string) ([]string, error) {
+// updateNodeArgs are the arguments of cabpi update-node: the update as data (the version, the
+// stored config's Kubernetes source, and the pins of its downloads: ignition.KubernetesPins,
+// first boot's rule, from cabpi's catalogue and the user's digests); an error for a source that
+// cannot be updated in place or a download with no digest known.
+func updateNodeArgs(k cabpiv1.KubernetesSpec, version string, digests nodelayout.Digests) ([]string, error) {
 	if err := ignition.CheckInPlace(k, version); err != nil {
 		return nil, fmt.Errorf("cannot update in place: %w", err)
 	}
-	data, err := json.Marshal(nodeupdate.Update{Version: version, Kubernetes: k})
+	pins, err := ignition.KubernetesPins(k, version, ignition.KubernetesDigests{User: digests})
+	if err != nil {
+		return nil, fmt.Errorf("cannot update in place: %w", err)
+	}
+	data, err := json.Marshal(nodeupdate.Update{Version: version, Kubernetes: k, Digests: pins})
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,6 @@
 package nodelayout
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -12,41 +10,22 @@ import (
 	"strings"
 )
 
-// sha256Hex is a SHA-256 digest as the release layout and the bakery publish it.
+// sha256Hex is a SHA-256 digest in lowercase hex.
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// DigestError says that something downloaded does not match its published SHA-256, or that no
-// digest was published for it: the update (or first boot) stops before anything runs it.
+// IsSHA256 reports whether s is a SHA-256 digest in lowercase hex.
+func IsSHA256(s string) bool { return sha256Hex.MatchString(s) }
+
+// DigestError says that something downloaded does not match the SHA-256 it is pinned to, or
+// that it is pinned to none: the update stops before anything runs it.
 type DigestError struct {
 	Name string
-	// Why: the digests differ (Want), or where the published digest was missing.
+	// Why: the pinned digest the file does not match, or why there is none.
 	Why string
 }
 
 func (e *DigestError) Error() string {
-	return fmt.Sprintf("%s does not match its published SHA-256 (%s)", e.Name, e.Why)
-}
-
-// DigestInList is name's digest in a digest list of the SHA256SUMS form ("<hex>  <name>", or
-// "<hex> *<name>" for a binary-mode entry).
-func DigestInList(list []byte, name string) (string, error) {
-	s := bufio.NewScanner(bytes.NewReader(list))
-	for s.Scan() {
-		fields := strings.Fields(s.Text())
-		if len(fields) == 2 && (fields[1] == name || fields[1] == "*"+name) && sha256Hex.MatchString(fields[0]) {
-			return fields[0], nil
-		}
-	}
-	return "", &DigestError{Name: name, Why: "the digest list has no entry for it"}
-}
-
-// DigestInFile is the digest a release's .sha256 file holds (its first field).
-func DigestInFile(data []byte, name string) (string, error) {
-	fields := strings.Fields(string(data))
-	if len(fields) == 0 || !sha256Hex.MatchString(fields[0]) {
-		return "", &DigestError{Name: name, Why: name + ".sha256 holds no SHA-256 digest"}
-	}
-	return fields[0], nil
+	return fmt.Sprintf("%s does not match its pinned SHA-256 (%s)", e.Name, e.Why)
 }
 
 // FileDigest is the SHA-256 of the file at path.

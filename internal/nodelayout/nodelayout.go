@@ -24,8 +24,8 @@ const (
 	SysupdateConfDir  = "/etc/sysupdate.kubernetes.d"
 	SysupdateNoopPath = "/etc/sysupdate.d/noop.conf"
 	BinDir            = "/opt/bin"
-	// BinariesStage is where first boot's Ignition downloads the release binaries and their
-	// SHA-256 files, not executable; the bootstrap installs them into BinDir once they match.
+	// BinariesStage is where first boot's Ignition downloads the release binaries, each checked
+	// against its pin, not executable; the bootstrap installs them into BinDir.
 	BinariesStage = "/opt/cabpi/kubernetes"
 	// What `kubeadm upgrade node` rewrites and the kubelet reads (kubeadm's drop-in).
 	KubeletConfig = "/var/lib/kubelet/config.yaml"
@@ -97,8 +97,6 @@ type Sysext struct {
 	// Image is the image's file name; ImageURL where it is downloaded from, ImagePath where it
 	// is kept on the node (SysextLink points at it).
 	Image, ImageURL, ImagePath string
-	// SumsURL is the mirror's digest list of its images (what systemd-sysupdate checks too).
-	SumsURL string
 	// Transfer is systemd-sysupdate's transfer file for the version's minor (patch releases
 	// only), TransferURL where the mirror publishes it, TransferPath where the node keeps it.
 	Transfer, TransferURL, TransferPath string
@@ -122,7 +120,6 @@ func SysextFor(k cabpiv1.KubernetesSpec, version string) (Sysext, error) {
 	return Sysext{
 		BaseURL: base,
 		Image:   image, ImageURL: JoinURL(base, image), ImagePath: SysextDir + "/" + image,
-		SumsURL:  JoinURL(base, "kubernetes", "SHA256SUMS"),
 		Transfer: transfer, TransferURL: JoinURL(base, "kubernetes", transfer), TransferPath: SysupdateConfDir + "/" + transfer,
 		NoopURL: JoinURL(base, "noop.conf"),
 	}, nil
@@ -153,5 +150,5 @@ func BinariesFor(k cabpiv1.KubernetesSpec, version string) Binaries {
 	return b
 }
 
-// URL is where the binary name is downloaded from; its SHA-256 file is URL + ".sha256".
+// URL is where the binary name is downloaded from.
 func (b Binaries) URL(name string) string { return JoinURL(b.DirURL, name) }

@@ -3,6 +3,7 @@ package nodelayout
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,14 +19,13 @@ func TestLayouts(t *testing.T) {
 	l, err := SysextFor(cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext}, "v1.34.4")
 	require.NoError(t, err)
 	assert.Equal(t, Sysext{BaseURL: bakery, Image: "kubernetes-v1.34.4-x86-64.raw", ImageURL: bakery + "/kubernetes-v1.34.4-x86-64.raw",
-		ImagePath: "/opt/extensions/kubernetes/kubernetes-v1.34.4-x86-64.raw", SumsURL: bakery + "/kubernetes/SHA256SUMS",
-		Transfer: "kubernetes-v1.34.conf", TransferURL: bakery + "/kubernetes/kubernetes-v1.34.conf",
+		ImagePath: "/opt/extensions/kubernetes/kubernetes-v1.34.4-x86-64.raw",
+		Transfer:  "kubernetes-v1.34.conf", TransferURL: bakery + "/kubernetes/kubernetes-v1.34.conf",
 		TransferPath: "/etc/sysupdate.kubernetes.d/kubernetes-v1.34.conf", NoopURL: bakery + "/noop.conf"}, l)
 	l, err = SysextFor(cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext, Arch: cabpiv1.ArchitectureARM64,
 		Sysext: &cabpiv1.SysextSource{BaseURL: "https://mirror.example/ext/"}}, "v1.33.2")
 	require.NoError(t, err)
 	assert.Equal(t, "https://mirror.example/ext/kubernetes-v1.33.2-arm64.raw", l.ImageURL)
-	assert.Equal(t, "https://mirror.example/ext/kubernetes/SHA256SUMS", l.SumsURL)
 	_, err = SysextFor(cabpiv1.KubernetesSpec{}, "latest")
 	assert.Error(t, err)
 
@@ -47,29 +47,17 @@ func TestLayouts(t *testing.T) {
 
 func TestDigests(t *testing.T) {
 	const sum = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-	list := []byte("ffff  other.raw\n" + sum + " *kubernetes-v1.34.4-x86-64.raw\n")
-	got, err := DigestInList(list, "kubernetes-v1.34.4-x86-64.raw")
-	require.NoError(t, err)
-	assert.Equal(t, sum, got)
-	_, err = DigestInList(list, "kubernetes-v1.34.5-x86-64.raw")
 	var de *DigestError
-	require.ErrorAs(t, err, &de)
-	assert.Contains(t, err.Error(), "does not match its published SHA-256 (the digest list has no entry for it)")
-	_, err = DigestInList([]byte("nothex  other.raw\n"), "other.raw")
-	assert.Error(t, err, "an entry that is no digest")
-
-	got, err = DigestInFile([]byte(sum+"  kubelet\n"), "kubelet")
-	require.NoError(t, err)
-	assert.Equal(t, sum, got)
-	_, err = DigestInFile([]byte("<html>not found</html>"), "kubelet")
-	require.ErrorAs(t, err, &de)
+	assert.True(t, IsSHA256(sum))
+	assert.False(t, IsSHA256(sum[1:]))
+	assert.False(t, IsSHA256(strings.ToUpper(sum)))
 
 	file := filepath.Join(t.TempDir(), "f")
 	require.NoError(t, os.WriteFile(file, []byte("hello\n"), 0o600))
 	require.NoError(t, VerifyFile(file, "f", "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"))
-	err = VerifyFile(file, "f", sum)
+	err := VerifyFile(file, "f", sum)
 	require.ErrorAs(t, err, &de)
-	assert.Equal(t, "f does not match its published SHA-256 ("+sum+")", err.Error())
+	assert.Equal(t, "f does not match its pinned SHA-256 ("+sum+")", err.Error())
 }
 
 func TestVersions(t *testing.T) {

@@ -2,7 +2,7 @@
 // typed state machine that moves a node's kubeadm and kubelet to another version of the same
 // source (sysext or binaries) and either finishes or rolls back, whatever happens to the node.
 //
-// The steps, one file each: fetch (download and verify against the published SHA-256, before
+// The steps, one file each: fetch (download and verify against the SHA-256 the update pins, before
 // anything changes), backup (what the swap and kubeadm change, and the boot units that finish an
 // interrupted update), swap (the new image or binaries in place, sysupdate's transfer file for
 // the new minor and mirror), kubeadm (`kubeadm upgrade node`), restart (the kubelet), health

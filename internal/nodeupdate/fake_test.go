@@ -156,19 +156,20 @@ type testNode struct {
 func newTestNode(t *testing.T, k cabpiv1.KubernetesSpec) *testNode {
 	t.Helper()
 	root := t.TempDir()
-	tn := &testNode{t: t, root: root, mirror: fakeMirror{}, update: Update{Version: newVersion, Kubernetes: k}}
+	tn := &testNode{t: t, root: root, mirror: fakeMirror{}, update: Update{Version: newVersion, Kubernetes: k, Digests: nodelayout.Digests{}}}
 	h := &fakeHost{t: t, root: root, sysext: k.Source == cabpiv1.KubernetesSourceSysext, running: oldVersion, broken: map[string]bool{}}
 	tn.host = h
 	write(t, root, nodelayout.KubeletConfig, "for "+oldVersion, 0o644)
 	write(t, root, nodelayout.KubeletFlags, "flags for "+oldVersion, 0o644)
 	if h.sysext {
-		var sums strings.Builder
 		for _, v := range []string{oldVersion, newVersion} {
 			l, err := nodelayout.SysextFor(k, v)
 			require.NoError(t, err)
 			image := []byte(v + "\n")
 			tn.mirror[l.ImageURL] = image
-			fmt.Fprintf(&sums, "%s  %s\n", digestOf(image), l.Image)
+			if v == newVersion {
+				tn.update.Digests[l.Image] = digestOf(image) // the pin the extension sends
+			}
 			tn.mirror[l.TransferURL] = []byte("[Transfer]\n# " + l.Transfer + " from " + l.BaseURL + "\n")
 			if v == oldVersion {
 				write(t, root, l.ImagePath, v, 0o644)
@@ -179,17 +180,17 @@ func newTestNode(t *testing.T, k cabpiv1.KubernetesSpec) *testNode {
 					write(t, root, l.TransferPath, "[Transfer]\n# "+l.Transfer+" from "+l.BaseURL, 0o644)
 				}
 			}
-			tn.mirror[l.SumsURL] = []byte(sums.String())
 		}
 	} else {
 		for _, v := range []string{oldVersion, newVersion} {
-			b := nodelayout.BinariesFor(k, v)
-			for _, name := range b.Names {
+			for _, d := range nodelayout.BinariesFor(k, v).Downloads() {
 				data := []byte(v + "\n")
-				tn.mirror[b.URL(name)] = data
-				tn.mirror[b.URL(name)+".sha256"] = []byte(digestOf(data) + "  " + name + "\n")
+				tn.mirror[d.URL] = data
+				if v == newVersion {
+					tn.update.Digests[d.Rel] = digestOf(data) // the pin the extension sends
+				}
 				if v == oldVersion {
-					write(t, root, filepath.Join(nodelayout.BinDir, name), v, 0o755)
+					write(t, root, filepath.Join(nodelayout.BinDir, d.Name), v, 0o755)
 				}
 			}
 		}

@@ -2,7 +2,8 @@ package nodeupdate
 
 import (
 	"context"
-	"errors"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,10 +13,11 @@ import (
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodelayout"
 )
 
-// fetchUpdate downloads what the update swaps in and checks it against the digests its mirror
-// publishes, before anything on the node changes: the sysext image into the extensions
-// directory (where first boot keeps it too), the release binaries into the stage directory. A
-// file there already that matches is kept (a resumed or repeated update).
+// fetchUpdate downloads what the update swaps in and checks it against the digests the update
+// pins (Update.Digests: cabpi's catalogue and the user's, never the mirror's lists), before
+// anything on the node changes: the sysext image into the extensions directory (where first
+// boot keeps it too), the release binaries into the stage directory. A file there already that
+// matches is kept (a resumed or repeated update).
 func (n *Node) fetchUpdate(ctx context.Context, u Update) error {
 	if u.Source() == cabpiv1.KubernetesSourceSysext {
 		return n.fetchSysext(ctx, u)
@@ -28,54 +30,44 @@ func (n *Node) fetchSysext(ctx context.Context, u Update) error {
 	if err != nil {
 		return err
 	}
-	sums, err := n.download(ctx, l.SumsURL)
-	var missing *NotFoundError
-	if errors.As(err, &missing) {
-		return &nodelayout.DigestError{Name: l.Image, Why: "no digest list at " + l.SumsURL}
-	}
+	downloads, err := u.downloads()
 	if err != nil {
 		return err
 	}
-	digest, err := nodelayout.DigestInList(sums, l.Image)
+	image := downloads[0]
+	digest, err := u.pin(image)
 	if err != nil {
 		return err
 	}
-	if err := n.fetchVerified(ctx, l.ImageURL, l.ImagePath, l.Image, digest, 0o644); err != nil {
+	if err := n.fetchVerified(ctx, image.URL, l.ImagePath, image.Name, digest, 0o644); err != nil {
 		return err
 	}
 	if u.Kubernetes.Sysext == nil || !u.Kubernetes.Sysext.Sysupdate {
 		return nil
 	}
 	// systemd-sysupdate's transfer file for the new minor, from the new mirror: what first boot
-	// downloads too (Ignition). Staged here, swapped in with the image.
+	// downloads too (Ignition), checked against its pin when it has one. Staged here, swapped
+	// in with the image.
 	transfer, err := n.download(ctx, l.TransferURL)
 	if err != nil {
 		return fmt.Errorf("the sysupdate transfer file %s: %w", l.TransferURL, err)
+	}
+	if sum, pinned := u.Digests[downloads[1].Rel]; pinned {
+		if got := sha256.Sum256(transfer); hex.EncodeToString(got[:]) != sum {
+			return &nodelayout.DigestError{Name: l.Transfer, Why: sum}
+		}
 	}
 	return n.disk.writeFile(path.Join(stageDir, l.Transfer), transfer, 0o644)
 }
 
 func (n *Node) fetchBinaries(ctx context.Context, u Update) error {
-	b := nodelayout.BinariesFor(u.Kubernetes, u.Version)
 	stage := path.Join(stageDir, u.Version)
-	for _, name := range b.Names {
-		sumURL := b.URL(name) + ".sha256"
-		sum, err := n.download(ctx, sumURL)
-		var missing *NotFoundError
-		if errors.As(err, &missing) {
-			return &nodelayout.DigestError{Name: name, Why: "no digest at " + sumURL}
-		}
+	for _, d := range nodelayout.BinariesFor(u.Kubernetes, u.Version).Downloads() {
+		digest, err := u.pin(d)
 		if err != nil {
 			return err
 		}
-		digest, err := nodelayout.DigestInFile(sum, name)
-		if err != nil {
-			return err
-		}
-		if err := n.disk.writeFile(path.Join(stage, name+".sha256"), sum, 0o600); err != nil {
-			return err
-		}
-		if err := n.fetchVerified(ctx, b.URL(name), path.Join(stage, name), name, digest, 0o600); err != nil {
+		if err := n.fetchVerified(ctx, d.URL, path.Join(stage, d.Name), d.Name, digest, 0o600); err != nil {
 			return err
 		}
 	}

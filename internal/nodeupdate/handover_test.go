@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodelayout"
 )
 
 const programContent = "the cabpi binary\n"
@@ -103,7 +105,8 @@ func (f *fakeSystemd) Close() { f.closes++ }
 // end through reconnections, and reports the result line.
 func TestHandover(t *testing.T) {
 	const version = "v1.34.4"
-	update := Update{Version: version, Kubernetes: cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext}}
+	update := Update{Version: version, Kubernetes: cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext},
+		Digests: nodelayout.Digests{nodelayout.SysextImageName(version, cabpiv1.ArchitectureAMD64): strings.Repeat("a", 64)}}
 	cases := []struct {
 		name          string
 		before, after []response
@@ -202,7 +205,9 @@ func TestHandoverStopsWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	h := &Handover{StateDir: stateDir, Program: program(t), Connect: fake.connect, Poll: time.Millisecond, Log: &bytes.Buffer{}}
-	_, err := h.Run(ctx, Update{Version: "v1.34.4", Kubernetes: cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries}})
+	k := cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries}
+	pins, _ := nodelayout.Pins(nodelayout.BinariesFor(k, "v1.34.4").Downloads(), nil) // the catalogue's
+	_, err := h.Run(ctx, Update{Version: "v1.34.4", Kubernetes: k, Digests: pins})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Len(t, fake.started, 1)
 }

@@ -2,6 +2,7 @@ package nodeupdate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -211,7 +212,7 @@ func TestDigestMismatchChangesNothing(t *testing.T) {
 			res, err := tn.node().Apply(context.Background(), tn.update)
 			require.NoError(t, err)
 			assert.False(t, res.OK)
-			assert.Contains(t, res.Why, tampered+" does not match its published SHA-256")
+			assert.Contains(t, res.Why, tampered+" does not match its pinned SHA-256")
 			tn.assertAt(oldVersion)
 			if k.Source == cabpiv1.KubernetesSourceSysext {
 				l, _ := nodelayout.SysextFor(k, newVersion)
@@ -222,14 +223,27 @@ func TestDigestMismatchChangesNothing(t *testing.T) {
 	}
 }
 
-func TestMissingDigestIsAMismatch(t *testing.T) {
+// An update that pins no digest for what it would run is refused before anything changes: the
+// node never falls back to the mirror's own lists.
+func TestMissingPinChangesNothing(t *testing.T) {
 	k := sources["binaries"]
 	tn := newTestNode(t, k)
-	delete(tn.mirror, nodelayout.BinariesFor(k, newVersion).URL("kubeadm")+".sha256")
+	rel := nodelayout.BinariesFor(k, newVersion).Downloads()[0].Rel
+	delete(tn.update.Digests, rel)
+	_, err := ParseUpdate(mustJSON(t, tn.update))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "kubeadm does not match its pinned SHA-256 (the update pins no SHA-256 for "+rel+")")
 	res, err := tn.node().Apply(context.Background(), tn.update)
 	require.NoError(t, err)
-	assert.Contains(t, res.Why, "kubeadm does not match its published SHA-256 (no digest at ")
+	assert.Contains(t, res.Why, "the update pins no SHA-256 for "+rel)
 	tn.assertAt(oldVersion)
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	data, err := json.Marshal(v)
+	require.NoError(t, err)
+	return data
 }
 
 // SIGTERM (the node shutting down) pauses the update: no result, the journal kept; the next
@@ -269,12 +283,11 @@ func TestAnotherUpdatesJournalIsRolledBackFirst(t *testing.T) {
 	tn.host.crashAfter = "kubeadm upgrade node --certificate-renewal=false"
 	require.NotEmpty(t, cut(func() { _, _ = tn.node().Apply(context.Background(), tn.update) }))
 	tn.host.crashAfter = ""
-	other := Update{Version: "v1.33.14", Kubernetes: k}
-	b := nodelayout.BinariesFor(k, other.Version)
-	for _, name := range b.Names {
+	other := Update{Version: "v1.33.14", Kubernetes: k, Digests: nodelayout.Digests{}}
+	for _, d := range nodelayout.BinariesFor(k, other.Version).Downloads() {
 		data := []byte(other.Version + "\n")
-		tn.mirror[b.URL(name)] = data
-		tn.mirror[b.URL(name)+".sha256"] = []byte(digestOf(data) + "  " + name + "\n")
+		tn.mirror[d.URL] = data
+		other.Digests[d.Rel] = digestOf(data)
 	}
 	res, err := tn.node().Apply(context.Background(), other)
 	require.NoError(t, err)

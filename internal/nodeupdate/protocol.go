@@ -36,10 +36,34 @@ const (
 )
 
 // Update is what the Job asks the node for: the Machine's version and its IgnitionConfig's
-// Kubernetes source, as data.
+// Kubernetes source, as data, and the SHA-256 each download is checked against before anything
+// is swapped in (the extension's ignition.KubernetesPins: cabpi's catalogue and the user's
+// digests, never the mirror's lists).
 type Update struct {
 	Version    string                 `json:"version"`
 	Kubernetes cabpiv1.KubernetesSpec `json:"kubernetes"`
+	Digests    nodelayout.Digests     `json:"digests"`
+}
+
+// downloads are the files the update fetches, each pinned in Digests.
+func (u Update) downloads() ([]nodelayout.Download, error) {
+	if u.Source() == cabpiv1.KubernetesSourceSysext {
+		l, err := nodelayout.SysextFor(u.Kubernetes, u.Version)
+		if err != nil {
+			return nil, err
+		}
+		return l.Downloads(u.Kubernetes.Sysext != nil && u.Kubernetes.Sysext.Sysupdate), nil
+	}
+	return nodelayout.BinariesFor(u.Kubernetes, u.Version).Downloads(), nil
+}
+
+// pin is the digest d is checked against.
+func (u Update) pin(d nodelayout.Download) (string, error) {
+	sum, ok := u.Digests[d.Rel]
+	if !ok || !nodelayout.IsSHA256(sum) {
+		return "", &nodelayout.DigestError{Name: d.Name, Why: "the update pins no SHA-256 for " + d.Rel}
+	}
+	return sum, nil
 }
 
 // Source is the update's Kubernetes source: sysext or binaries.
@@ -59,6 +83,16 @@ func (u Update) Validate() error {
 	case cabpiv1.KubernetesSourceBinaries:
 	default:
 		return fmt.Errorf("source %q cannot be updated in place: use sysext or binaries", u.Source())
+	}
+	// What runs must be pinned: an update without pins is not swapped in.
+	downloads, err := u.downloads()
+	if err != nil {
+		return err
+	}
+	for _, d := range downloads {
+		if _, err := u.pin(d); d.Runs && err != nil {
+			return err
+		}
 	}
 	return nil
 }

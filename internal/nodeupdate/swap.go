@@ -23,6 +23,15 @@ func (n *Node) swap(ctx context.Context, j *journal) error {
 		if !n.disk.exists(l.ImagePath) {
 			return fmt.Errorf("%s is missing", l.ImagePath)
 		}
+		// Checked again: a resumed run reads it after a reboot.
+		image := nodelayout.Download{Name: l.Image, Rel: l.Image}
+		digest, err := u.pin(image)
+		if err != nil {
+			return err
+		}
+		if err := nodelayout.VerifyFile(n.disk.path(l.ImagePath), l.Image, digest); err != nil {
+			return fmt.Errorf("the fetched %w", err)
+		}
 		if err := n.disk.link(l.ImagePath, nodelayout.SysextLink); err != nil {
 			return err
 		}
@@ -38,12 +47,12 @@ func (n *Node) swap(ctx context.Context, j *journal) error {
 		return err
 	}
 	stage := path.Join(stageDir, u.Version)
+	downloads := map[string]nodelayout.Download{}
+	for _, d := range nodelayout.BinariesFor(u.Kubernetes, u.Version).Downloads() {
+		downloads[d.Name] = d
+	}
 	for _, name := range j.Backup.Names {
-		sum, err := n.disk.readFile(path.Join(stage, name+".sha256"))
-		if err != nil {
-			return fmt.Errorf("the staged %s: %w", name, err)
-		}
-		digest, err := nodelayout.DigestInFile(sum, name)
+		digest, err := u.pin(downloads[name])
 		if err != nil {
 			return err
 		}

@@ -503,9 +503,9 @@ func TestInPlaceUpdate(t *testing.T) {
 		installed  func(t *testing.T, inst *provider.Instance, version string)
 		butane     bool
 	}{
-		{stockFlatcar, cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext, Sysext: &cabpiv1.SysextSource{BaseURL: releases.SysextURL(), Sysupdate: true}},
+		{stockFlatcar, cabpiv1.KubernetesSpec{DigestsFrom: suiteDigests, Source: cabpiv1.KubernetesSourceSysext, Sysext: &cabpiv1.SysextSource{BaseURL: releases.SysextURL(), Sysupdate: true}},
 			assertSysextMerged, true},
-		{stockFCOS, cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries, Binaries: &cabpiv1.BinariesSource{BaseURL: releases.BinariesURL()}},
+		{stockFCOS, cabpiv1.KubernetesSpec{DigestsFrom: suiteDigests, Source: cabpiv1.KubernetesSourceBinaries, Binaries: &cabpiv1.BinariesSource{BaseURL: releases.BinariesURL()}},
 			assertBinariesInstalled, false},
 	} {
 		t.Run(string(tc.f.name), func(t *testing.T) {
@@ -602,12 +602,12 @@ func TestInPlaceUpdateRefusesATamperedImage(t *testing.T) {
 	inPlaceCluster(t)
 	f := stockFlatcar
 	md := "tampered-inplace"
-	deployment, machines := inPlaceDeployment(t, f, md, 1, cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext,
+	deployment, machines := inPlaceDeployment(t, f, md, 1, cabpiv1.KubernetesSpec{DigestsFrom: suiteDigests, Source: cabpiv1.KubernetesSourceSysext,
 		Sysext: &cabpiv1.SysextSource{BaseURL: releases.SysextURL()}})
 	prepareNode(t, &machines[0])
 	tampered := ignitionTemplate(f, md+"-tampered", "p")
 	tampered.Namespace = inPlaceNamespace
-	tampered.Spec.Template.Spec.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext,
+	tampered.Spec.Template.Spec.Kubernetes = cabpiv1.KubernetesSpec{DigestsFrom: suiteDigests, Source: cabpiv1.KubernetesSourceSysext,
 		Sysext: &cabpiv1.SysextSource{BaseURL: releases.TamperedSysextURL()}}
 	createIn(t, mgmt.Client, tampered)
 	setDeploymentVersion(t, deployment, kubernetesVersion, tampered.Name)
@@ -636,7 +636,7 @@ func TestInPlaceUpdateRefusesATamperedImage(t *testing.T) {
 		dumpUpdateJobs(t)
 		t.FailNow()
 	}
-	assert.Contains(t, reason, "does not match its published SHA-256", "the event names the check that failed")
+	assert.Contains(t, reason, "does not match its pinned SHA-256", "the event names the check that failed")
 	assert.Contains(t, reason, "kubernetes-"+kubernetesVersion+"-x86-64.raw", "and the image")
 
 	cur := &clusterv1.Machine{}
@@ -669,7 +669,7 @@ func TestInPlaceUpdateRefusesATamperedImage(t *testing.T) {
 	}
 	require.NotNil(t, failed, "the failed update Job is kept as the record")
 	unit, _ := onNode(t, inst, "journalctl", "--no-pager", "-u", nodeupdate.Unit, "-o", "cat")
-	assert.Contains(t, unit, "does not match its published SHA-256", "the node's journal says why")
+	assert.Contains(t, unit, "does not match its pinned SHA-256", "the node's journal says why")
 }
 
 // A worker's in-place update loses its power twice: during the swap (the link renamed,
@@ -733,7 +733,7 @@ func startOneWorkerUpdate(t *testing.T, md string) *oneWorkerUpdate {
 	t.Helper()
 	inPlaceCluster(t)
 	deployment, machines := inPlaceDeployment(t, stockFlatcar, md, 1, cabpiv1.KubernetesSpec{
-		Source: cabpiv1.KubernetesSourceSysext, Sysext: &cabpiv1.SysextSource{BaseURL: releases.SysextURL()}})
+		DigestsFrom: suiteDigests, Source: cabpiv1.KubernetesSourceSysext, Sysext: &cabpiv1.SysextSource{BaseURL: releases.SysextURL()}})
 	w := &oneWorkerUpdate{deployment: deployment, machines: machines, before: prepareNode(t, &machines[0]), inst: instanceOf(t, &machines[0])}
 	setDeploymentVersion(t, deployment, kubernetesVersion, "")
 	return w

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
+	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/internal/nodelayout"
 	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/provider"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/releaseserver"
@@ -39,10 +40,10 @@ func TestKubernetesFollowsTheMachineVersion(t *testing.T) {
 		installed func(t *testing.T, inst *provider.Instance, version string)
 	}{
 		{stockFlatcar, func() cabpiv1.KubernetesSpec {
-			return cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext, Sysext: &cabpiv1.SysextSource{BaseURL: releases.SysextURL()}}
+			return cabpiv1.KubernetesSpec{DigestsFrom: suiteDigests, Source: cabpiv1.KubernetesSourceSysext, Sysext: &cabpiv1.SysextSource{BaseURL: releases.SysextURL()}}
 		}, assertSysextMerged},
 		{stockFCOS, func() cabpiv1.KubernetesSpec {
-			return cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries, Binaries: &cabpiv1.BinariesSource{BaseURL: releases.BinariesURL()}}
+			return cabpiv1.KubernetesSpec{DigestsFrom: suiteDigests, Source: cabpiv1.KubernetesSourceBinaries, Binaries: &cabpiv1.BinariesSource{BaseURL: releases.BinariesURL()}}
 		}, assertBinariesInstalled},
 	} {
 		t.Run(string(tc.f.name), func(t *testing.T) {
@@ -135,7 +136,8 @@ func assertBinariesInstalled(t *testing.T, inst *provider.Instance, version stri
 		mode, err := onNode(t, inst, "stat", "--format", "%a", "/opt/bin/"+name)
 		require.NoError(t, err)
 		assert.Equal(t, "755", mode, "/opt/bin/%s", name)
-		assert.Positive(t, releases.Requests("/release/"+version+"/bin/linux/amd64/"+name+".sha256"), "%s's SHA-256 came from the release server", name)
+		assert.Positive(t, releases.Requests("/release/"+version+"/bin/linux/amd64/"+name), "%s came from the release server", name)
+		assert.Zero(t, releases.Requests("/release/"+version+"/bin/linux/amd64/"+name+".sha256"), "%s's digest is the user's pin, not the mirror's", name)
 	}
 	assert.False(t, exists(t, inst, "/usr/bin/kubeadm"), "the stock image has no kubeadm of its own")
 	kubeadm, err := onNode(t, inst, "/opt/bin/kubeadm", "version", "-o", "short")
@@ -154,45 +156,75 @@ func commandPath(t *testing.T, inst *provider.Instance) string {
 	return p
 }
 
-// A release binary that does not match its published SHA-256 never runs: kubeadm.service fails
-// before kubeadm, with no sentinel at any 200 ms look, nothing installed in /opt/bin, no kubelet
-// enabled, and no Node.
-func TestTamperedReleaseBinaryNeverRuns(t *testing.T) {
+// A mirror that lies: it serves a changed kubelet with a .sha256 that matches the change, or a
+// changed system extension image with a SHA256SUMS that matches it. The node never runs either:
+// each download is pinned to the digest the user chose (spec.kubernetes.digestsFrom, the
+// release server's genuine files), and Ignition refuses the file before anything runs. Here
+// Ignition is the host's ignition-apply, as the initramfs on a node: its log (the NspawnMachine's
+// condition, the node's first journal) names the pin that failed; the machine never boots, so
+// no sentinel and no Node. The tampered layout was asked, so the refusal is the pin's.
+func TestTamperedMirrorNeverRuns(t *testing.T) {
 	t.Parallel()
-	f := stockFCOS
-	ctx := t.Context()
-	name := "tampered-binary"
-	spec := workerSpec(f, "tampered")
-	spec.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries,
-		Binaries: &cabpiv1.BinariesSource{BaseURL: releases.TamperedBinariesURL()}}
-	labels := map[string]string{clusterv1.ClusterNameLabel: clusterName}
-	config, infra, machine := standaloneMachine(clusterName, name, kubernetesVersion, labels, spec, infrav1.NspawnMachineSpec{Flavor: f.name})
-	create(t, config, infra, machine)
-	t.Cleanup(func() { deleteAndWait(t, machine, 3*time.Minute) })
+	pins, err := nodelayout.ParseDigests([]byte(releases.Digests()))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		f    flavor
+		k    cabpiv1.KubernetesSpec
+		// pin is the download whose pin fails; fetched, the path the tampered layout served it at.
+		pin, fetched string
+	}{
+		{"tampered-binary", stockFCOS, cabpiv1.KubernetesSpec{DigestsFrom: suiteDigests, Source: cabpiv1.KubernetesSourceBinaries,
+			Binaries: &cabpiv1.BinariesSource{BaseURL: releases.TamperedBinariesURL()}},
+			kubernetesVersion + "/bin/linux/amd64/" + releaseserver.TamperedBinary,
+			"/tampered/release/" + kubernetesVersion + "/bin/linux/amd64/" + releaseserver.TamperedBinary},
+		{"tampered-sysext", stockFlatcar, cabpiv1.KubernetesSpec{DigestsFrom: suiteDigests, Source: cabpiv1.KubernetesSourceSysext,
+			Sysext: &cabpiv1.SysextSource{BaseURL: releases.TamperedSysextURL()}},
+			"kubernetes-" + kubernetesVersion + "-x86-64.raw",
+			"/tampered/extensions/kubernetes-" + kubernetesVersion + "-x86-64.raw"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			require.Contains(t, pins, tc.pin)
+			spec := workerSpec(tc.f, "tampered")
+			spec.Kubernetes = tc.k
+			labels := map[string]string{clusterv1.ClusterNameLabel: clusterName}
+			config, infra, machine := standaloneMachine(clusterName, tc.name, kubernetesVersion, labels, spec, infrav1.NspawnMachineSpec{Flavor: tc.f.name})
+			create(t, config, infra, machine)
+			t.Cleanup(func() { deleteAndWait(t, machine, 3*time.Minute) })
 
-	var inst *provider.Instance
-	require.Eventually(t, func() bool { inst = instanceOf(t, machine); return inst != nil && inst.Running() },
-		3*time.Minute, time.Second, "the node of %s boots", name)
-	// Never a sentinel while kubeadm runs, nor after it failed.
-	requireKubeadmFailsWithoutSentinel(t, inst, "with a tampered kubelet")
-	assert.Equal(t, "exit-code", unitProperty(t, inst, "kubeadm.service", "Result"))
-	journal, _ := onNode(t, inst, "journalctl", "--no-pager", "-u", "kubeadm.service", "-o", "cat")
-	assert.Contains(t, journal, releaseserver.TamperedBinary+" "+kubernetesVersion+" does not match its published SHA-256", "the bootstrap names the binary")
-	assert.NotContains(t, journal, "[preflight]", "kubeadm never ran")
-	for _, bin := range []string{"kubeadm", "kubelet"} {
-		assert.False(t, exists(t, inst, "/opt/bin/"+bin), "/opt/bin/%s is not installed", bin)
+			// cabpi stored the data, pinned to the user's digest.
+			require.Eventually(t, func() bool {
+				cur := &cabpiv1.IgnitionConfig{}
+				return mgmt.Client.Get(ctx, client.ObjectKeyFromObject(config), cur) == nil && cur.Status.Initialization.DataSecretCreated != nil &&
+					*cur.Status.Initialization.DataSecretCreated
+			}, 2*time.Minute, time.Second, "the data Secret of %s is stored", tc.name)
+
+			nm := &infrav1.NspawnMachine{}
+			var message string
+			require.Eventually(t, func() bool {
+				if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(infra), nm); err != nil {
+					return false
+				}
+				c := conditions.Get(nm, infrav1.ReadyCondition)
+				if c == nil || c.Reason != infrav1.BootstrapDataInvalidReason {
+					return false
+				}
+				message = c.Message
+				return true
+			}, 3*time.Minute, time.Second, "Ignition refuses the data of %s", tc.name)
+			t.Logf("Ignition: %s", message)
+			assert.Contains(t, message, "hash verification failed", "Ignition's log says the check failed")
+			assert.Contains(t, message, "but expected "+pins[tc.pin], "and names the pin")
+			assert.Positive(t, releases.Requests(tc.fetched), "the tampered file was fetched, and refused")
+			assert.Nil(t, instanceOf(t, machine), "the machine never boots: nothing of what the mirror served runs")
+			assert.False(t, conditions.IsTrue(nm, infrav1.BootstrapSucceededCondition), "no sentinel")
+
+			cur := &clusterv1.Machine{}
+			require.NoError(t, mgmt.Client.Get(ctx, client.ObjectKeyFromObject(machine), cur))
+			assert.False(t, cur.Status.NodeRef.IsDefined(), "no nodeRef")
+			assert.True(t, nodeGone(ctx, tc.name), "no Node")
+		})
 	}
-	// The bootstrap enables the kubelet only once every binary matched (the images disable what
-	// nothing enables, as Flatcar's and Fedora's presets do).
-	assert.Equal(t, "disabled", unitProperty(t, inst, "kubelet.service", "UnitFileState"), "the kubelet is not enabled")
-	assert.NotEqual(t, "active", unitProperty(t, inst, "kubelet.service", "ActiveState"), "no kubelet runs")
-	assert.Positive(t, releases.Requests("/tampered/release/"+kubernetesVersion+"/bin/linux/amd64/"+releaseserver.TamperedBinary))
-
-	cur := &clusterv1.Machine{}
-	require.NoError(t, mgmt.Client.Get(ctx, client.ObjectKeyFromObject(machine), cur))
-	assert.False(t, cur.Status.NodeRef.IsDefined(), "no nodeRef")
-	assert.True(t, nodeGone(ctx, name), "no Node")
-	nm := &infrav1.NspawnMachine{}
-	require.NoError(t, mgmt.Client.Get(ctx, client.ObjectKeyFromObject(infra), nm))
-	assert.False(t, conditions.IsTrue(nm, infrav1.BootstrapSucceededCondition), "the infrastructure saw no sentinel")
 }

@@ -36,9 +36,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/util/kubeconfig"
 	"sigs.k8s.io/cluster-api/util/test/builder"
 
+	cabpiv1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/apis/v1alpha1"
 	infrav1 "github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/api/v1alpha1"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/infrastructure/provider"
 	"github.com/cabpi/cluster-api-bootstrap-provider-ignition/test/framework/nodeimage"
@@ -346,6 +348,9 @@ func createExternalCluster(ctx context.Context, c client.Client, ns, name string
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}
+	if err := c.Create(ctx, digestsConfigMap(ns, name)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
 	host, portText, err := net.SplitHostPort(cp.Endpoint)
 	if err != nil {
 		return nil, err
@@ -428,4 +433,20 @@ func createUpdateExtensionConfig(ctx context.Context, e *testenv.Environment, po
 		return fmt.Errorf("creating the update extension's ExtensionConfig: %w", err)
 	}
 	return nil
+}
+
+// suiteDigests is where the suite's configs read the digests of what the release server serves
+// (spec.kubernetes.digestsFrom): its builds are not official releases, so cabpi's catalogue has
+// none of them, as for a user's private builds (docs/guide/air-gapped.md).
+var suiteDigests = &cabpiv1.DigestsSource{ConfigMap: &cabpiv1.KeyReference{Name: "e2e-kubernetes-digests", Key: "SHA256SUMS"}}
+
+// digestsConfigMap is suiteDigests' ConfigMap in ns, for the Cluster cluster: the release
+// server's genuine digests, labelled as the guide says (the cluster's name, so that a change
+// renders its configs again; clusterctl move's, so that it moves with the cluster).
+func digestsConfigMap(ns, cluster string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: suiteDigests.ConfigMap.Name,
+			Labels: map[string]string{clusterv1.ClusterNameLabel: cluster, clusterctlv1.ClusterctlMoveLabel: ""}},
+		Data: map[string]string{suiteDigests.ConfigMap.Key: releases.Digests()},
+	}
 }

@@ -161,7 +161,7 @@ func TestManagementCluster(t *testing.T) {
 	md := pivotClusterName + "-workers"
 	tmpl := ignitionTemplate(stockFlatcar, md, "pivot")
 	tmpl.Namespace = pivotNamespace
-	tmpl.Spec.Template.Spec.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext,
+	tmpl.Spec.Template.Spec.Kubernetes = cabpiv1.KubernetesSpec{DigestsFrom: suiteDigests, Source: cabpiv1.KubernetesSourceSysext,
 		Sysext: &cabpiv1.SysextSource{BaseURL: releases.SysextURL()}}
 	infraTmpl := infraTemplate(stockFlatcar, md)
 	infraTmpl.Namespace = pivotNamespace
@@ -541,7 +541,7 @@ func forgedUpdateBody(t *testing.T, worker *clusterv1.Machine) []byte {
 	forged.Spec.Version = "v1.99.0"
 	config := &cabpiv1.IgnitionConfig{ObjectMeta: metav1.ObjectMeta{Namespace: worker.Namespace, Name: worker.Spec.Bootstrap.ConfigRef.Name}}
 	config.SetGroupVersionKind(cabpiv1.GroupVersion.WithKind("IgnitionConfig"))
-	config.Spec.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceBinaries,
+	config.Spec.Kubernetes = cabpiv1.KubernetesSpec{DigestsFrom: suiteDigests, Source: cabpiv1.KubernetesSourceBinaries,
 		Binaries: &cabpiv1.BinariesSource{BaseURL: "https://attacker.invalid/k8s"}}
 	req := &runtimehooksv1.UpdateMachineRequest{Desired: runtimehooksv1.UpdateMachineRequestObjects{
 		Machine: *forged, BootstrapConfig: runtime.RawExtension{Object: config}}}

@@ -64,7 +64,7 @@ func topologyVersionUpgrade(t *testing.T, ns string, inPlace bool) {
 	controlPlane := builder.ControlPlaneTemplate(ns, name).Build()
 	bootstrap := ignitionTemplate(f, name+"-worker", "class")
 	bootstrap.Namespace = ns
-	bootstrap.Spec.Template.Spec.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext,
+	bootstrap.Spec.Template.Spec.Kubernetes = cabpiv1.KubernetesSpec{DigestsFrom: suiteDigests, Source: cabpiv1.KubernetesSourceSysext,
 		Sysext: &cabpiv1.SysextSource{BaseURL: releases.SysextURL()}}
 	infra := infraTemplate(f, name+"-worker")
 	infra.Namespace = ns

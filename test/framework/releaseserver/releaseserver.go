@@ -1,9 +1,11 @@
 // Package releaseserver serves Kubernetes to the real-node suite's nodes the way the Internet
 // would, from an address on the suite's own bridge: the release binaries in the Kubernetes release
 // layout with their published SHA-256 files (dl.k8s.io), and the Kubernetes system extension
-// images in the Flatcar sysext bakery's layout with its SHA256SUMS. A second copy of each layout
-// serves tampered files (one byte more than the published digest says): the release layout's
-// kubelet, for the check at boot, and the sysext images, for the in-place update's check.
+// images in the Flatcar sysext bakery's layout with its SHA256SUMS. A second copy of each layout is
+// a mirror that lies: it serves changed files (one byte more) with published digests that match
+// the change (the release layout's kubelet and its .sha256; the sysext images and SHA256SUMS).
+// Only digests that do not come from the mirror (Digests, which the suite hands cabpi the way a
+// user would: spec.kubernetes.digestsFrom) catch it.
 package releaseserver
 
 import (
@@ -13,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -62,9 +65,11 @@ const (
 
 // Server is a running release server.
 type Server struct {
-	base   string
-	server *http.Server
-	done   chan error
+	base string
+	// digests are the genuine files' SHA-256 as sha256sum prints them in each layout's root.
+	digests []byte
+	server  *http.Server
+	done    chan error
 
 	mu       sync.Mutex
 	requests map[string]int
@@ -102,8 +107,8 @@ func (s *Server) layouts(releases []Release) (map[string]served, error) {
 	paths := map[string]served{}
 	minors := map[string]bool{}
 	// The bakery's digests of its Kubernetes images, one line per image as sha256sum writes them,
-	// where systemd-sysupdate (and cabpi's in-place update) read them.
-	var sums []byte
+	// where systemd-sysupdate reads them; the tampered copy's list the tampered images.
+	var sums, tamperedSums []byte
 	for _, r := range releases {
 		names := binaries
 		for _, name := range optionalBinaries {
@@ -117,17 +122,31 @@ func (s *Server) layouts(releases []Release) (map[string]served, error) {
 			if err != nil {
 				return nil, err
 			}
+			rel := path.Join(r.Version, "bin", "linux", "amd64", name)
+			s.digests = fmt.Appendf(s.digests, "%s  %s\n", sum, rel)
+			tamperedSum, err := tamperedSHA256(file)
+			if err != nil {
+				return nil, err
+			}
 			for _, layout := range []string{releasePath, tamperedPath} {
-				p := path.Join(layout, r.Version, "bin", "linux", "amd64", name)
-				paths[p] = served{file: file, tampered: layout == tamperedPath && name == TamperedBinary}
-				// As dl.k8s.io publishes it: the hex digest alone.
+				p := path.Join(layout, rel)
+				tampered := layout == tamperedPath && name == TamperedBinary
+				paths[p] = served{file: file, tampered: tampered}
+				// As dl.k8s.io publishes it: the hex digest alone (the tampered file's, for it).
 				paths[p+".sha256"] = served{data: []byte(sum)}
+				if tampered {
+					paths[p+".sha256"] = served{data: []byte(tamperedSum)}
+				}
 			}
 		}
 		if r.Sysext == "" {
 			continue
 		}
 		sum, err := fileSHA256(r.Sysext)
+		if err != nil {
+			return nil, err
+		}
+		tamperedSum, err := tamperedSHA256(r.Sysext)
 		if err != nil {
 			return nil, err
 		}
@@ -142,6 +161,8 @@ func (s *Server) layouts(releases []Release) (map[string]served, error) {
 			}
 			image := fmt.Sprintf("kubernetes-%s-x86-64.raw", version)
 			sums = fmt.Appendf(sums, "%s  %s\n", sum, image)
+			tamperedSums = fmt.Appendf(tamperedSums, "%s  %s\n", tamperedSum, image)
+			s.digests = fmt.Appendf(s.digests, "%s  %s\n", sum, image)
 			// Where cabpi fetches an image, and beside SHA256SUMS, where a transfer file's
 			// url-file source has systemd-sysupdate fetch it. The tampered copy: every image
 			// one byte longer than its published digest says.
@@ -156,10 +177,21 @@ func (s *Server) layouts(releases []Release) (map[string]served, error) {
 	}
 	for _, layout := range []string{sysextPath, tamperedSysextPath} {
 		paths[path.Join(layout, sysextSumsPath)] = served{data: sums}
+		if layout == tamperedSysextPath {
+			paths[path.Join(layout, sysextSumsPath)] = served{data: tamperedSums}
+		}
 		paths[path.Join(layout, "noop.conf")] = served{data: []byte(noopTransfer)}
-		for minor := range minors {
+		if layout == sysextPath {
+			s.digests = fmt.Appendf(s.digests, "%s  noop.conf\n", dataSHA256([]byte(noopTransfer)))
+		}
+		for _, minor := range slices.Sorted(maps.Keys(minors)) {
 			source := s.base + path.Join(layout, path.Dir(sysextSumsPath)) + "/"
-			paths[path.Join(layout, path.Dir(sysextSumsPath), "kubernetes-"+minor+".conf")] = served{data: transferFile(source, minor)}
+			rel := path.Join(path.Dir(sysextSumsPath), "kubernetes-"+minor+".conf")
+			transfer := transferFile(source, minor)
+			paths[path.Join(layout, rel)] = served{data: transfer}
+			if layout == sysextPath {
+				s.digests = fmt.Appendf(s.digests, "%s  %s\n", dataSHA256(transfer), rel)
+			}
 		}
 	}
 	return paths, nil
@@ -269,6 +301,12 @@ func (s *Server) SysextURL() string { return s.base + sysextPath }
 // its SHA256SUMS publishes.
 func (s *Server) TamperedSysextURL() string { return s.base + tamperedSysextPath }
 
+// Digests is the digest list of the genuine layouts' files, as sha256sum prints it in each
+// layout's root (the release binaries, the system extension images, and sysupdate's transfer
+// files and noop.conf): what a user of a private mirror lists in spec.kubernetes.digestsFrom.
+// The tampered copies' files do not match it.
+func (s *Server) Digests() string { return string(s.digests) }
+
 // Requests is how often path (below the server's root) was fetched.
 func (s *Server) Requests(p string) int {
 	s.mu.Lock()
@@ -298,4 +336,24 @@ func fileSHA256(file string) (string, error) {
 		return "", fmt.Errorf("hashing %s: %w", file, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// tamperedSHA256 is the SHA-256 of file as the tampered layouts serve it: one zero byte more.
+func tamperedSHA256(file string) (string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hashing %s: %w", file, err)
+	}
+	h.Write([]byte{0})
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func dataSHA256(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }

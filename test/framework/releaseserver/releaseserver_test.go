@@ -47,8 +47,10 @@ func get(t *testing.T, url string) (int, []byte) {
 	return resp.StatusCode, body
 }
 
-// The server serves each binary with its digest as dl.k8s.io does, the tampered copy with one
-// byte more than that digest says, the system extension in the bakery's layout, and nothing else.
+// The server serves each binary with its digest as dl.k8s.io does, the tampered copy's kubelet
+// changed with a digest that matches the change (a mirror that lies), the system extension in
+// the bakery's layout (changed, with a SHA256SUMS to match, in the tampered copy), and nothing
+// else; Digests lists the genuine files only.
 func TestServesTheLayouts(t *testing.T) {
 	s := start(t, release(t, "v1.34.4"))
 	get := func(url string) (int, []byte) { t.Helper(); return get(t, url) }
@@ -62,7 +64,9 @@ func TestServesTheLayouts(t *testing.T) {
 		_, tampered := get(s.TamperedBinariesURL() + "/v1.34.4/bin/linux/amd64/" + name)
 		_, tamperedDigest := get(s.TamperedBinariesURL() + "/v1.34.4/bin/linux/amd64/" + name + ".sha256")
 		tsum := sha256.Sum256(tampered)
-		assert.Equal(t, name != TamperedBinary, hex.EncodeToString(tsum[:]) == string(tamperedDigest), "%s in the tampered copy", name)
+		assert.Equal(t, hex.EncodeToString(tsum[:]), string(tamperedDigest), "%s in the tampered copy matches what that copy publishes", name)
+		assert.Equal(t, name != TamperedBinary, tsum == sum, "only %s is changed", TamperedBinary)
+		assert.Contains(t, s.Digests(), hex.EncodeToString(sum[:])+"  v1.34.4/bin/linux/amd64/"+name+"\n", "Digests lists the genuine %s", name)
 	}
 	code, body := get(s.SysextURL() + "/kubernetes-v1.34.4-x86-64.raw")
 	assert.Equal(t, http.StatusOK, code)
@@ -75,8 +79,12 @@ func TestServesTheLayouts(t *testing.T) {
 	_, tampered := get(s.TamperedSysextURL() + "/kubernetes-v1.34.4-x86-64.raw")
 	_, tamperedSums := get(s.TamperedSysextURL() + "/kubernetes/SHA256SUMS")
 	tsum := sha256.Sum256(tampered)
-	assert.Equal(t, line, string(tamperedSums), "the tampered layout publishes the true digest")
-	assert.NotEqual(t, hex.EncodeToString(tsum[:]), hex.EncodeToString(sum[:]), "and serves an image that does not match it")
+	assert.NotEqual(t, tsum, sum, "the tampered layout serves a changed image")
+	assert.Equal(t, hex.EncodeToString(tsum[:])+"  kubernetes-v1.34.4-x86-64.raw\n", string(tamperedSums), "with a SHA256SUMS that matches it")
+	assert.Contains(t, s.Digests(), line, "Digests lists the genuine image")
+	_, noop := get(s.SysextURL() + "/noop.conf")
+	nsum := sha256.Sum256(noop)
+	assert.Contains(t, s.Digests(), hex.EncodeToString(nsum[:])+"  noop.conf\n")
 	code, _ = get(s.BinariesURL() + "/v1.33.0/bin/linux/amd64/kubeadm")
 	assert.Equal(t, http.StatusNotFound, code)
 }

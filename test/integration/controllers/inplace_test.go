@@ -21,7 +21,7 @@ import (
 // sysextFrom is a spec whose Kubernetes comes from the sysext mirror at baseURL.
 func sysextFrom(baseURL string) cabpiv1.IgnitionConfigSpec {
 	return cabpiv1.IgnitionConfigSpec{Kubernetes: cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext,
-		Sysext: &cabpiv1.SysextSource{BaseURL: baseURL}}}
+		Sysext: &cabpiv1.SysextSource{BaseURL: baseURL}, DigestsFrom: fixtures.Digests}}
 }
 
 // setVersion sets the Machine's spec.version, as Cluster API's MachineSet controller does for

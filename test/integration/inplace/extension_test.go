@@ -186,10 +186,12 @@ func createCluster(t *testing.T, ns, name string, workload bool) *clusterv1.Clus
 	if !workload {
 		cluster, err := env.CreateCluster(ctx, ns, name)
 		require.NoError(t, err)
+		require.NoError(t, fixtures.CreateDigests(ctx, env.Client, ns, name))
 		return cluster
 	}
 	cluster, err := env.CreateJoinableCluster(ctx, ns, name)
 	require.NoError(t, err)
+	require.NoError(t, fixtures.CreateDigests(ctx, env.Client, ns, name))
 	require.NoError(t, env.WaitForClusterCacheConnected(ctx, cluster, timeout))
 	return cluster
 }
@@ -217,6 +219,7 @@ func ignitionConfigTemplate(ns, name string, source cabpiv1.KubernetesSource) *c
 	t.Spec.Template.Spec.Kubernetes.Source = source
 	if source == cabpiv1.KubernetesSourceSysext {
 		t.Spec.Template.Spec.Kubernetes.Sysext = &cabpiv1.SysextSource{}
+		t.Spec.Template.Spec.Kubernetes.DigestsFrom = fixtures.Digests
 	}
 	return t
 }

@@ -186,7 +186,8 @@ func TestUpdateMachineRetriesPassingErrors(t *testing.T) {
 
 // sysextConfigSpec is a worker's config with Kubernetes from the default sysext mirror.
 func sysextConfigSpec() cabpiv1.IgnitionConfigSpec {
-	return cabpiv1.IgnitionConfigSpec{Kubernetes: cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext, Sysext: &cabpiv1.SysextSource{}}}
+	return cabpiv1.IgnitionConfigSpec{Kubernetes: cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext, Sysext: &cabpiv1.SysextSource{},
+		DigestsFrom: fixtures.Digests}}
 }
 
 // joined plays the machine's node joining and waits for the Machine's nodeRef.

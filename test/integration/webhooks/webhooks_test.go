@@ -1034,7 +1034,8 @@ func TestIgnitionConfigInPlaceUpdate(t *testing.T) {
 	obj := newConfig(ns, withSpec(func(s *cabpiv1.IgnitionConfigSpec) {
 		s.Butane.Inline = flatcarButane
 		s.Kubernetes = cabpiv1.KubernetesSpec{Source: cabpiv1.KubernetesSourceSysext,
-			Sysext: &cabpiv1.SysextSource{BaseURL: "https://mirror-a.example/extensions"}}
+			Sysext:      &cabpiv1.SysextSource{BaseURL: "https://mirror-a.example/extensions"},
+			DigestsFrom: &cabpiv1.DigestsSource{ConfigMap: &cabpiv1.KeyReference{Name: "mirror-digests", Key: "SHA256SUMS"}}}
 	}))
 	require.NoError(t, c.Create(ctx, obj))
 	obj.Status.Initialization.DataSecretCreated = ptr.To(true)
