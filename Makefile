@@ -98,8 +98,9 @@ vet:
 	for p in $(TEST_PROVIDERS); do go -C test/providers/$$p vet ./... || exit 1; done
 
 .PHONY: lint
-lint: $(STATICCHECK) ## Check the layers and import aliases (hack/layers) and find dead code (staticcheck U1000).
+lint: $(STATICCHECK) ## Check the layers and import aliases (hack/layers), the license headers (hack/headers) and find dead code (staticcheck U1000).
 	go run ./hack/layers
+	go run ./hack/headers
 	$(STATICCHECK) -checks U1000 ./...
 
 # The test layers (docs/adr/021-test-layers.md). The packages under test/integration and
@@ -123,8 +124,20 @@ test-unit: ignition-apply ## Run the unit tests under the race detector: no kube
 	CABPI_IGNITION_APPLY="$$(IGNITION_VER=$(IGNITION_VER) bash hack/ignition-apply.sh)" \
 		bash hack/go-test-layers.sh $(UNIT_PKGS)
 
+# actionlint checks the workflows (.github/workflows); built from the Go module proxy.
+ACTIONLINT_VER := v1.7.12
+ACTIONLINT := $(TOOLS_DIR)/actionlint-$(ACTIONLINT_VER)
+
+$(ACTIONLINT):
+	GOBIN=$(TOOLS_DIR)/tmp-al go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VER)
+	mv $(TOOLS_DIR)/tmp-al/actionlint $@ && rm -rf $(TOOLS_DIR)/tmp-al
+
+.PHONY: lint-workflows
+lint-workflows: $(ACTIONLINT) ## Check the GitHub workflows with actionlint.
+	$(ACTIONLINT) -color=false
+
 .PHONY: test
-test: tools clusterctl ## Run all tests (unit, under the race detector, and integration) against a real kube-apiserver, etcd, CAPI controllers and ignition-apply.
+test: tools clusterctl lint-workflows ## Run all tests (unit, under the race detector, and integration) against a real kube-apiserver, etcd, CAPI controllers and ignition-apply; lint the workflows.
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest-assets.sh)" \
 	CABPI_IGNITION_APPLY="$$(IGNITION_VER=$(IGNITION_VER) bash hack/ignition-apply.sh)" \
 	CABPI_KUSTOMIZE="$(KUSTOMIZE)" \

@@ -44,10 +44,54 @@ INFRA_DEFAULT_VERSION_vsphere := $(CAPV_VERSION)
 INFRA_PROVIDERS := docker aws azure gcp openstack vsphere
 INFRA_VERSION ?= $(INFRA_DEFAULT_VERSION_$(INFRA))
 
+# The SBOM generator (CycloneDX's, for Go modules), built from the Go module proxy.
+CYCLONEDX_GOMOD_VER := v1.10.0
+CYCLONEDX_GOMOD := $(TOOLS_DIR)/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VER)
+# The platforms of the release's image, and of its SBOMs.
+RELEASE_PLATFORMS := amd64 arm64
+# A PEM ECDSA private key publish signs the image with (cosign's key-based format); none: unsigned.
+COSIGN_KEY ?=
+
+$(CYCLONEDX_GOMOD):
+	GOBIN=$(TOOLS_DIR)/tmp-cdx go install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VER)
+	mv $(TOOLS_DIR)/tmp-cdx/cyclonedx-gomod $@ && rm -rf $(TOOLS_DIR)/tmp-cdx
+
 .PHONY: release
-release: ## Build a release into RELEASE_DIR: the image (IMAGE_REPOSITORY:RELEASE_VERSION, both platforms), and components that name it.
+release: ## Build a release into RELEASE_DIR: the image (IMAGE_REPOSITORY:RELEASE_VERSION, both platforms), components that name it, SBOMs and SHA256SUMS.
 	$(MAKE) --no-print-directory image IMG=$(RELEASE_IMAGE) IMAGE_ARCHIVE=$(RELEASE_IMAGE_ARCHIVE)
 	$(MAKE) --no-print-directory release-manifests
+	$(MAKE) --no-print-directory release-sbom
+	$(MAKE) --no-print-directory release-checksums
+
+.PHONY: publish
+publish: ## Push what `make release` built to IMAGE_REPOSITORY (both platforms, no daemon; Docker's credentials), name it by digest in the components, sign it with COSIGN_KEY if set, and write SHA256SUMS again.
+	go run ./hack/publish -archive $(RELEASE_IMAGE_ARCHIVE) -ref $(RELEASE_IMAGE) -out $(RELEASE_DIR)/image-reference.txt \
+		$(if $(COSIGN_KEY),-key $(COSIGN_KEY) -public-key $(RELEASE_DIR)/cosign.pub)
+	$(MAKE) --no-print-directory release-manifests RELEASE_IMAGE="$$(cat $(RELEASE_DIR)/image-reference.txt)"
+	$(MAKE) --no-print-directory release-checksums
+
+.PHONY: verify-release
+verify-release: ## Check a published release as a user does: every asset against SHA256SUMS, and the image's signature with cosign (on PATH) and cosign.pub.
+	cd $(RELEASE_DIR) && sha256sum --check --strict SHA256SUMS
+	cosign verify --key $(RELEASE_DIR)/cosign.pub --insecure-ignore-tlog=true "$$(cat $(RELEASE_DIR)/image-reference.txt)"
+
+.PHONY: cosign-key
+cosign-key: ## Write the signing key a workflow holds in COSIGN_PRIVATE_KEY to COSIGN_KEY, readable by its owner alone (never echoed).
+	@test -n "$(COSIGN_KEY)" || { echo "set COSIGN_KEY to the file to write"; exit 1; }
+	@test -n "$$COSIGN_PRIVATE_KEY" || { echo "COSIGN_PRIVATE_KEY is empty"; exit 1; }
+	@umask 077 && printf '%s\n' "$$COSIGN_PRIVATE_KEY" > "$(COSIGN_KEY)"
+
+.PHONY: release-sbom
+release-sbom: $(CYCLONEDX_GOMOD) ## Write the manager's SBOM (CycloneDX JSON, its Go modules and their versions) for each platform into RELEASE_DIR.
+	mkdir -p $(RELEASE_DIR)
+	for arch in $(RELEASE_PLATFORMS); do \
+		GOOS=linux GOARCH=$$arch CGO_ENABLED=0 $(CYCLONEDX_GOMOD) app -json -main . \
+			-output $(RELEASE_DIR)/cabpi-sbom-linux-$$arch.cdx.json . || exit 1; \
+	done
+
+.PHONY: release-checksums
+release-checksums: ## Write SHA256SUMS of every asset in RELEASE_DIR (sha256sum -c SHA256SUMS checks them).
+	cd $(RELEASE_DIR) && find . -maxdepth 1 -type f ! -name SHA256SUMS ! -name '.*' -printf '%P\n' | LC_ALL=C sort | xargs sha256sum > SHA256SUMS
 
 .PHONY: release-manifests
 release-manifests: $(KUSTOMIZE) ## Build the clusterctl release manifests into RELEASE_DIR (default out/), naming RELEASE_IMAGE.

@@ -1,3 +1,19 @@
+/*
+Copyright The cabpi Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package main
 
 import (
@@ -47,6 +63,7 @@ var layerTable = []layer{
 	{folder: "internal/metrics", rank: 4},               // infrastructure
 	{folder: "internal/secretcache", rank: 4},           // infrastructure
 	{folder: "internal/ociimage", rank: 4},              // infrastructure: OCI images without an engine
+	{folder: "internal/publish", rank: 4},               // infrastructure: a release image pushed by digest and signed (docs/adr/047)
 	{folder: "internal/nodeupdate", rank: 4},            // the in-place update's node side and its protocol (docs/adr/043)
 	{folder: "internal/convert", rank: 5},               // KubeadmConfig → IgnitionConfig
 	{folder: "internal/inplace", rank: 5},               // the in-place update extension (docs/adr/035)

@@ -1,3 +1,19 @@
+/*
+Copyright The cabpi Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package e2e_test is the real-node suite (`make e2e`): Cluster API's own controllers and cabpi
 // run against a real management API server (envtest), the test infrastructure provider
 // (test/framework/infrastructure) boots a systemd-nspawn machine per Machine from its bootstrap
@@ -33,6 +49,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -406,16 +423,28 @@ func createExternalCluster(ctx context.Context, c client.Client, ns, name string
 
 // setExternalControlPlaneStatus reports a control-plane object as its provider would for the
 // suite's own control plane: externally managed, initialized, at version.
+//
+// Cluster API's controllers write the object too once it exists (its owner's labels, their
+// own status): a conflict reads it again and tries again, as a provider's controller would.
 func setExternalControlPlaneStatus(ctx context.Context, c client.Client, cp *unstructured.Unstructured, version string) error {
 	status := map[string]any{
 		"externalManagedControlPlane": true,
 		"version":                     version,
 		"initialization":              map[string]any{"controlPlaneInitialized": true},
 	}
-	if err := unstructured.SetNestedField(cp.Object, status, "status"); err != nil {
-		return err
-	}
-	return c.Status().Update(ctx, cp)
+	first := true
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if !first {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(cp), cp); err != nil {
+				return err
+			}
+		}
+		first = false
+		if err := unstructured.SetNestedField(cp.Object, status, "status"); err != nil {
+			return err
+		}
+		return c.Status().Update(ctx, cp)
+	})
 }
 
 // cabpiImage is the image of the release make e2e builds (CABPI_RELEASE_DIR).

@@ -1,3 +1,19 @@
+/*
+Copyright The cabpi Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package certmanager plays cert-manager's part in a cluster the real-node suite installs
 // providers into with clusterctl. The module proxy serves cert-manager's library module (its
 // CRDs under deploy/crds) but none of its commands, so nothing here can run cert-manager itself

@@ -1,3 +1,19 @@
+/*
+Copyright The cabpi Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package nspawn runs real-node test machines: a copy-on-write root over a node image
 // (nodeimage), the Machine's Ignition applied into it with the real ignition-apply as the
 // initramfs would, booted with systemd-nspawn (systemd as PID 1) in a network namespace of its

@@ -1,3 +1,19 @@
+/*
+Copyright The cabpi Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 // Package releaseserver serves Kubernetes to the real-node suite's nodes the way the Internet
 // would, from an address on the suite's own bridge: the release binaries in the Kubernetes release
 // layout with their published SHA-256 files (dl.k8s.io), and the Kubernetes system extension
@@ -325,7 +341,10 @@ func (s *Server) Close() error {
 	return err
 }
 
-func fileSHA256(file string) (string, error) {
+func fileSHA256(file string) (string, error) { return hashFile(file, nil) }
+
+// hashFile is the SHA-256 of file's content followed by extra.
+func hashFile(file string, extra []byte) (string, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return "", err
@@ -335,23 +354,12 @@ func fileSHA256(file string) (string, error) {
 	if _, err := io.Copy(h, f); err != nil {
 		return "", fmt.Errorf("hashing %s: %w", file, err)
 	}
+	h.Write(extra)
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // tamperedSHA256 is the SHA-256 of file as the tampered layouts serve it: one zero byte more.
-func tamperedSHA256(file string) (string, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hashing %s: %w", file, err)
-	}
-	h.Write([]byte{0})
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
+func tamperedSHA256(file string) (string, error) { return hashFile(file, []byte{0}) }
 
 func dataSHA256(data []byte) string {
 	sum := sha256.Sum256(data)

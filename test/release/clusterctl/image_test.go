@@ -1,3 +1,19 @@
+/*
+Copyright The cabpi Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package clusterctl_test
 
 import (
@@ -7,10 +23,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,7 +49,10 @@ import (
 // image, byte for byte, while another time gives another digest.
 func TestRelease(t *testing.T) {
 	const version = "v0.1.7"
-	const repository = "registry.example.org/cabpi/manager"
+	// A registry of the test's own, on loopback (go-containerregistry's): make publish pushes to it.
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(reg.Close)
+	repository := strings.TrimPrefix(reg.URL, "http://") + "/cabpi/manager"
 	dir := t.TempDir()
 	runMake(t, nil, "release", "RELEASE_VERSION="+version, "RELEASE_DIR="+dir, "KUSTOMIZE="+kustomizeBin,
 		"IMAGE_REPOSITORY="+repository, "SOURCE_DATE_EPOCH=1700000000")
@@ -90,6 +113,8 @@ func TestRelease(t *testing.T) {
 	d2, err := laterIdx.Digest()
 	require.NoError(t, err)
 	assert.NotEqual(t, d1, d2, "another SOURCE_DATE_EPOCH gives another digest")
+
+	assertPublished(t, dir, version, repository, idx)
 }
 
 // readOCIArchive is ociimage.ReadOCIArchive into a directory of the test.
