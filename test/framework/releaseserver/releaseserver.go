@@ -16,7 +16,7 @@ limitations under the License.
 
 // Package releaseserver serves Kubernetes to the real-node suite's nodes the way the Internet
 // would, from an address on the suite's own bridge: the release binaries in the Kubernetes release
-// layout with their published SHA-256 files (dl.k8s.io), and the Kubernetes system extension
+// layout with the SHA-256 files it publishes (as dl.k8s.io), and the Kubernetes system extension
 // images in the Flatcar sysext bakery's layout with its SHA256SUMS. A second copy of each layout is
 // a mirror that lies: it serves changed files (one byte more) with published digests that match
 // the change (the release layout's kubelet and its .sha256; the sysext images and SHA256SUMS).
