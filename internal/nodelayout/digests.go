@@ -20,6 +20,7 @@ import (
 	"bufio"
 	"bytes"
 	_ "embed"
+	"errors"
 	"fmt"
 	"path"
 	"sort"
@@ -116,8 +117,12 @@ func ParseCatalogue(data []byte) ([]CatalogueEntry, error) {
 			continue
 		}
 		d, err := ParseDigests([]byte(line))
+		var syntax *DigestsSyntaxError
+		if errors.As(err, &syntax) {
+			return nil, &DigestsSyntaxError{Line: n, Why: syntax.Why}
+		}
 		if err != nil {
-			return nil, &DigestsSyntaxError{Line: n, Why: err.(*DigestsSyntaxError).Why}
+			return nil, err
 		}
 		for p, sum := range d {
 			if source == "" {
@@ -149,7 +154,7 @@ func CatalogueDigest(rel string) (string, bool) {
 }
 
 // CatalogueVersions are the releases the catalogue has digests of, as the release layout names
-// them, sorted as strings.
+// them, oldest first.
 func CatalogueVersions() []string {
 	seen := map[string]bool{}
 	for p := range catalogue() {
@@ -161,7 +166,7 @@ func CatalogueVersions() []string {
 	for v := range seen {
 		out = append(out, v)
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(i, j int) bool { return versionLess(out[i], out[j]) })
 	return out
 }
 
@@ -235,7 +240,6 @@ func catalogueRange() string {
 	if len(vs) == 0 {
 		return "no release"
 	}
-	sort.Slice(vs, func(i, j int) bool { return versionLess(vs[i], vs[j]) })
 	return vs[0] + " to " + vs[len(vs)-1]
 }
 

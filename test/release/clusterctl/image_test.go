@@ -57,13 +57,8 @@ func TestRelease(t *testing.T) {
 	runMake(t, nil, "release", "RELEASE_VERSION="+version, "RELEASE_DIR="+dir, "KUSTOMIZE="+kustomizeBin,
 		"IMAGE_REPOSITORY="+repository, "SOURCE_DATE_EPOCH=1700000000")
 
-	data, err := os.ReadFile(filepath.Join(dir, "bootstrap-components.yaml"))
-	require.NoError(t, err)
-	objs, err := toUnstructured(data)
-	require.NoError(t, err)
-	dep := byKind(objs, "Deployment")
-	require.Len(t, dep, 1)
-	assert.Equal(t, repository+":"+version, containerImage(t, &dep[0]), "the components name the release's image")
+	objs, image := releasedComponents(t, dir)
+	assert.Equal(t, repository+":"+version, image, "the components name the release's image")
 	for _, f := range []string{"metadata.yaml", "cluster-template-ignition.yaml"} {
 		assert.FileExists(t, filepath.Join(dir, f))
 	}
@@ -115,6 +110,19 @@ func TestRelease(t *testing.T) {
 	assert.NotEqual(t, d1, d2, "another SOURCE_DATE_EPOCH gives another digest")
 
 	assertPublished(t, dir, version, repository, idx)
+}
+
+// releasedComponents are the objects of the bootstrap-components.yaml in dir, and the image its
+// one Deployment runs.
+func releasedComponents(t *testing.T, dir string) ([]unstructured.Unstructured, string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "bootstrap-components.yaml"))
+	require.NoError(t, err)
+	objs, err := toUnstructured(data)
+	require.NoError(t, err)
+	dep := byKind(objs, "Deployment")
+	require.Len(t, dep, 1)
+	return objs, containerImage(t, &dep[0])
 }
 
 // readOCIArchive is ociimage.ReadOCIArchive into a directory of the test.

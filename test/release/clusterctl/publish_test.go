@@ -61,13 +61,7 @@ func assertPublished(t *testing.T, dir, version, repository string, built v1.Ima
 		"IMAGE_REPOSITORY="+repository, "COSIGN_KEY="+keyFile)
 
 	// The components name the image by digest: the index the release built.
-	data, err := os.ReadFile(filepath.Join(dir, "bootstrap-components.yaml"))
-	require.NoError(t, err)
-	objs, err := toUnstructured(data)
-	require.NoError(t, err)
-	dep := byKind(objs, "Deployment")
-	require.Len(t, dep, 1)
-	named := containerImage(t, &dep[0])
+	objs, named := releasedComponents(t, dir)
 	builtDigest, err := built.Digest()
 	require.NoError(t, err)
 	assert.Equal(t, repository+":"+version+"@"+builtDigest.String(), named, "the components name the image by digest")
